@@ -1,0 +1,104 @@
+"""Semantic clustering of answers (Kuhn et al., 2023), so paraphrases vote together.
+
+Greedy over distinct normalised non-IDK answers: an answer joins the first cluster whose
+representative it matches, otherwise it opens a new one. Two answers match when their
+normalised forms are equal or one contains the other, or when the NLI model finds no
+contradiction either way and they are not neutral both ways (strict: entailment both ways).
+IDK is never clustered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.lexical import same_answer_text
+from core.nli import NLI
+from core.text import is_idk, normalize_answer
+
+
+@dataclass(frozen=True)
+class Clustering:
+    labels: list[int | None]  # cluster id per input answer, None for IDK
+    representatives: list[str]  # per cluster: its most-weighted member (first on ties)
+    members: list[list[int]]  # per cluster: indices of the input answers
+
+
+def _label(probs: tuple[float, float, float]) -> int:
+    """0 entailment, 1 neutral, 2 contradiction."""
+    return max(range(3), key=lambda i: probs[i])
+
+
+def cluster_answers(
+    answers: Sequence[str],
+    nli: NLI | None = None,
+    question: str = "",
+    strict: bool = False,
+    weights: Sequence[float] | None = None,
+) -> Clustering:
+    weights = list(weights) if weights is not None else [1.0] * len(answers)
+    distinct: list[str] = []  # one original surface form per normalised answer
+    index_of: dict[str, int] = {}
+    for answer in answers:
+        if is_idk(answer):
+            continue
+        norm = normalize_answer(answer)
+        if norm not in index_of:
+            index_of[norm] = len(distinct)
+            distinct.append(answer.strip())
+
+    relation = _relations(distinct, nli, question)
+    cluster_of: list[int] = []
+    heads: list[int] = []  # the distinct answer that opened each cluster
+    for i, answer in enumerate(distinct):
+        for cid, head in enumerate(heads):
+            if same_answer_text(answer, distinct[head]) or _match(relation, i, head, strict):
+                cluster_of.append(cid)
+                break
+        else:
+            cluster_of.append(len(heads))
+            heads.append(i)
+
+    labels: list[int | None] = []
+    members: list[list[int]] = [[] for _ in heads]
+    for pos, answer in enumerate(answers):
+        if is_idk(answer):
+            labels.append(None)
+            continue
+        cid = cluster_of[index_of[normalize_answer(answer)]]
+        labels.append(cid)
+        members[cid].append(pos)
+    representatives = [_representative(answers, weights, m) for m in members]
+    return Clustering(labels, representatives, members)
+
+
+def _relations(
+    distinct: list[str], nli: NLI | None, question: str
+) -> dict[tuple[int, int], int]:
+    """NLI label for every ordered pair of distinct answers, in one batched call."""
+    if nli is None or len(distinct) < 2:
+        return {}
+    prefix = f"{question.strip()} " if question else ""
+    keys = [(i, j) for i in range(len(distinct)) for j in range(len(distinct)) if i != j]
+    pairs = [(prefix + distinct[i], prefix + distinct[j]) for i, j in keys]
+    return {key: _label(p) for key, p in zip(keys, nli.predict(pairs))}
+
+
+def _match(relation: dict[tuple[int, int], int], a: int, b: int, strict: bool) -> bool:
+    if (a, b) not in relation:
+        return False
+    ab, ba = relation[(a, b)], relation[(b, a)]
+    if strict:
+        return ab == 0 and ba == 0
+    return ab != 2 and ba != 2 and not (ab == 1 and ba == 1)
+
+
+def _representative(answers: Sequence[str], weights: Sequence[float], members: list[int]) -> str:
+    totals: dict[str, float] = {}
+    surface: dict[str, str] = {}
+    for pos in members:
+        norm = normalize_answer(answers[pos])
+        totals[norm] = totals.get(norm, 0.0) + float(weights[pos])
+        surface.setdefault(norm, answers[pos].strip())
+    best = max(totals, key=lambda n: totals[n])  # max keeps the first seen on ties
+    return surface[best]

@@ -1,0 +1,284 @@
+"""The offline default reader: a short span from the passages, or "I don't know".
+
+No language model is involved. The reader
+1. refuses (IDK) when no passage shares enough content words with the question;
+2. guesses the expected answer type from the question (who -> names, when -> dates,
+   how many -> numbers, where -> places, yes/no);
+3. collects candidate spans: capitalised sequences, numbers with their unit, dates, and
+   runs of content words, never spans made only of question words;
+4. scores each candidate by its proximity to question words (closer, same sentence) and by
+   how many passages repeat it, and returns the best one.
+Token counts are whitespace tokens of the prompt it stands in for, so cost metrics stay
+comparable with the LLM backends.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.generation.base import Generation, GenerationRequest
+from core.generation.prompts import answer_prompt
+from core.lexical import NUMBER_WORDS, STOPWORDS
+from core.text import IDK, normalize_answer, whitespace_tokens
+
+_TOKEN = re.compile(r"\$?[\w][\w'’\-.,&]*[\w%]|\$?\w%?|[^\w\s]")
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DATE = re.compile(
+    rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?,?\s+\d{{4}}"
+    rf"|(?:{_MONTHS})\.?\s+\d{{4}}|(?:1[0-9]|20)\d{{2}}s?)\b",
+    re.IGNORECASE,
+)
+_CONNECTORS = {"of", "the", "de", "da", "von", "van", "del", "la", "le", "and", "&", "for", "on"}
+_NEGATIONS = {"not", "no", "never", "neither", "nor", "none", "cannot", "isn't", "aren't",
+              "wasn't", "weren't", "doesn't", "don't", "didn't", "hasn't", "haven't", "lacks"}
+_AUX_START = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have",
+              "had", "will", "would", "should"}
+_SCALE = {"million", "billion", "thousand", "hundred", "trillion", "percent"}
+_ABBREVIATION = re.compile(r"^(?:[A-Z]|[A-Z]\.[A-Z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|vs|No)$")
+
+
+def loose_stem(word: str) -> str:
+    """Folds inflections for matching question words ("recorded" ~ "record")."""
+    word = word.lower().replace("’", "'")
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word in NUMBER_WORDS:
+        return NUMBER_WORDS[word]
+    for suffix in ("ing", "ies", "ed", "es", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+@dataclass
+class _Token:
+    text: str
+    start: int
+    end: int
+    sentence: int
+    stem: str
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    sentence = 0
+    for m in _TOKEN.finditer(text):
+        word = m.group(0).rstrip(".,")
+        tokens.append(_Token(word, m.start(), m.start() + len(word), sentence, loose_stem(word)))
+        if word in {".", "!", "?"} and not (
+            len(tokens) > 1 and _ABBREVIATION.match(tokens[-2].text)
+        ):
+            sentence += 1
+    return tokens
+
+
+def question_type(question: str) -> str:
+    q = question.lower().strip()
+    words = re.findall(r"[a-z']+", q)
+    first = words[0] if words else ""
+    if re.search(r"\bhow (many|much)\b|\bnumber of\b|\bpopulation\b|\bpercentage\b|\bage of\b"
+                 r"|\bhow old\b|\bhow (long|far|tall|big|large|high)\b|\btime difference\b", q):
+        return "number"
+    if re.search(r"\bwhen\b|\bwhat (year|date|decade|century)\b|\bwhich year\b|\bin what year\b"
+                 r"|\bwhat time\b", q):
+        return "date"
+    if first in _AUX_START and " or " not in q:
+        return "yesno"
+    if re.search(r"\bwho(m|se)?\b", q):
+        return "person"
+    if re.search(r"\bwhere\b|\bwhat (county|country|city|state|continent|province|region)\b"
+                 r"|\b(county|country|city|state) is\b", q):
+        return "place"
+    return "other"
+
+
+@dataclass
+class _Candidate:
+    key: str
+    surface: str
+    kind: str  # "name", "number", "date", "phrase"
+    start: int  # token index span in its passage
+    end: int
+
+
+class ExtractiveReader:
+    """Answers from the passages with a short span, or "I don't know"."""
+
+    def __init__(self, min_relevance: float = 0.5, name: str = "extractive") -> None:
+        self.min_relevance = min_relevance
+        self.name = name
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        out = []
+        for request in requests:
+            text = self.answer(request.question, request.passages)
+            prompt = request.prompt or answer_prompt(request.question, request.passages)
+            out.append(Generation(text, self.name, whitespace_tokens(prompt), whitespace_tokens(text)))
+        return out
+
+    def answer(self, question: str, passages: Sequence[str]) -> str:
+        q_stems = {loose_stem(w) for w in re.findall(r"[\w'’\-]+", question)} - {
+            loose_stem(w) for w in STOPWORDS
+        }
+        q_terms = {t for t in q_stems if t and t not in STOPWORDS}
+        if not q_terms or not passages:
+            return IDK
+        tokenized = [_tokenize(p) for p in passages]
+        relevance = [self._relevance(tokens, q_terms) for tokens in tokenized]
+        best = max(relevance)
+        if best < self.min_relevance:
+            return IDK
+        kind = question_type(question)
+        if kind == "yesno":
+            return self._yes_no(tokenized, relevance, q_terms)
+        scores: dict[str, float] = {}
+        surfaces: dict[str, dict[str, int]] = {}
+        for p_index, (text, tokens) in enumerate(zip(passages, tokenized)):
+            if relevance[p_index] < max(self.min_relevance, 0.6 * best):
+                continue
+            per_passage: dict[str, float] = {}
+            for cand in _candidates(text, tokens, q_terms, question):
+                score = _proximity(tokens, cand, q_terms) * _type_fit(kind, cand.kind)
+                if score > per_passage.get(cand.key, 0.0):
+                    per_passage[cand.key] = score
+                surfaces.setdefault(cand.key, {})
+                surfaces[cand.key][cand.surface] = surfaces[cand.key].get(cand.surface, 0) + 1
+            for key, score in per_passage.items():
+                # Repetition across passages adds up; each passage counts once per candidate.
+                scores[key] = scores.get(key, 0.0) + score * relevance[p_index]
+        if not scores:
+            return IDK
+        winner = max(scores, key=lambda k: scores[k])
+        forms = surfaces[winner]
+        return max(forms, key=lambda s: forms[s])
+
+    @staticmethod
+    def _relevance(tokens: list[_Token], q_terms: set[str]) -> float:
+        present = {t.stem for t in tokens} & q_terms
+        return len(present) / len(q_terms)
+
+    @staticmethod
+    def _yes_no(tokenized: list[list[_Token]], relevance: list[float], q_terms: set[str]) -> str:
+        # A negation in the passages' most relevant sentences answers "no".
+        votes = 0.0
+        for tokens, rel in zip(tokenized, relevance):
+            negated = any(t.text.lower() in _NEGATIONS or t.text.lower().endswith("n't")
+                          for t in tokens)
+            votes += -rel if negated else rel
+        return "yes" if votes >= 0 else "no"
+
+
+def _type_fit(question_kind: str, cand_kind: str) -> float:
+    table = {
+        "number": {"number": 1.0, "date": 0.3, "name": 0.1, "phrase": 0.1},
+        "date": {"date": 1.0, "number": 0.4, "name": 0.1, "phrase": 0.05},
+        "person": {"name": 1.0, "phrase": 0.25, "number": 0.05, "date": 0.05},
+        "place": {"name": 1.0, "phrase": 0.3, "number": 0.05, "date": 0.05},
+        "other": {"name": 1.0, "phrase": 0.6, "number": 0.5, "date": 0.5},
+    }
+    return table[question_kind][cand_kind]
+
+
+def _proximity(tokens: list[_Token], cand: _Candidate, q_terms: set[str]) -> float:
+    """Share of question words near the candidate, each discounted by distance."""
+    total = 0.0
+    for term in q_terms:
+        best = 0.0
+        for i, tok in enumerate(tokens):
+            if tok.stem != term or cand.start <= i < cand.end:
+                continue
+            distance = cand.start - i if i < cand.start else i - cand.end + 1
+            penalty = 12 * abs(tok.sentence - tokens[cand.start].sentence)
+            best = max(best, 1.0 / (1.0 + (distance + penalty) / 6.0))
+        total += best
+    return total / len(q_terms)
+
+
+def _is_capital(tok: _Token) -> bool:
+    return tok.text[:1].isupper() or tok.text[:1].isdigit() and tok.text[:1] != "$"
+
+
+def _candidates(
+    text: str, tokens: list[_Token], q_terms: set[str], question: str
+) -> list[_Candidate]:
+    out: list[_Candidate] = []
+    q_lower = question.lower()
+
+    def add(kind: str, start: int, end: int) -> None:
+        if start >= end:
+            return
+        span = tokens[start:end]
+        content = [t for t in span if t.text.lower() not in STOPWORDS and t.text.isalnum()
+                   or any(c.isdigit() for c in t.text)]
+        if not content:
+            return
+        # A span made only of question words restates the question, it does not answer it.
+        if all(t.stem in q_terms for t in content):
+            return
+        surface = text[span[0].start : span[-1].end]
+        if normalize_answer(surface) and normalize_answer(surface) in normalize_answer(q_lower):
+            return
+        out.append(_Candidate(normalize_answer(surface), surface, kind, start, end))
+
+    # Dates first (character regex), mapped back to token spans.
+    for m in _DATE.finditer(text):
+        start = next((i for i, t in enumerate(tokens) if t.end > m.start()), None)
+        end = next((i for i, t in enumerate(tokens) if t.start >= m.end()), len(tokens))
+        if start is not None:
+            add("date", start, end)
+
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        low = tok.text.lower()
+        is_num = any(c.isdigit() for c in tok.text) or low in NUMBER_WORDS
+        if is_num:
+            end = i + 1
+            while end < len(tokens) and tokens[end].text.lower() in _SCALE:
+                end += 1
+            if end < len(tokens) and tokens[end].text.isalpha() and tokens[end].text.islower() \
+                    and tokens[end].text not in STOPWORDS:
+                end += 1  # the unit ("24 episodes", "5 hours")
+            add("number", i, end)
+        if tok.text[:1].isupper() and tok.text.isascii() is not None and tok.text[:1].isalpha():
+            end = i + 1
+            while end < len(tokens):
+                nxt = tokens[end]
+                if nxt.text[:1].isupper() or (nxt.text[:1].isdigit() and end > i):
+                    end += 1
+                elif nxt.text.lower() in _CONNECTORS and end + 1 < len(tokens) \
+                        and tokens[end + 1].text[:1].isupper():
+                    end += 2
+                else:
+                    break
+            start = i
+            # Sentence-initial function words are capitalised only by position.
+            while start < end and tokens[start].text.lower() in STOPWORDS | _CONNECTORS:
+                start += 1
+            add("name", start, end)
+            i = end
+            continue
+        if tok.text.isalpha() and low not in STOPWORDS and tok.stem not in q_terms:
+            end = i + 1
+            while end < len(tokens) and end - i < 4:
+                nxt = tokens[end]
+                if nxt.text.isalpha() and nxt.text.lower() not in STOPWORDS \
+                        and nxt.stem not in q_terms and not nxt.text[:1].isupper():
+                    end += 1
+                elif nxt.text.lower() == "of" and end + 1 < len(tokens) \
+                        and tokens[end + 1].text.isalpha() \
+                        and tokens[end + 1].text.lower() not in STOPWORDS:
+                    end += 2
+                else:
+                    break
+            add("phrase", i, end)
+            i = end
+            continue
+        i += 1
+    return out
