@@ -1,0 +1,65 @@
+"""Accuracy with its 95% interval, and agreement of estimated with true reliabilities."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from scipy import stats
+
+Z95 = 1.959963984540054
+
+
+def wilson_interval(correct: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (used when there is a single seed)."""
+    if total <= 0:
+        return (0.0, 0.0)
+    p = correct / total
+    denom = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denom
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of per-seed values."""
+    n = len(values)
+    if n == 0:
+        return (0.0, 0.0)
+    mean = sum(values) / n
+    if n == 1:
+        return (mean, mean)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
+    return (mean - half, mean + half)
+
+
+def accuracy_interval(per_seed_correct: Sequence[Sequence[bool]]) -> tuple[float, tuple[float, float]]:
+    """Mean accuracy over seeds and its 95% interval.
+
+    Several seeds: a t interval over the per-seed accuracies. One seed: a Wilson interval
+    over that seed's questions.
+    """
+    accuracies = [sum(c) / len(c) if c else 0.0 for c in per_seed_correct]
+    mean = sum(accuracies) / len(accuracies) if accuracies else 0.0
+    if len(per_seed_correct) == 1:
+        only = per_seed_correct[0]
+        return mean, wilson_interval(sum(only), len(only))
+    lo, hi = t_interval(accuracies)
+    return mean, (max(0.0, lo), min(1.0, hi))
+
+
+def correlations(estimated: Sequence[float], true: Sequence[float]) -> dict[str, float]:
+    """Pearson and Spearman correlation; NaN when either side is constant."""
+    if len(estimated) != len(true):
+        raise ValueError("estimated and true reliabilities must align")
+    if len(estimated) < 2 or len(set(estimated)) < 2 or len(set(true)) < 2:
+        return {"pearson": float("nan"), "spearman": float("nan")}
+    pearson = float(stats.pearsonr(estimated, true)[0])
+    spearman = float(stats.spearmanr(estimated, true)[0])
+    return {"pearson": pearson, "spearman": spearman}
+
+
+def mean_ignoring_nan(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else float("nan")
