@@ -40,6 +40,11 @@ _NEGATIONS = {"not", "no", "never", "neither", "nor", "none", "cannot", "isn't",
 _AUX_START = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have",
               "had", "will", "would", "should"}
 _SCALE = {"million", "billion", "thousand", "hundred", "trillion", "percent"}
+_DISCOURSE_VERBS = {"known", "born", "made", "became", "called", "named", "considered",
+                    "regarded", "located", "based", "renowned", "famous", "notably"}
+_COPULAS = {"is", "was", "are", "were", "be", "as", "namely", ":", "by", "to"}
+_TYPE_NOUNS = re.compile(r"\b(?:what|which|in what|the)\s+(county|country|city|state|university"
+                         r"|team|river|band|company|language|province|island|party|film|album)\b")
 _ABBREVIATION = re.compile(r"^(?:[A-Z]|[A-Z]\.[A-Z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|vs|No)$")
 
 
@@ -69,7 +74,8 @@ def _tokenize(text: str) -> list[_Token]:
     tokens: list[_Token] = []
     sentence = 0
     for m in _TOKEN.finditer(text):
-        word = m.group(0).rstrip(".,")
+        word = m.group(0)
+        word = word.rstrip(".,") or word
         tokens.append(_Token(word, m.start(), m.start() + len(word), sentence, loose_stem(word)))
         if word in {".", "!", "?"} and not (
             len(tokens) > 1 and _ABBREVIATION.match(tokens[-2].text)
@@ -135,6 +141,9 @@ class ExtractiveReader:
         if best < self.min_relevance:
             return IDK
         kind = question_type(question)
+        options = _options(question)
+        if options:
+            return _pick_option(options, passages)
         if kind == "yesno":
             return self._yes_no(tokenized, relevance, q_terms)
         scores: dict[str, float] = {}
@@ -143,8 +152,16 @@ class ExtractiveReader:
             if relevance[p_index] < max(self.min_relevance, 0.6 * best):
                 continue
             per_passage: dict[str, float] = {}
+            type_noun = _TYPE_NOUNS.search(question.lower())
             for cand in _candidates(text, tokens, q_terms, question):
                 score = _proximity(tokens, cand, q_terms) * _type_fit(kind, cand.kind)
+                if type_noun and type_noun.group(1) in cand.key:
+                    score *= 1.5  # "what county" -> "Orange County"
+                if cand.start > 0 and tokens[cand.start - 1].text.lower() in _COPULAS:
+                    score *= 1.2  # answers tend to follow "is", "was", "namely:"
+                if cand.start == 0 or tokens[cand.start - 1].sentence != tokens[cand.start].sentence:
+                    if cand.end - cand.start == 1:
+                        score *= 0.3  # a lone sentence-initial word is capitalised by position
                 if score > per_passage.get(cand.key, 0.0):
                     per_passage[cand.key] = score
                 surfaces.setdefault(cand.key, {})
@@ -174,6 +191,32 @@ class ExtractiveReader:
         return "yes" if votes >= 0 else "no"
 
 
+def _options(question: str) -> list[str]:
+    """The two alternatives of an "X or Y?" question, if it is one."""
+    m = re.search(r"(?:,|:|\bbetween)\s*([^,:?]+?)\s+or\s+([^?]+?)\s*\??$", question.strip())
+    if not m:
+        m = re.search(r"\b(?:is|was|who|which)\s+\w+\s+([A-Z][^?]*?)\s+or\s+([A-Z][^?]*?)\s*\??$",
+                      question.strip())
+    if not m:
+        return []
+    first, second = m.group(1).strip(), m.group(2).strip()
+    first = re.sub(r"^(the|a|an)\s+", "", first, flags=re.IGNORECASE)
+    second = re.sub(r"^(the|a|an)\s+", "", second, flags=re.IGNORECASE)
+    second = second.split(",")[0].strip()
+    return [first, second] if first and second else []
+
+
+def _pick_option(options: list[str], passages: Sequence[str]) -> str:
+    """The alternative the passages talk about most (first mention breaks ties)."""
+    text = " ".join(passages).lower()
+    def key(option: str) -> tuple[int, int]:
+        low = option.lower()
+        first = text.find(low)
+        return (text.count(low), -(first if first >= 0 else len(text)))
+    best = max(options, key=key)
+    return best if key(best)[0] > 0 else IDK
+
+
 def _type_fit(question_kind: str, cand_kind: str) -> float:
     table = {
         "number": {"number": 1.0, "date": 0.3, "name": 0.1, "phrase": 0.1},
@@ -191,13 +234,21 @@ def _proximity(tokens: list[_Token], cand: _Candidate, q_terms: set[str]) -> flo
     for term in q_terms:
         best = 0.0
         for i, tok in enumerate(tokens):
-            if tok.stem != term or cand.start <= i < cand.end:
+            if tok.stem != term:
                 continue
+            if cand.start <= i < cand.end:
+                best = 1.0
+                break
             distance = cand.start - i if i < cand.start else i - cand.end + 1
             penalty = 12 * abs(tok.sentence - tokens[cand.start].sentence)
             best = max(best, 1.0 / (1.0 + (distance + penalty) / 6.0))
         total += best
     return total / len(q_terms)
+
+
+def _verbish(word: str) -> bool:
+    """Adverbs and participles rarely are short answers; they bound phrase candidates."""
+    return word in _DISCOURSE_VERBS or len(word) > 4 and word.endswith(("ly", "ed", "ing"))
 
 
 def _is_capital(tok: _Token) -> bool:
@@ -252,6 +303,9 @@ def _candidates(
                 nxt = tokens[end]
                 if nxt.text[:1].isupper() or (nxt.text[:1].isdigit() and end > i):
                     end += 1
+                elif nxt.text == "." and _ABBREVIATION.match(tokens[end - 1].text) \
+                        and end + 1 < len(tokens) and tokens[end + 1].text[:1].isupper():
+                    end += 2
                 elif nxt.text.lower() in _CONNECTORS and end + 1 < len(tokens) \
                         and tokens[end + 1].text[:1].isupper():
                     end += 2
@@ -264,12 +318,14 @@ def _candidates(
             add("name", start, end)
             i = end
             continue
-        if tok.text.isalpha() and low not in STOPWORDS and tok.stem not in q_terms:
+        if tok.text.isalpha() and low not in STOPWORDS and tok.stem not in q_terms \
+                and not _verbish(low):
             end = i + 1
             while end < len(tokens) and end - i < 4:
                 nxt = tokens[end]
                 if nxt.text.isalpha() and nxt.text.lower() not in STOPWORDS \
-                        and nxt.stem not in q_terms and not nxt.text[:1].isupper():
+                        and nxt.stem not in q_terms and not nxt.text[:1].isupper() \
+                        and not _verbish(nxt.text.lower()):
                     end += 1
                 elif nxt.text.lower() == "of" and end + 1 < len(tokens) \
                         and tokens[end + 1].text.isalpha() \
@@ -277,7 +333,9 @@ def _candidates(
                     end += 2
                 else:
                     break
-            add("phrase", i, end)
+            if not (end == i + 1 and (low in _DISCOURSE_VERBS or len(low) > 4
+                                      and low.endswith(("ed", "ly", "ing")))):
+                add("phrase", i, end)
             i = end
             continue
         i += 1
