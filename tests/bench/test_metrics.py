@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import math
+
+from core.bench.metrics import accuracy_interval, correlations, t_interval, wilson_interval
+
+
+def test_wilson_interval_matches_the_textbook_value() -> None:
+    lo, hi = wilson_interval(8, 10)
+    assert math.isclose(lo, 0.4902, abs_tol=1e-3)
+    assert math.isclose(hi, 0.9433, abs_tol=1e-3)
+
+
+def test_wilson_interval_stays_inside_zero_and_one() -> None:
+    assert wilson_interval(0, 5)[0] == 0.0
+    assert wilson_interval(5, 5)[1] == 1.0
+
+
+def test_one_seed_uses_a_wilson_interval_over_questions() -> None:
+    mean, interval = accuracy_interval([[True] * 8 + [False] * 2])
+    assert mean == 0.8
+    assert interval == wilson_interval(8, 10)
+
+
+def test_several_seeds_use_a_t_interval_over_seed_accuracies() -> None:
+    per_seed = [[True, False], [True, True], [False, False]]
+    mean, interval = accuracy_interval(per_seed)
+    assert math.isclose(mean, 0.5)
+    lo, hi = t_interval([0.5, 1.0, 0.0])
+    assert interval == (max(0.0, lo), min(1.0, hi))
+    assert interval[0] < mean < interval[1]
+
+
+def test_t_interval_narrows_with_agreeing_seeds() -> None:
+    wide = t_interval([0.5, 0.7, 0.6])
+    narrow = t_interval([0.6, 0.61, 0.59])
+    assert narrow[1] - narrow[0] < wide[1] - wide[0]
+
+
+def test_correlations_are_one_for_a_monotone_linear_estimate() -> None:
+    result = correlations([0.2, 0.4, 0.6, 0.8], [0.1, 0.2, 0.3, 0.4])
+    assert math.isclose(result["pearson"], 1.0)
+    assert math.isclose(result["spearman"], 1.0)
+
+
+def test_correlations_are_undefined_for_constant_truth() -> None:
+    result = correlations([0.2, 0.4, 0.6], [0.9, 0.9, 0.9])
+    assert math.isnan(result["pearson"])

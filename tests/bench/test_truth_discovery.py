@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.bench.truth import Claim, ClaimSet, isbn10, load_books, load_flights, normalize_authors, normalize_time
+from core.bench.truth_methods import evaluate_truth_discovery, majority_vote
+from core.bench.truthfinder import truthfinder
+
+
+def test_flight_times_in_every_format_normalise_to_a_24_hour_clock() -> None:
+    assert normalize_time("7:10 a.m.") == "07:10"
+    assert normalize_time("7:10 PM") == "19:10"
+    assert normalize_time("7:10pDec 1") == "19:10"
+    assert normalize_time("12/02 7:10 p.m.") == "19:10"
+    assert normalize_time("12:30 a.m.") == "00:30"
+    assert normalize_time("7:10 p.m. (Estimated runway)") == "19:10"
+    assert normalize_time("Not Available") is None
+    assert normalize_time("") is None
+
+
+def test_author_lists_normalise_regardless_of_order_punctuation_and_initials() -> None:
+    a = normalize_authors("Knuth, Donald E.")
+    assert a == normalize_authors("Donald E. Knuth") == normalize_authors("knuth, donald e.;  ") == "knuth"
+    two = normalize_authors("Schmidt, Cheryl; Meadors, Todd")
+    assert two == normalize_authors("meadors, todd ;  schmidt, cheryl a.;") == "meadors;schmidt"
+    assert normalize_authors("Not Available") is None
+
+
+def test_isbn13_converts_to_isbn10() -> None:
+    assert isbn10("9780201853940") == "0201853949"
+    assert isbn10("0201853949") == "0201853949"
+
+
+def test_truthfinder_follows_the_source_that_is_right_elsewhere() -> None:
+    claims = [Claim(s, t, v) for s, t, v in [
+        ("good", "a", "1"), ("good", "b", "1"), ("good", "c", "1"), ("good", "d", "x"),
+        ("ok", "a", "1"), ("ok", "b", "1"), ("ok", "c", "1"),
+        ("bad", "a", "2"), ("bad", "b", "2"), ("bad", "c", "2"), ("bad", "d", "y"),
+        ("worse", "a", "3"), ("worse", "b", "3"), ("worse", "c", "3"),
+    ]]
+    result = truthfinder(claims)
+    assert result.truths["d"] == "x"
+    assert result.trust["good"] > result.trust["bad"]
+
+
+def test_majority_vote_picks_the_most_claimed_value() -> None:
+    claims = ClaimSet("toy", [Claim("s1", "t", "a"), Claim("s2", "t", "a"), Claim("s3", "t", "b")], {"t": "a"})
+    assert majority_vote(claims).truths == {"t": "a"}
+
+
+def test_flights_claims_cover_all_sources_and_labelled_tasks(data_dir: Path) -> None:
+    flights = load_flights(data_dir)
+    assert len(flights.sources) == 38
+    assert len(flights.gold) == 400
+    assert set(flights.gold) <= set(flights.tasks)
+
+
+def test_iwmv_is_at_least_as_accurate_as_majority_vote_on_flights_and_books(data_dir: Path) -> None:
+    for claims in (load_flights(data_dir), load_books(data_dir)):
+        result = evaluate_truth_discovery(claims, methods=("majority-vote", "iwmv"))
+        methods = result["methods"]
+        assert methods["iwmv"]["accuracy"] >= methods["majority-vote"]["accuracy"]  # type: ignore[index]
