@@ -1,0 +1,122 @@
+"""Reliability estimation over fact-checking questions, resumable step by step.
+
+answer_pairs() answers a batch of (query, source) pairs (one retrieval per query for all
+its sources, one batched generator call, f_align); the caller may persist the records.
+estimate_from_records() clusters each query's stored responses, builds the queries x
+sources vote matrix and runs IWMV. estimate() chains both for in-memory use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.alignment import align_many
+from core.clustering import cluster_answers
+from core.generation.base import GenerationRequest
+from core.nli import NLI
+from core.reliability import ReliabilityResult, iwmv
+from core.strategies.base import EngineContext
+from core.types import CallStats, Passage
+
+
+@dataclass
+class ResponseRecord:
+    query_index: int
+    source_id: int
+    raw_response: str
+    response: str  # after f_align
+    filtered: bool
+    score: float
+    cluster: int | None = None
+
+
+@dataclass
+class EstimationResult:
+    records: list[ResponseRecord]
+    reliability: ReliabilityResult
+    source_ids: list[int]  # column order of the vote matrix
+    stats: CallStats
+
+    def by_source(self) -> dict[int, float]:
+        return {sid: s.weight for sid, s in zip(self.source_ids, self.reliability.sources)}
+
+
+def answer_pairs(
+    questions: Sequence[str],
+    pairs: Sequence[tuple[int, int]],
+    ctx: EngineContext,
+    stats: CallStats | None = None,
+) -> list[ResponseRecord]:
+    """Responses for (query index, source id) pairs, in the order given."""
+    stats = stats if stats is not None else CallStats()
+    by_query: dict[int, list[int]] = {}
+    for q, s in pairs:
+        by_query.setdefault(q, []).append(s)
+    queries = sorted(by_query)
+    vectors = ctx.embedder.encode([questions[q] for q in queries]) if queries else []
+    passages: dict[tuple[int, int], list[Passage]] = {}
+    for q, vector in zip(queries, vectors):
+        hits = ctx.retriever.top_k_per_source(vector, by_query[q], ctx.params.k)
+        for s in by_query[q]:
+            passages[(q, s)] = hits.get(s, [])
+    requests = [GenerationRequest(questions[q], [p.text for p in passages[(q, s)]]) for q, s in pairs]
+    generations = ctx.generator.generate(requests)
+    stats.calls += len(generations)
+    stats.prompt_tokens += sum(g.prompt_tokens for g in generations)
+    stats.completion_tokens += sum(g.completion_tokens for g in generations)
+    records: list[ResponseRecord] = [None] * len(pairs)  # type: ignore[list-item]
+    for q in queries:
+        positions = [i for i, (pq, _) in enumerate(pairs) if pq == q]
+        aligned = align_many(
+            questions[q],
+            [generations[i].text for i in positions],
+            [[p.text for p in passages[pairs[i]]] for i in positions],
+            ctx.nli,
+            ctx.params.tau,
+        )
+        for i, result in zip(positions, aligned):
+            records[i] = ResponseRecord(
+                q, pairs[i][1], generations[i].text, result.response, result.filtered, result.score
+            )
+    return records
+
+
+def estimate_from_records(
+    questions: Sequence[str],
+    source_ids: Sequence[int],
+    records: Sequence[ResponseRecord],
+    nli: NLI | None,
+    strict: bool = False,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+) -> tuple[ReliabilityResult, list[ResponseRecord]]:
+    """Cluster each query's responses, build the vote matrix, run IWMV.
+
+    Missing (query, source) pairs count as IDK, so a partial run still estimates.
+    Records get their cluster label set in place.
+    """
+    column = {sid: j for j, sid in enumerate(source_ids)}
+    matrix: list[list[int | None]] = [[None] * len(source_ids) for _ in questions]
+    by_query: dict[int, list[ResponseRecord]] = {}
+    for record in records:
+        if record.source_id in column:
+            by_query.setdefault(record.query_index, []).append(record)
+    for q, group in by_query.items():
+        clustering = cluster_answers([r.response for r in group], nli, questions[q], strict)
+        for record, label in zip(group, clustering.labels):
+            record.cluster = label
+            matrix[q][column[record.source_id]] = label
+    return iwmv(matrix, alpha=alpha, beta=beta), list(records)
+
+
+def estimate(questions: Sequence[str], ctx: EngineContext) -> EstimationResult:
+    """Every question against every source, then IWMV."""
+    stats = CallStats()
+    source_ids = [s.id for s in ctx.sources]
+    pairs = [(q, s) for q in range(len(questions)) for s in source_ids]
+    records = answer_pairs(questions, pairs, ctx, stats)
+    result, records = estimate_from_records(
+        questions, source_ids, records, ctx.nli, ctx.params.strict_clustering
+    )
+    return EstimationResult(records, result, source_ids, stats)

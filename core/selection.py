@@ -1,0 +1,68 @@
+"""Source selection: kappa-RRSS (reliable and relevant, Appendix C) and kappa-RSS.
+
+kappa-RRSS visits sources by descending reliability, generates and filters each response,
+and keeps the first kappa whose filtered response is not IDK. Responses are generated in
+batches of kappa so a remote backend answers them concurrently; the visit stops as soon as
+kappa non-IDK responses are in, so at most kappa - 1 extra calls are spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from core.types import SourceInfo
+
+R = TypeVar("R")
+
+
+@dataclass
+class Selection:
+    order: list[int]  # source ids in visiting order (descending reliability)
+    visited: list[int] = field(default_factory=list)  # source ids that got a generator call
+    selected: list[int] = field(default_factory=list)  # source ids whose response is kept
+    generator_calls: int = 0
+
+
+def by_reliability(sources: Sequence[SourceInfo]) -> list[SourceInfo]:
+    """Descending v_i; ties keep the given order (stable sort) so runs are reproducible."""
+    return sorted(sources, key=lambda s: -s.reliability)
+
+
+def kappa_rss(sources: Sequence[SourceInfo], kappa: int) -> list[SourceInfo]:
+    """The kappa most reliable sources, without a relevance check."""
+    return by_reliability(sources)[: max(kappa, 0)]
+
+
+def kappa_rrss(
+    sources: Sequence[SourceInfo],
+    kappa: int,
+    answer_batch: Callable[[list[SourceInfo]], list[R]],
+    is_abstention: Callable[[R], bool],
+    batch_size: int | None = None,
+) -> tuple[Selection, dict[int, R]]:
+    """Visit sources by reliability until kappa of them give a non-IDK filtered response.
+
+    answer_batch generates and filters responses for a batch of sources (one result per
+    source, in order); is_abstention says whether a result is IDK after filtering.
+    Returns the selection record and the result of every visited source.
+    """
+    ordered = by_reliability(sources)
+    selection = Selection(order=[s.id for s in ordered])
+    results: dict[int, R] = {}
+    step = max(1, batch_size or kappa)
+    position = 0
+    while position < len(ordered) and len(selection.selected) < kappa:
+        # Ask only for as many as could still be needed, so no call is wasted at the end.
+        need = kappa - len(selection.selected)
+        batch = ordered[position : position + min(step, need)]
+        position += len(batch)
+        outputs = answer_batch(batch)
+        selection.generator_calls += len(batch)
+        for source, output in zip(batch, outputs):
+            selection.visited.append(source.id)
+            results[source.id] = output
+            if not is_abstention(output) and len(selection.selected) < kappa:
+                selection.selected.append(source.id)
+    return selection, results

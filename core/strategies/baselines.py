@@ -1,0 +1,109 @@
+"""Baselines: Vanilla RAG (pooled top-10), Vanilla LLM (no retrieval), RobustRAG keywords."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from core.generation.base import GenerationRequest
+from core.lexical import content_words
+from core.strategies.base import AnswerStrategy, EngineContext, StrategyResult, register
+from core.strategies.pipeline import record
+from core.text import IDK, is_idk, normalize_answer
+from core.types import CallStats
+
+
+def _result(
+    name: str, ctx: EngineContext, answer: str, stats: CallStats, started: float, conf: float
+) -> StrategyResult:
+    return StrategyResult(
+        answer=answer if not is_idk(answer) else IDK,
+        confidence=conf if not is_idk(answer) else 0.0,
+        strategy=name,
+        backend=ctx.generator.name,
+        stats=stats,
+        seconds=time.perf_counter() - started,
+    )
+
+
+@register("vanilla-rag")
+class VanillaRag(AnswerStrategy):
+    description = "top-10 passages pooled over all sources, one generator call"
+
+    def answer(self, question: str, ctx: EngineContext) -> StrategyResult:
+        started = time.perf_counter()
+        stats = CallStats()
+        vector = ctx.embedder.encode([question])[0]
+        passages = ctx.retriever.top_k_pooled(vector, ctx.params.pooled_k)
+        generations = ctx.generator.generate([GenerationRequest(question, [p.text for p in passages])])
+        record(stats, generations)
+        stats.extra["passages"] = [p.chunk_id for p in passages]
+        return _result(self.name, ctx, generations[0].text, stats, started, 1.0)
+
+
+@register("vanilla-llm")
+class VanillaLlm(AnswerStrategy):
+    description = "the generator alone, no retrieval (the extractive reader then says IDK)"
+
+    def answer(self, question: str, ctx: EngineContext) -> StrategyResult:
+        started = time.perf_counter()
+        stats = CallStats()
+        generations = ctx.generator.generate([GenerationRequest(question, [])])
+        record(stats, generations)
+        if is_idk(generations[0].text):
+            stats.extra["note"] = "the backend cannot answer without passages"
+        return _result(self.name, ctx, generations[0].text, stats, started, 1.0)
+
+
+def _phrases(answer: str, max_len: int = 3) -> set[str]:
+    """Keywords and short phrases (1-3 content words) of one isolated answer."""
+    words = content_words(answer)
+    return {" ".join(words[i : i + n]) for n in range(1, max_len + 1) for i in range(len(words) - n + 1)}
+
+
+@register("robust-rag")
+class RobustRag(AnswerStrategy):
+    """RobustRAG keyword aggregation (Xiang et al., 2024).
+
+    Answer each pooled passage in isolation, keep phrases that appear in at least
+    min(beta, alpha * n) of the non-IDK answers, then answer once more with the kept
+    keywords as hints. The extractive reader cannot use hints, so with it the kept phrase
+    with most support (longest on ties) is the answer.
+    """
+
+    description = "isolate-then-aggregate keywords over the pooled top-10 passages"
+
+    def answer(self, question: str, ctx: EngineContext) -> StrategyResult:
+        started = time.perf_counter()
+        stats = CallStats()
+        vector = ctx.embedder.encode([question])[0]
+        passages = ctx.retriever.top_k_pooled(vector, ctx.params.pooled_k)
+        generations = ctx.generator.generate([GenerationRequest(question, [p.text]) for p in passages])
+        record(stats, generations)
+        answers = [g.text for g in generations if not is_idk(g.text)]
+        threshold = min(ctx.params.robust_beta, ctx.params.robust_alpha * len(answers))
+        counts: Counter[str] = Counter()
+        for text in answers:
+            counts.update(_phrases(text))
+        kept = [(p, c) for p, c in counts.items() if c >= max(threshold, 1)]
+        stats.extra["keywords"] = [p for p, _ in kept]
+        if not kept:
+            return _result(self.name, ctx, IDK, stats, started, 0.0)
+        best, support = max(kept, key=lambda pc: (pc[1], len(pc[0].split())))
+        confidence = support / len(answers)
+        if ctx.generator.name.startswith("extractive"):
+            # Return the original surface form of the best phrase.
+            surface = next(
+                (a for a in answers if best in " ".join(content_words(a))), best
+            )
+            return _result(self.name, ctx, surface if normalize_answer(surface) else best, stats, started, confidence)
+        hints = ", ".join(p for p, _ in sorted(kept, key=lambda pc: -pc[1]))
+        prompt = (
+            "Answer the question with a few words, using these keywords gathered from "
+            f"several independent passages as hints: {hints}.\n"
+            "If they do not answer the question, say \"I don't know\".\n"
+            f"Question: {question.strip()}\nAnswer:"
+        )
+        final = ctx.generator.generate([GenerationRequest(question, [], prompt=prompt)])
+        record(stats, final)
+        return _result(self.name, ctx, final[0].text, stats, started, confidence)

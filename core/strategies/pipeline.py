@@ -1,0 +1,97 @@
+"""Steps shared by the strategies: retrieve for all sources at once, generate, filter,
+cluster, vote."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from core.alignment import align_many
+from core.clustering import cluster_answers
+from core.generation.base import Generation, GenerationRequest
+from core.strategies.base import ClusterInfo, EngineContext, SourceVote
+from core.text import IDK, is_idk
+from core.types import CallStats, Passage, SourceInfo
+from core.voting import VoteOutcome, weighted_vote
+
+
+def retrieve_per_source(
+    question: str, ctx: EngineContext, sources: Sequence[SourceInfo] | None = None
+) -> dict[int, list[Passage]]:
+    """Embed the question once; one retriever call for every source."""
+    vector = ctx.embedder.encode([question])[0]
+    ids = [s.id for s in (sources if sources is not None else ctx.sources)]
+    return ctx.retriever.top_k_per_source(vector, ids, ctx.params.k)
+
+
+def record(stats: CallStats, generations: Sequence[Generation]) -> None:
+    stats.calls += len(generations)
+    stats.prompt_tokens += sum(g.prompt_tokens for g in generations)
+    stats.completion_tokens += sum(g.completion_tokens for g in generations)
+
+
+def answer_sources(
+    question: str,
+    ctx: EngineContext,
+    sources: Sequence[SourceInfo],
+    passages: Mapping[int, list[Passage]],
+    stats: CallStats,
+    use_filter: bool = True,
+) -> list[SourceVote]:
+    """One batched generator call over the sources, then f_align (one batched NLI call)."""
+    if not sources:
+        return []
+    requests = [
+        GenerationRequest(question, [p.text for p in passages.get(s.id, [])]) for s in sources
+    ]
+    generations = ctx.generator.generate(requests)
+    record(stats, generations)
+    raw = [g.text for g in generations]
+    texts = [[p.text for p in passages.get(s.id, [])] for s in sources]
+    if use_filter:
+        aligned = align_many(question, raw, texts, ctx.nli, ctx.params.tau)
+    else:
+        aligned = None
+    votes = []
+    for i, source in enumerate(sources):
+        response = aligned[i].response if aligned else (IDK if is_idk(raw[i]) else raw[i].strip())
+        votes.append(
+            SourceVote(
+                source_id=source.id,
+                source_name=source.name,
+                raw_response=raw[i],
+                response=response,
+                filtered=aligned[i].filtered if aligned else False,
+                align_score=aligned[i].score if aligned else 0.0,
+                cluster=None,
+                weight=source.reliability,
+                passages=list(passages.get(source.id, [])),
+            )
+        )
+    return votes
+
+
+def cluster_and_vote(
+    question: str, ctx: EngineContext, votes: list[SourceVote]
+) -> tuple[VoteOutcome, list[ClusterInfo], str]:
+    """Cluster the votes' responses in place, run WMV with each vote's weight."""
+    clustering = cluster_answers(
+        [v.response for v in votes],
+        ctx.nli,
+        question=question,
+        strict=ctx.params.strict_clustering,
+        weights=[v.weight for v in votes],
+    )
+    for vote, label in zip(votes, clustering.labels):
+        vote.cluster = label
+    outcome = weighted_vote(clustering.labels, [v.weight for v in votes])
+    clusters = [
+        ClusterInfo(
+            id=cid,
+            label=clustering.representatives[cid],
+            members=[votes[i].source_id for i in members],
+            weight=outcome.weights.get(cid, 0.0),
+        )
+        for cid, members in enumerate(clustering.members)
+    ]
+    answer = IDK if outcome.winner is None else clustering.representatives[outcome.winner]
+    return outcome, clusters, answer
