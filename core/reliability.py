@@ -117,13 +117,17 @@ def iwmv(
     weights = np.ones(n_sources)
     estimate = np.full(n_queries, MISSING, dtype=np.int64)
     agreements = np.zeros(n_sources, dtype=np.int64)
-    accuracy = np.full(n_sources, alpha / (alpha + beta))
+    accuracy = np.full(n_sources, alpha / (alpha + beta) if alpha + beta > 0 else 0.5)
     converged = False
     iterations = 0
     for iterations in range(1, max_iter + 1):
         estimate = _estimate_answers(labels, weights)
         agreements = ((labels == estimate[:, None]) & answered).sum(axis=0)
-        accuracy = (agreements + alpha) / (answers + alpha + beta)
+        denom = answers + alpha + beta
+        # No evidence and no prior: fall back to a coin flip instead of 0/0.
+        accuracy = np.divide(
+            agreements + alpha, denom, out=np.full(n_sources, 0.5), where=denom > 0
+        )
         new_weights = np.maximum(n_sources * accuracy - 1.0, min_weight)
         change = float(np.abs(new_weights - weights).max()) if n_sources else 0.0
         weights = new_weights

@@ -39,7 +39,7 @@ _IDK_FORMS = {
     "no information",
     "idk",
 }
-_IDK_PREFIXES = ("i dont know", "i do not know", "i cannot answer", "i cant answer", "unknown")
+_IDK_PREFIXES = ("i dont know", "i do not know", "i cannot answer", "i cant answer")
 
 
 def normalize_answer(text: str) -> str:

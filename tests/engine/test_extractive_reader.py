@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from core.generation import ExtractiveReader, GenerationRequest
+from core.text import answer_contains_gold, is_idk
+
+READER = ExtractiveReader()
+
+
+def test_it_answers_who_questions_with_a_name() -> None:
+    passages = [
+        "Frank Sinatra, the iconic crooner, recorded the song I Can't Help Falling in Love With You.",
+        "Throughout his career, Frank Sinatra recorded I Can't Help Falling in Love with You.",
+    ]
+    answer = READER.answer("who recorded i can't help falling in love with you", passages)
+    assert answer_contains_gold(answer, "Frank Sinatra")
+    assert len(answer.split()) <= 4
+
+
+def test_it_answers_how_many_questions_with_a_number() -> None:
+    passages = ["The fourth season of Chicago Fire contains a total of 23 episodes.",
+                "Season 4 of Chicago Fire has 23 episodes in total."]
+    assert answer_contains_gold(READER.answer("how many episodes are in chicago fire season 4",
+                                              passages), "23")
+
+
+def test_it_answers_when_questions_with_a_year() -> None:
+    passages = ["The Winnie the Pooh books by A. A. Milne were written in 1926 in England."]
+    assert answer_contains_gold(READER.answer("when were the winnie the pooh books written", passages),
+                                "1926")
+
+
+def test_it_says_idk_on_irrelevant_passages() -> None:
+    passages = ["Photosynthesis takes place in the chloroplasts of plant cells."]
+    assert is_idk(READER.answer("who won the american league pennant in 2017", passages))
+    assert is_idk(READER.answer("who won the american league pennant in 2017", []))
+
+
+def test_it_counts_whitespace_tokens_as_cost() -> None:
+    [gen] = READER.generate([GenerationRequest("when were the books written", ["Written in 1926."])])
+    assert gen.backend == READER.name
+    assert gen.prompt_tokens > 10
+    assert gen.completion_tokens == len(gen.text.split())

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from core.selection import kappa_rrss, kappa_rss
+from core.types import SourceInfo
+
+SOURCES = [SourceInfo(i, f"s{i}", reliability=r) for i, r in enumerate([0.2, 0.9, 0.5, 0.7, 0.8])]
+
+
+def test_it_visits_by_descending_reliability_and_stops_at_kappa() -> None:
+    abstains = {4}  # the second most reliable source has nothing relevant
+    batches: list[list[int]] = []
+
+    def answer(batch: list[SourceInfo]) -> list[str]:
+        batches.append([s.id for s in batch])
+        return ["IDK" if s.id in abstains else f"a{s.id}" for s in batch]
+
+    selection, results = kappa_rrss(SOURCES, 2, answer, lambda r: r == "IDK")
+    assert selection.order == [1, 4, 3, 2, 0]
+    assert selection.visited == [1, 4, 3]
+    assert selection.selected == [1, 3]
+    assert selection.generator_calls == 3
+    assert batches == [[1, 4], [3]]
+    assert set(results) == {1, 4, 3}
+
+
+def test_it_visits_everything_when_too_few_sources_answer() -> None:
+    selection, _ = kappa_rrss(SOURCES, 3, lambda b: ["IDK"] * len(b), lambda r: r == "IDK")
+    assert selection.visited == selection.order
+    assert selection.selected == []
+
+
+def test_it_takes_the_kappa_most_reliable_for_rss() -> None:
+    assert [s.id for s in kappa_rss(SOURCES, 3)] == [1, 4, 3]
