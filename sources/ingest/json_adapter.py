@@ -1,0 +1,62 @@
+"""JSON (an array of objects, or {"documents": [...]}) and JSON Lines (one object per line)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sources.ingest.base import IngestError, ParsedDocument
+from sources.ingest.records import field_mapping, record_to_document
+
+
+def load_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IngestError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+
+
+class JsonAdapter:
+    name = "json"
+    extensions = (".json",)
+
+    def parse(self, text: str, *, filename: str, options: Mapping[str, Any]) -> Iterator[ParsedDocument]:
+        mapping = field_mapping(options)
+        data = load_json(text)
+        if isinstance(data, dict) and "documents" in data:
+            data = data["documents"]
+        elif isinstance(data, dict):
+            data = [data]
+        if not isinstance(data, list) or not data:
+            raise IngestError("expected a non-empty array of objects", field="documents")
+        for index, record in enumerate(data):
+            try:
+                yield record_to_document(
+                    record, mapping, filename=filename, line=None, max_chars=options["max_chars"],
+                    provenance_key="record", position=index,
+                )
+            except IngestError as exc:
+                # Name the record: a JSON array has no useful line numbers once parsed.
+                exc.field = f"[{index}]" + (f".{exc.field}" if exc.field else "")
+                raise
+
+
+class JsonLinesAdapter:
+    name = "jsonl"
+    extensions = (".jsonl", ".ndjson")
+
+    def parse(self, text: str, *, filename: str, options: Mapping[str, Any]) -> Iterator[ParsedDocument]:
+        mapping = field_mapping(options)
+        count = 0
+        for number, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise IngestError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=number) from None
+            count += 1
+            yield record_to_document(record, mapping, filename=filename, line=number, max_chars=options["max_chars"])
+        if count == 0:
+            raise IngestError("no JSON lines", line=1)

@@ -1,0 +1,46 @@
+"""Turn one mapping (a CSV row, a JSON object) into a ParsedDocument via a field mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sources.ingest.base import IngestError, ParsedDocument, optional_str, parse_published, require_text
+
+DEFAULT_FIELDS = {"text": "text", "title": "title", "url": "url", "published": "published"}
+
+
+def field_mapping(options: Mapping[str, Any]) -> dict[str, str]:
+    mapping = dict(DEFAULT_FIELDS)
+    custom = options.get("mapping") or {}
+    unknown = set(custom) - set(DEFAULT_FIELDS)
+    if unknown:
+        raise IngestError(f"unknown mapping keys {sorted(unknown)}; allowed: {sorted(DEFAULT_FIELDS)}")
+    mapping.update({k: str(v) for k, v in custom.items()})
+    return mapping
+
+
+def record_to_document(
+    record: Mapping[str, Any],
+    mapping: Mapping[str, str],
+    *,
+    filename: str,
+    line: int | None,
+    max_chars: int,
+    provenance_key: str = "line",
+    position: int | None = None,
+) -> ParsedDocument:
+    if not isinstance(record, Mapping):
+        raise IngestError(f"expected an object, got {type(record).__name__}", line=line)
+    used = {mapping["text"], mapping["title"], mapping["url"], mapping["published"]}
+    text_field = mapping["text"]
+    if text_field not in record:
+        raise IngestError("missing", line=line, field=text_field)
+    return ParsedDocument(
+        text=require_text(record[text_field], line=line, field_name=text_field, max_chars=max_chars),
+        title=optional_str(record.get(mapping["title"]), line=line, field_name=mapping["title"], max_chars=500),
+        url=optional_str(record.get(mapping["url"]), line=line, field_name=mapping["url"]),
+        published_at=parse_published(record.get(mapping["published"]), line=line, field_name=mapping["published"]),
+        metadata={k: v for k, v in record.items() if k not in used},
+        provenance={"file": filename, provenance_key: line if position is None else position},
+    )

@@ -1,0 +1,98 @@
+"""Sources, their documents, and the embedded chunks that retrieval searches."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+
+class Source(models.Model):
+    class Kind(models.TextChoices):
+        NEWS = "news", "News outlet"
+        SOCIAL = "social", "Social account"
+        REFERENCE = "reference", "Reference work"
+        VENDOR = "vendor", "Vendor"
+        DATASET = "dataset", "Data set"
+        OTHER = "other", "Other"
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.OTHER)
+    homepage = models.URLField(blank=True)
+    description = models.TextField(blank=True)
+    active = models.BooleanField(default=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # Kept denormalised: retrieval picks exact search for small sources from it.
+    chunk_count = models.PositiveIntegerField(default=0, editable=False)
+
+    # Current reliability, written when an estimation run finishes (None: never estimated).
+    reliability = models.FloatField(null=True, blank=True, editable=False)
+    reliability_low = models.FloatField(null=True, blank=True, editable=False)
+    reliability_high = models.FloatField(null=True, blank=True, editable=False)
+    reliability_answers = models.PositiveIntegerField(default=0, editable=False)
+    reliability_updated_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def content_hash(text: str) -> str:
+    """Hash of the text with whitespace collapsed: re-ingesting the same text is a no-op."""
+    normalised = " ".join(text.split())
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
+
+
+class Document(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="documents")
+    title = models.CharField(max_length=500, blank=True)
+    text = models.TextField()
+    url = models.URLField(max_length=2000, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64, editable=False)
+    ingested_at = models.DateTimeField(auto_now_add=True)
+    job = models.ForeignKey(
+        "tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="documents"
+    )
+
+    class Meta:
+        ordering = ["-ingested_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "content_hash"], name="document_unique_text_per_source")
+        ]
+        indexes = [models.Index(fields=["source", "published_at"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Document {self.pk}"
+
+
+class Chunk(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSION)
+
+    class Meta:
+        ordering = ["document_id", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_unique_ordinal")
+        ]
+        indexes = [
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.ordinal}"

@@ -1,0 +1,135 @@
+"""PostgreSQL + pgvector implementation of core.types.Retriever.
+
+Per-source top-k runs as ONE statement: a LATERAL subquery per source. Sources with many
+chunks use the HNSW index with pgvector's iterative index scan (hnsw.iterative_scan), so
+the source filter cannot starve the result; sources with few chunks are searched exactly
+(through the source_id index), which is both faster and exact where a filtered
+approximate scan would have to walk most of the graph to find them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from django.db import connection, transaction
+
+from core.types import Passage, SourceId, Vector
+
+# Below this many chunks a source is searched exactly: scanning a few thousand vectors
+# costs less than a filtered HNSW walk that must skip everyone else's chunks.
+EXACT_SEARCH_MAX_CHUNKS = 5000
+
+_PER_SOURCE_SQL = """
+SELECT s.id, c.id, c.document_id, c.text, c.distance, d.title, d.url
+FROM sources_source s
+CROSS JOIN LATERAL (
+    SELECT ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
+    FROM sources_chunk ch
+    WHERE ch.source_id = s.id
+    ORDER BY ch.embedding <=> %(q)s::vector
+    LIMIT %(k)s
+) c
+JOIN sources_document d ON d.id = c.document_id
+WHERE s.id = ANY(%(ids)s) AND s.chunk_count > %(exact_below)s
+UNION ALL
+SELECT s.id, c.id, c.document_id, c.text, c.distance, d.title, d.url
+FROM sources_source s
+CROSS JOIN LATERAL (
+    SELECT ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
+    FROM sources_chunk ch
+    WHERE ch.source_id = s.id
+    ORDER BY (ch.embedding <=> %(q)s::vector) + 0
+    LIMIT %(k)s
+) c
+JOIN sources_document d ON d.id = c.document_id
+WHERE s.id = ANY(%(ids)s) AND s.chunk_count <= %(exact_below)s
+"""
+
+_POOLED_SQL = """
+SELECT c.source_id, c.id, c.document_id, c.text, c.distance, d.title, d.url
+FROM (
+    SELECT ch.id, ch.source_id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
+    FROM sources_chunk ch
+    WHERE ch.source_id IN (SELECT id FROM sources_source WHERE active)
+    ORDER BY ch.embedding <=> %(q)s::vector
+    LIMIT %(k)s
+) c
+JOIN sources_document d ON d.id = c.document_id
+ORDER BY c.distance
+"""
+
+_EXACT_SQL = """
+SELECT s.id, c.id, c.document_id, c.text, c.distance, d.title, d.url
+FROM sources_source s
+CROSS JOIN LATERAL (
+    SELECT ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
+    FROM sources_chunk ch
+    WHERE ch.source_id = s.id
+    ORDER BY (ch.embedding <=> %(q)s::vector) + 0
+    LIMIT %(k)s
+) c
+JOIN sources_document d ON d.id = c.document_id
+WHERE s.id = ANY(%(ids)s)
+"""
+
+
+def _vector_literal(vector: Vector) -> str:
+    array = np.asarray(vector, dtype=np.float32).ravel()
+    return "[" + ",".join(f"{x:.7g}" for x in array) + "]"
+
+
+def _passages(rows: Sequence[tuple[object, ...]]) -> list[Passage]:
+    return [
+        Passage(
+            chunk_id=int(chunk_id),  # type: ignore[arg-type]
+            source_id=int(source_id),  # type: ignore[arg-type]
+            document_id=int(document_id),  # type: ignore[arg-type]
+            text=str(text),
+            distance=float(distance),  # type: ignore[arg-type]
+            title=str(title or ""),
+            url=str(url or ""),
+        )
+        for source_id, chunk_id, document_id, text, distance, title, url in rows
+    ]
+
+
+def _group(passages: list[Passage], sources: Sequence[SourceId]) -> dict[SourceId, list[Passage]]:
+    grouped: dict[SourceId, list[Passage]] = {int(s): [] for s in sources}
+    for passage in sorted(passages, key=lambda p: (p.source_id, p.distance)):
+        grouped.setdefault(passage.source_id, []).append(passage)
+    return grouped
+
+
+class PgRetriever:
+    """Retriever over the sources_chunk table (HNSW, cosine distance)."""
+
+    def __init__(self, exact_below: int = EXACT_SEARCH_MAX_CHUNKS) -> None:
+        self.exact_below = exact_below
+
+    def top_k_per_source(self, query_vector: Vector, sources: Sequence[SourceId], k: int) -> dict[SourceId, list[Passage]]:
+        """One statement for all sources. hnsw.iterative_scan and hnsw.ef_search are set per
+        connection (reliability_site.settings), so no extra round trip is spent on them."""
+        if not sources:
+            return {}
+        ids = [int(s) for s in sources]
+        params = {"q": _vector_literal(query_vector), "k": int(k), "ids": ids, "exact_below": self.exact_below}
+        with connection.cursor() as cursor:
+            cursor.execute(_PER_SOURCE_SQL, params)
+            rows = cursor.fetchall()
+        return _group(_passages(rows), ids)
+
+    def top_k_pooled(self, query_vector: Vector, k: int) -> list[Passage]:
+        with connection.cursor() as cursor:
+            cursor.execute(_POOLED_SQL, {"q": _vector_literal(query_vector), "k": int(k)})
+            rows = cursor.fetchall()
+        return _passages(rows)
+
+    def exact_top_k_per_source(self, query_vector: Vector, sources: Sequence[SourceId], k: int) -> dict[SourceId, list[Passage]]:
+        """Exact search (no index): the reference the HNSW results are measured against."""
+        ids = [int(s) for s in sources]
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_indexscan = off")
+            cursor.execute(_EXACT_SQL, {"q": _vector_literal(query_vector), "k": int(k), "ids": ids})
+            rows = cursor.fetchall()
+        return _group(_passages(rows), ids)

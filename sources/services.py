@@ -1,0 +1,198 @@
+"""Ingestion: parse, deduplicate, chunk, embed and store, one transaction per file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from core.chunking import chunk_text
+from core.types import Embedder
+from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes
+from sources.ingest import read_limited
+from sources.models import Chunk, Document, Source, content_hash
+
+
+@dataclass
+class FileOutcome:
+    name: str
+    documents: int = 0
+    duplicates: int = 0
+    chunks: int = 0
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.name, "documents": self.documents, "duplicates": self.duplicates, "chunks": self.chunks, "error": self.error}
+
+
+def chunk_options(params: dict[str, Any]) -> tuple[int, int]:
+    size = int(params.get("chunk_size") or settings.CHUNK_SIZE_WORDS)
+    overlap = int(params.get("chunk_overlap") if params.get("chunk_overlap") is not None else settings.CHUNK_OVERLAP_WORDS)
+    return size, min(overlap, size - 1)
+
+
+def store_documents(
+    source: Source,
+    documents: Sequence[ParsedDocument],
+    embedder: Embedder,
+    *,
+    chunk_size: int,
+    chunk_overlap: int,
+    job_id: int | None = None,
+    outcome: FileOutcome,
+) -> FileOutcome:
+    """Store new documents of one file atomically; texts already held by the source are skipped."""
+    unique: dict[str, ParsedDocument] = {}
+    for doc in documents:
+        unique.setdefault(content_hash(doc.text), doc)
+    outcome.duplicates += len(documents) - len(unique)
+    known = set(Document.objects.filter(source=source, content_hash__in=list(unique)).values_list("content_hash", flat=True))
+    fresh = {h: d for h, d in unique.items() if h not in known}
+    outcome.duplicates += len(known)
+    if not fresh:
+        return outcome
+
+    # Embed before opening the transaction: the model is the slow part, and holding a
+    # row lock while it runs would stall concurrent ingestion into the same source.
+    planned = [(h, doc, chunk_text(doc.text, chunk_size, chunk_overlap)) for h, doc in fresh.items()]
+    texts = [chunk.text for _, _, chunks in planned for chunk in chunks]
+    vectors = embedder.encode(texts, batch_size=settings.EMBEDDING_BATCH_SIZE) if texts else np.zeros((0, 0))
+
+    with transaction.atomic():
+        Source.objects.select_for_update().filter(pk=source.pk).first()  # serialise ingestion per source
+        known_now = set(
+            Document.objects.filter(source=source, content_hash__in=list(fresh)).values_list("content_hash", flat=True)
+        )
+        rows: list[Chunk] = []
+        position = 0
+        for digest, doc, chunks in planned:
+            if digest in known_now:
+                outcome.duplicates += 1
+                position += len(chunks)
+                continue
+            metadata = dict(doc.metadata)
+            metadata["provenance"] = doc.provenance
+            stored = Document.objects.create(
+                source=source,
+                title=doc.title[:500],
+                text=doc.text,
+                url=doc.url,
+                published_at=doc.published_at,
+                metadata=metadata,
+                content_hash=digest,
+                job_id=job_id,
+            )
+            for chunk in chunks:
+                rows.append(Chunk(document=stored, source=source, ordinal=chunk.ordinal, text=chunk.text, embedding=vectors[position]))
+                position += 1
+            outcome.documents += 1
+        Chunk.objects.bulk_create(rows, batch_size=1000)
+        Source.objects.filter(pk=source.pk).update(chunk_count=F("chunk_count") + len(rows))
+        outcome.chunks += len(rows)
+    return outcome
+
+
+def validate_uploads(files: Sequence[tuple[str, bytes]], options: dict[str, Any] | None = None) -> list[int]:
+    """Parse every file now (cheap, no model) so a form or API can reject bad input at once.
+
+    Returns the number of documents per file; raises IngestError naming the file and line.
+    """
+    return [len(parse_bytes(data, name, options)) for name, data in files]
+
+
+def ingest_files(
+    source: Source,
+    paths: Sequence[str | Path],
+    embedder: Embedder,
+    *,
+    options: dict[str, Any] | None = None,
+    job_id: int | None = None,
+    on_file_done: Any = None,
+    display_names: dict[str, str] | None = None,
+) -> list[FileOutcome]:
+    opts = dict(options or {})
+    size, overlap = chunk_options(opts)
+    outcomes: list[FileOutcome] = []
+    for path in expand_paths(paths):
+        name = (display_names or {}).get(str(path), path.name)
+        outcome = FileOutcome(name=name)
+        try:
+            documents = parse_bytes(read_limited(path), name, opts)
+            store_documents(source, documents, embedder, chunk_size=size, chunk_overlap=overlap, job_id=job_id, outcome=outcome)
+        except IngestError as exc:
+            exc.located(name)
+            outcome = FileOutcome(name=name, error=str(exc))
+        outcomes.append(outcome)
+        if on_file_done is not None:
+            on_file_done(outcome)
+    return outcomes
+
+
+def reembed(source_ids: Sequence[int], embedder: Embedder, progress: Any = None, batch: int = 512) -> dict[str, Any]:
+    """Re-embed chunks in batches (after a model change); each batch commits on its own."""
+    queryset = Chunk.objects.filter(source_id__in=source_ids).order_by("id")
+    total = queryset.count()
+    if progress is not None:
+        progress.set_total(total, f"Re-embedding {total} chunks")
+    done = 0
+    last_id = 0
+    while True:
+        rows = list(queryset.filter(id__gt=last_id).only("id", "text")[:batch])
+        if not rows:
+            break
+        vectors = embedder.encode([r.text for r in rows], batch_size=settings.EMBEDDING_BATCH_SIZE)
+        for row, vector in zip(rows, vectors):
+            row.embedding = vector
+        with transaction.atomic():
+            Chunk.objects.bulk_update(rows, ["embedding"], batch_size=500)
+        done += len(rows)
+        last_id = rows[-1].id
+        if progress is not None:
+            progress.set_progress(done)
+    return {"chunks": done, "model": embedder.name}
+
+
+def start_ingest_job(
+    source: Source, paths: Sequence[str | Path], *, options: dict[str, Any] | None = None, user: Any = None,
+    display_names: dict[str, str] | None = None, upload_dir: str | None = None,
+) -> Any:
+    """Create the ingestion job and enqueue it; returns at once (used by CLI, admin, API)."""
+    from tasks.jobs import start_job
+    from tasks.models import Job
+    from tasks.tasks import ingest_files as ingest_task
+
+    params: dict[str, Any] = {
+        "source_id": source.pk,
+        "source": source.name,
+        "paths": [str(Path(p).resolve()) for p in paths],
+        "options": options or {},
+    }
+    if display_names:
+        params["display_names"] = display_names
+    if upload_dir:
+        params["upload_dir"] = upload_dir
+    return start_job(Job.Kind.INGEST, ingest_task, params, user=user, queue="ingest")
+
+
+def start_upload_ingest(source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None) -> Any:
+    """Keep uploaded files in DATA_DIR/uploads until the worker has ingested them."""
+    import uuid
+
+    from django.utils.text import get_valid_filename
+
+    folder = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    names: dict[str, str] = {}
+    for index, (name, data) in enumerate(blobs):
+        path = folder / f"{index:04d}-{get_valid_filename(Path(name).name) or 'upload'}"
+        path.write_bytes(data)
+        paths.append(path)
+        names[str(path.resolve())] = name
+    return start_ingest_job(source, paths, options=options, user=user, display_names=names, upload_dir=str(folder))

@@ -1,0 +1,63 @@
+"""Creating jobs, sending them to Celery, and reaping jobs whose worker died."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from typing import Any
+
+from celery import Task
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from tasks.models import Job
+
+
+def start_job(kind: str, task: Task, params: dict[str, Any], *, user: Any = None, queue: str | None = None) -> Job:
+    """Persist a job and enqueue its task once the surrounding transaction commits."""
+    task_id = str(uuid.uuid4())
+    job = Job.objects.create(
+        kind=kind,
+        params=params,
+        celery_task_id=task_id,
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+        message="Waiting for a worker",
+    )
+    options: dict[str, Any] = {"kwargs": {"job_id": job.pk}, "task_id": task_id}
+    if queue:
+        options["queue"] = queue
+    transaction.on_commit(lambda: task.apply_async(**options))
+    return job
+
+
+def reap_stale_jobs(now: dt.datetime | None = None) -> int:
+    """Mark running jobs whose heartbeat stopped as failed, so none stays 'running' forever."""
+    now = now or timezone.now()
+    cutoff = now - dt.timedelta(seconds=settings.JOB_STALE_SECONDS)
+    return Job.objects.filter(state=Job.State.RUNNING, heartbeat_at__lt=cutoff).update(
+        state=Job.State.FAILED,
+        error=f"The worker stopped reporting for more than {settings.JOB_STALE_SECONDS} s (worker lost or killed).",
+        message="Failed: worker lost",
+        finished_at=now,
+    )
+
+
+def fail_jobs_of_worker(hostname: str, reason: str) -> int:
+    """On worker start: whatever this host was running when it went down did not finish."""
+    return Job.objects.filter(state=Job.State.RUNNING, worker=hostname).update(
+        state=Job.State.FAILED, error=reason, message="Failed: worker restarted", finished_at=timezone.now()
+    )
+
+
+def wait_for_job(job_id: int, timeout: float | None = None, poll: float = 0.5) -> Job:
+    """Block until the job finishes (for `--wait` and the API's wait timeout)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(pk=job_id)
+        if job.finished:
+            return job
+        if deadline is not None and time.monotonic() >= deadline:
+            return job
+        time.sleep(poll)

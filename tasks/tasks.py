@@ -1,0 +1,67 @@
+"""Celery tasks. Each is a thin shell: the work lives in the apps' service functions."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from tasks.progress import JobProgress
+from tasks.runner import JobFailed, job_task
+
+
+@job_task("tasks.ingest_files")
+def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
+    """Parse, chunk and embed files into a source; each file is stored whole or not at all."""
+    from sources.embedding import configured_embedder
+    from sources.ingest import IngestError, expand_paths
+    from sources.models import Source
+    from sources.services import ingest_files as ingest
+
+    source = Source.objects.get(pk=params["source_id"])
+    try:
+        files = expand_paths(params["paths"])
+    except IngestError as exc:
+        raise JobFailed(str(exc)) from None
+    progress.set_total(len(files), f"Loading the embedding model for {len(files)} file(s)")
+    embedder = configured_embedder()
+
+    def file_done(outcome: Any) -> None:
+        if outcome.error:
+            progress.log(f"rejected {outcome.error}")
+        else:
+            progress.log(f"{outcome.name}: {outcome.documents} new documents, {outcome.chunks} chunks, {outcome.duplicates} already held")
+        progress.advance(1, f"Processed {outcome.name}")
+
+    try:
+        outcomes = ingest(
+            source, files, embedder, options=params.get("options") or {}, job_id=progress.job_id,
+            on_file_done=file_done, display_names=params.get("display_names"),
+        )
+    finally:
+        upload_dir = params.get("upload_dir")
+        if upload_dir and Path(upload_dir).resolve().is_relative_to(Path(settings.UPLOAD_DIR).resolve()):
+            shutil.rmtree(upload_dir, ignore_errors=True)
+    result = {
+        "source": source.name,
+        "files": [o.as_dict() for o in outcomes],
+        "documents": sum(o.documents for o in outcomes),
+        "chunks": sum(o.chunks for o in outcomes),
+        "duplicates": sum(o.duplicates for o in outcomes),
+    }
+    rejected = [o.error for o in outcomes if o.error]
+    if rejected:
+        raise JobFailed(f"{len(rejected)} of {len(outcomes)} file(s) rejected, nothing of them stored:\n" + "\n".join(rejected), result)
+    return result
+
+
+@job_task("tasks.reembed_source")
+def reembed_source(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
+    """Recompute every chunk vector of the given sources with the configured model."""
+    from sources.embedding import configured_embedder
+    from sources.services import reembed
+
+    embedder = configured_embedder()
+    return reembed(params["source_ids"], embedder, progress)
