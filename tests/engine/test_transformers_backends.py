@@ -1,0 +1,79 @@
+"""Tiny randomly initialised models saved locally, loaded through the real loading code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.generation import GenerationRequest, TransformersGenerator
+from core.nli import CrossEncoderNLI, label_order
+
+WORDS = "who what is the answer question context passage paris france i don't know yes no".split()
+
+
+def _tokenizer(path: Path):  # type: ignore[no-untyped-def]
+    from transformers import BertTokenizerFast
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ":", "?", ".", "\"", "[", "]"]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    path = tmp_path_factory.mktemp("gpt2")
+    tokenizer = _tokenizer(path)
+    tokenizer.eos_token = "[SEP]"
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=tokenizer.vocab_size, n_layer=1, n_head=2, n_embd=32,
+                        n_positions=2048, eos_token_id=tokenizer.sep_token_id,
+                        bos_token_id=tokenizer.cls_token_id)
+    GPT2LMHeadModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> str:
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    path = tmp_path_factory.mktemp("nli")
+    tokenizer = _tokenizer(path)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, num_labels=3,
+                        id2label={0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"},
+                        label2id={"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2})
+    BertForSequenceClassification(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def test_it_generates_greedily_with_a_local_causal_model(tiny_gpt2: str) -> None:
+    gen = TransformersGenerator(tiny_gpt2, device="cpu", max_new_tokens=4)
+    requests = [GenerationRequest("who is it?", ["paris france"]),
+                GenerationRequest("what is the answer?", [])]
+    first, second = gen.generate(requests), gen.generate(requests)
+    assert [g.text for g in first] == [g.text for g in second]  # greedy is deterministic
+    assert all(g.backend == f"transformers:{tiny_gpt2}" for g in first)
+    assert all(g.prompt_tokens > 20 and 0 <= g.completion_tokens <= 4 for g in first)
+
+
+def test_it_scores_pairs_with_a_sequence_classification_nli(tiny_nli: str) -> None:
+    nli = CrossEncoderNLI(tiny_nli, device="cpu")
+    probs = nli.predict([("paris is in france", "paris is in france"), ("yes", "no")])
+    assert len(probs) == 2
+    for triple in probs:
+        assert len(triple) == 3 and abs(sum(triple) - 1.0) < 1e-5
+
+
+def test_it_reads_the_label_order_from_the_config() -> None:
+    assert label_order({0: "contradiction", 1: "neutral", 2: "entailment"}) == [2, 1, 0]
+    assert label_order({0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"}) == [0, 1, 2]
+    with pytest.raises(ValueError):
+        label_order({0: "positive", 1: "negative"})
