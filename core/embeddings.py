@@ -46,7 +46,11 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.name = model_name_or_path or DEFAULT_MODEL
         self._model = _load(self.path, device)
-        dimension = self._model.get_sentence_embedding_dimension()
+        # Newer sentence-transformers renamed the accessor; accept either.
+        getter = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension"
+        )
+        dimension = getter()
         self.dimension = int(dimension) if dimension else int(self.encode(["x"]).shape[1])
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> npt.NDArray[np.float32]:
