@@ -28,6 +28,7 @@ def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str) -> dict
             "data_folder_in": queue_dir,
             "data_folder_out": queue_dir,
             "processed_folder": processed_dir,
+            "control_folder": os.path.join(os.fspath(broker_dir), "control"),
             "store_processed": False,
         },
     }

@@ -126,7 +126,7 @@ STATIC_ROOT = DATA_DIR / "staticfiles"
 # CELERY_BROKER_URL selects Redis or RabbitMQ; unset, kombu's filesystem transport
 # (a real broker that needs no server) under DATA_DIR/broker.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
-BROKER_DIR = DATA_DIR / "broker"
+BROKER_DIR = Path(env_str("BROKER_DIR", str(DATA_DIR / "broker")))
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
 

@@ -1,0 +1,170 @@
+"""What the engine produces, persisted: fact-checking queries, estimation runs with every
+(query, source) response and per-source reliability scores, and asked questions with
+every source's vote. The engine itself (core/*.py) knows nothing of these models."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from sources.models import Document, Source
+
+
+class QuerySet(models.Model):
+    """A curated set of fact-checking queries (admins edit it; runs use it)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FactQuery(models.Model):
+    class Origin(models.TextChoices):
+        CURATED = "curated", "Curated"
+        GENERATED = "generated", "Generated from a document"
+        YES_NO = "yes-no", "Yes/no claim check"
+
+    query_set = models.ForeignKey(QuerySet, on_delete=models.CASCADE, related_name="queries")
+    question = models.TextField()
+    reference_answers = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    origin = models.CharField(max_length=20, choices=Origin.choices, default=Origin.CURATED)
+    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="fact_queries")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["query_set_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["query_set", "question"], name="fact_query_unique_per_set")]
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+
+class EstimationRun(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    query_set = models.ForeignKey(QuerySet, null=True, on_delete=models.SET_NULL, related_name="runs")
+    sources = models.ManyToManyField(Source, related_name="estimation_runs")
+    job = models.OneToOneField("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="estimation_run")
+    params = models.JSONField(default=dict, blank=True)  # k, tau, strict clustering, prior, tolerance
+    state = models.CharField(max_length=20, choices=State.choices, default=State.PENDING, db_index=True)
+    backend = models.CharField(max_length=200, blank=True)
+    iterations = models.PositiveIntegerField(default=0)
+    converged = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Estimation run #{self.pk}"
+
+
+class RunResponse(models.Model):
+    """One source's answer to one fact-checking query in one run (resumable unit)."""
+
+    run = models.ForeignKey(EstimationRun, on_delete=models.CASCADE, related_name="responses")
+    query = models.ForeignKey(FactQuery, on_delete=models.CASCADE, related_name="responses")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="run_responses")
+    raw_response = models.TextField(blank=True)
+    response = models.TextField(blank=True)  # after f_align; IDK when filtered
+    is_idk = models.BooleanField(default=False)
+    filtered = models.BooleanField(default=False)
+    align_score = models.FloatField(default=0.0)
+    cluster = models.IntegerField(null=True, blank=True)  # per-query cluster id, set when the run estimates
+    agrees = models.BooleanField(null=True)  # with the run's estimated answer (None for IDK)
+    chunk_ids = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "query", "source"], name="run_response_unique")]
+        indexes = [models.Index(fields=["run", "source"])]
+
+
+class RunAnswer(models.Model):
+    """The estimated true answer of one query in one run."""
+
+    run = models.ForeignKey(EstimationRun, on_delete=models.CASCADE, related_name="answers")
+    query = models.ForeignKey(FactQuery, on_delete=models.CASCADE, related_name="run_answers")
+    answer = models.TextField(blank=True)  # empty when every source said IDK
+    cluster = models.IntegerField(null=True, blank=True)
+    support = models.FloatField(default=0.0)  # summed weight of the winning cluster
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "query"], name="run_answer_unique")]
+
+
+class ReliabilityScore(models.Model):
+    """A source's reliability as estimated by one run: the trend is the series over runs."""
+
+    run = models.ForeignKey(EstimationRun, on_delete=models.CASCADE, related_name="scores")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="reliability_scores")
+    reliability = models.FloatField()  # estimated accuracy w_i in [0, 1]
+    weight = models.FloatField()  # voting weight v_i
+    low = models.FloatField()
+    high = models.FloatField()
+    answers = models.PositiveIntegerField(default=0)  # non-IDK answers the score rests on
+    agreements = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [models.UniqueConstraint(fields=["run", "source"], name="reliability_score_unique")]
+
+
+class Question(models.Model):
+    """A question an analyst (or a tool) asked, with the answer and how it was reached."""
+
+    text = models.TextField()
+    strategy = models.CharField(max_length=50, db_index=True)
+    params = models.JSONField(default=dict, blank=True)  # kappa, k, tau, ...
+    answer = models.TextField(blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    backend = models.CharField(max_length=200, blank=True)
+    clusters = models.JSONField(default=list, blank=True)  # [{id, label, members, weight}]
+    calls = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(null=True, blank=True)
+    notes = models.JSONField(default=list, blank=True)  # e.g. "offline reader: no internal knowledge"
+    job = models.OneToOneField("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="question")
+    asked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class Vote(models.Model):
+    """One source's part in answering a question."""
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="votes")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="votes")
+    rank = models.PositiveIntegerField(default=0)  # visiting order (kappa-RRSS) or listing order
+    raw_response = models.TextField(blank=True)
+    response = models.TextField(blank=True)
+    filtered = models.BooleanField(default=False)
+    align_score = models.FloatField(default=0.0)
+    cluster = models.IntegerField(null=True, blank=True)
+    weight = models.FloatField(default=0.0)
+    reliability = models.FloatField(null=True, blank=True)  # the source's reliability when asked
+    passages = models.JSONField(default=list, blank=True)  # [{chunk_id, document_id, title, url, text, distance}]
+
+    class Meta:
+        ordering = ["question_id", "rank"]
+        constraints = [models.UniqueConstraint(fields=["question", "source"], name="vote_unique_per_source")]
