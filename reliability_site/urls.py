@@ -7,5 +7,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("jobs/", include("tasks.urls")),
+    path("api/", include("core.api.urls")),
     path("", include("core.urls")),
 ]

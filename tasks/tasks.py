@@ -65,3 +65,6 @@ def reembed_source(progress: JobProgress, params: dict[str, Any]) -> dict[str, A
 
     embedder = configured_embedder()
     return reembed(params["source_ids"], embedder, progress)
+
+# Engine tasks live in their own module; importing it here registers them with Celery.
+from tasks import engine_tasks  # noqa: E402,F401

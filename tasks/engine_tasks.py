@@ -1,0 +1,1 @@
+"""Celery tasks of the RA-RAG engine (answering questions, estimation runs)."""
