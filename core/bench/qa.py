@@ -1,0 +1,214 @@
+"""Question answering over a simulated multi-source corpus: every method side by side.
+
+One seed: build the sources and their corpus, embed it (cached), estimate reliabilities by
+IWMV over the estimation queries (the engine's ``core.estimation``), then answer every test
+question with every method. Methods are the engine's registered strategies (so a strategy
+added later shows up here without edits) plus two crowd-kit aggregators, DawidSkene and
+Wawa, fed with the same per-source answers that MV votes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.bench.corpus import Corpus, build_corpus, make_sources
+from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
+from core.bench.datasets import BenchQuestion
+from core.bench.metrics import correlations
+from core.text import IDK, answer_contains_gold
+from core.types import Embedder, Passage, SourceInfo
+
+CROWD_METHODS = ("dawid-skene", "wawa")
+CROWD_BASE = "mv"  # the strategy whose per-source votes the crowd-kit methods aggregate
+
+
+@dataclass
+class QAConfig:
+    dataset: str = "poisonedrag"
+    prior: str = "adversary-hammer"
+    sources: int = 9
+    adversaries: int = 5
+    coverage: float = 0.6
+    kappa: int = 4
+    tau: float = 0.1
+    k: int = 3
+    estimation_queries: int = 100
+    collude: bool = False  # the paper: each misinformation source draws its own wrong answer
+    max_questions: int | None = None
+    methods: list[str] | None = None  # None: every registered strategy + crowd-kit
+
+    def resolved_methods(self) -> list[str]:
+        from core.strategies import available_strategies
+
+        registered = available_strategies()
+        if self.methods is None:
+            return [*registered, *CROWD_METHODS]
+        unknown = [m for m in self.methods if m not in registered and m not in CROWD_METHODS]
+        if unknown:
+            raise ValueError(f"unknown methods {unknown}; available: {[*registered, *CROWD_METHODS]}")
+        return list(self.methods)
+
+
+@dataclass
+class MethodRun:
+    correct: list[bool] = field(default_factory=list)
+    calls: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    answers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SeedRun:
+    seed: int
+    methods: dict[str, MethodRun]
+    true_reliability: dict[int, float]
+    estimated_accuracy: dict[int, float]  # IWMV w_i
+    estimated_weight: dict[int, float]  # IWMV v_i
+    answers_count: dict[int, int]
+    estimation_calls: int
+    estimation_seconds: float
+    n_test: int
+    n_documents: int
+
+    @property
+    def reliability_correlation(self) -> dict[str, float]:
+        ids = sorted(self.true_reliability)
+        return correlations([self.estimated_accuracy[i] for i in ids], [self.true_reliability[i] for i in ids])
+
+
+def build_retriever(corpus: Corpus, embedder: Embedder) -> Any:
+    from core.memory_retriever import InMemoryRetriever
+
+    retriever = InMemoryRetriever()
+    passages = [Passage(d.id, d.source_id, d.text, document_id=d.id) for d in corpus.documents]
+    retriever.add(passages, embedder.encode([d.text for d in corpus.documents]))
+    return retriever
+
+
+def _crowd_frame(votes_per_task: Sequence[Sequence[tuple[int, str]]]) -> tuple[Any, list[list[str]]]:
+    """A (task, worker, label) frame; labels coded per task by descending popularity."""
+    import pandas as pd
+
+    rows: list[tuple[int, int, int]] = []
+    values: list[list[str]] = []
+    for task, votes in enumerate(votes_per_task):
+        counts = Counter(answer for _source, answer in votes)
+        ordered = sorted(counts, key=lambda a: (-counts[a], a))
+        code = {a: i for i, a in enumerate(ordered)}
+        values.append(ordered)
+        rows.extend((task, source, code[answer]) for source, answer in votes)
+    return pd.DataFrame(rows, columns=["task", "worker", "label"]), values
+
+
+def crowd_answers(votes_per_task: Sequence[Sequence[tuple[int, str]]], method: str) -> list[str]:
+    """DawidSkene or Wawa over per-source non-IDK answers; IDK where nobody answered."""
+    frame, values = _crowd_frame(votes_per_task)
+    answers = [IDK] * len(votes_per_task)
+    if frame.empty:
+        return answers
+    if method == "wawa":
+        labels, _skills = wawa_fit_predict(frame)
+        for task, code in labels.items():
+            answers[int(task)] = values[int(task)][int(code)]
+    else:
+        probas = dawid_skene_probas(frame)
+        for task, row in probas.iterrows():
+            allowed = [c for c in row.index if int(c) < len(values[int(task)])]
+            answers[int(task)] = values[int(task)][int(row[allowed].idxmax())]
+    return answers
+
+
+def run_seed(
+    config: QAConfig, questions: Sequence[BenchQuestion], embedder: Embedder, seed: int
+) -> SeedRun:
+    from core.estimation import estimate
+    from core.generation.extractive import ExtractiveReader
+    from core.nli import EmbeddingLexicalNLI
+    from core.strategies import EngineContext, EngineParams, get_strategy
+
+    methods = config.resolved_methods()
+    sources = make_sources(config.prior, config.sources, config.adversaries, config.coverage, seed)
+    corpus = build_corpus(
+        questions, sources, seed, config.estimation_queries, config.collude, config.max_questions
+    )
+    retriever = build_retriever(corpus, embedder)
+    true = corpus.true_reliability
+    params = EngineParams(kappa=config.kappa, k=config.k, tau=config.tau, oracle_reliabilities=true)
+    ctx = EngineContext(
+        retriever=retriever,
+        embedder=embedder,
+        generator=ExtractiveReader(),
+        nli=EmbeddingLexicalNLI(embedder),
+        sources=[SourceInfo(s.id, s.name) for s in sources],
+        params=params,
+    )
+
+    # Reliability estimation over the fact-checking queries (IWMV).
+    started = time.perf_counter()
+    estimation_texts = [corpus.question(q).question for q in corpus.estimation_ids]
+    estimation = estimate(estimation_texts, ctx)
+    estimation_seconds = time.perf_counter() - started
+    weights = estimation.by_source()
+    rel = dict(zip(estimation.source_ids, estimation.reliability.sources, strict=True))
+    ctx.sources = [SourceInfo(s.id, s.name, weights[s.id], rel[s.id].answers) for s in sources]
+
+    # Estimation-query votes feed the crowd-kit methods too (they are unsupervised).
+    estimation_votes: list[list[tuple[int, str]]] = [[] for _ in estimation_texts]
+    for record in estimation.records:
+        if record.cluster is not None:
+            estimation_votes[record.query_index].append((record.source_id, f"{record.cluster}"))
+
+    tests = [corpus.question(q) for q in corpus.test_ids]
+    runs: dict[str, MethodRun] = {}
+    test_votes: list[list[tuple[int, str]]] = []
+    strategy_names = [m for m in methods if m not in CROWD_METHODS]
+    if any(m in CROWD_METHODS for m in methods) and CROWD_BASE not in strategy_names:
+        strategy_names.append(CROWD_BASE)
+    for name in strategy_names:
+        strategy = get_strategy(name)
+        run = MethodRun()
+        for q in tests:
+            started = time.perf_counter()
+            result = strategy.answer(q.question, ctx)
+            run.seconds += time.perf_counter() - started
+            run.calls += result.stats.calls
+            run.tokens += result.stats.tokens
+            run.answers.append(result.answer)
+            run.correct.append(answer_contains_gold(result.answer, q.gold))
+            if name == CROWD_BASE:
+                labels = {c.id: c.label for c in result.clusters}
+                test_votes.append([(v.source_id, labels[v.cluster]) for v in result.votes if v.cluster is not None])
+        runs[name] = run
+
+    for name in (m for m in methods if m in CROWD_METHODS):
+        base = runs[CROWD_BASE]
+        started = time.perf_counter()
+        # Estimation answers are cluster ids, test answers are texts: tasks never mix.
+        answers = crowd_answers([*estimation_votes, *test_votes], name)[len(estimation_votes) :]
+        elapsed = time.perf_counter() - started
+        runs[name] = MethodRun(
+            correct=[answer_contains_gold(a, q.gold) for a, q in zip(answers, tests, strict=True)],
+            calls=base.calls,
+            tokens=base.tokens,
+            seconds=base.seconds + elapsed,
+            answers=answers,
+        )
+    runs = {m: runs[m] for m in methods}
+
+    return SeedRun(
+        seed=seed,
+        methods=runs,
+        true_reliability=true,
+        estimated_accuracy={sid: r.accuracy for sid, r in rel.items()},
+        estimated_weight=weights,
+        answers_count={sid: r.answers for sid, r in rel.items()},
+        estimation_calls=estimation.stats.calls,
+        estimation_seconds=estimation_seconds,
+        n_test=len(tests),
+        n_documents=len(corpus.documents),
+    )
