@@ -1,0 +1,59 @@
+"""python manage.py load_demo [--wait]: the demo sources, their documents and a query set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from core.models import FactQuery, QuerySet
+from sources.models import Source
+from sources.services import start_ingest_job
+from tasks.jobs import wait_for_job
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "demo_data"
+DEMO_QUERY_SET = "demo"
+
+
+class Command(BaseCommand):
+    help = "Create the demo sources (of differing reliability) and queue their ingestion."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--wait", action="store_true", help="block until every ingestion job ends")
+        parser.add_argument("--timeout", type=float, default=900.0, help="with --wait: seconds to wait per job")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        manifest = json.loads((DEMO_DIR / "manifest.json").read_text())
+        queries = json.loads((DEMO_DIR / "queries.json").read_text())
+        jobs = []
+        with transaction.atomic():
+            query_set, _ = QuerySet.objects.get_or_create(
+                name=DEMO_QUERY_SET,
+                defaults={"description": "Fact-checking queries of the demo corpus (PoisonedRAG questions)."},
+            )
+            for item in queries["estimation"]:
+                FactQuery.objects.get_or_create(
+                    query_set=query_set,
+                    question=item["question"],
+                    defaults={"reference_answers": item["reference_answers"], "tags": item.get("tags", [])},
+                )
+            for entry in manifest["sources"]:
+                source, _ = Source.objects.get_or_create(
+                    name=entry["name"], defaults={"kind": entry["kind"], "description": entry["description"]}
+                )
+                jobs.append(start_ingest_job(source, [DEMO_DIR / entry["file"]]))
+        self.stdout.write(
+            f"Demo: {len(jobs)} sources, query set {DEMO_QUERY_SET!r} with {query_set.queries.count()} queries; "
+            f"ingestion jobs {', '.join(str(j.pk) for j in jobs)} queued."
+        )
+        if not opts["wait"]:
+            return
+        for job in jobs:
+            job = wait_for_job(job.pk, timeout=opts["timeout"])
+            if job.state != job.State.SUCCEEDED:
+                raise CommandError(f"ingestion job {job.pk} did not succeed ({job.state}): {job.error or job.message}")
+            self.stdout.write(f"  {job.params['source']}: {job.result.get('documents', 0)} new documents")
+        self.stdout.write(self.style.SUCCESS("Demo corpus loaded."))
