@@ -1,0 +1,330 @@
+"""Read-side queries shared by the dashboard and the REST API.
+
+Every function returns plain dicts and lists (JSON-ready: ids, names, floats, ISO-able
+datetimes), runs a bounded number of SQL queries whatever the number of sources, runs or
+votes, and never writes. "Finished run" means an estimation run that succeeded: a failed
+run's responses are partial and must not move a trend or a conflict graph.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import combinations
+from typing import Any
+
+from django.db.models import Count, F, OuterRef, Q, Subquery, Window
+from django.db.models.functions import RowNumber
+
+from core.models import EstimationRun, Question, ReliabilityScore, RunAnswer, RunResponse
+from sources.models import Source
+
+TREND_POINTS = 12
+
+
+def finished_runs() -> Any:
+    """Succeeded runs, newest first (the order every "latest"/"previous" below uses)."""
+    return EstimationRun.objects.filter(state=EstimationRun.State.SUCCEEDED).order_by("-created_at", "-id")
+
+
+def latest_finished_run() -> EstimationRun | None:
+    return finished_runs().first()
+
+
+def previous_finished_run(run: EstimationRun) -> EstimationRun | None:
+    """The succeeded run started just before `run` (None for the first one)."""
+    return (
+        finished_runs()
+        .filter(Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, id__lt=run.id))
+        .exclude(pk=run.pk)
+        .first()
+    )
+
+
+# --- Sources and their trend ---------------------------------------------------------
+
+
+def reliability_history(source: Source | int) -> list[dict[str, Any]]:
+    """The source's reliability in every finished run, oldest first (one query)."""
+    source_id = source if isinstance(source, int) else source.pk
+    rows = (
+        ReliabilityScore.objects.filter(source_id=source_id, run__state=EstimationRun.State.SUCCEEDED)
+        .order_by("run__created_at", "run_id")
+        .values("run_id", "run__created_at", "reliability", "low", "high", "answers", "agreements", "weight")
+    )
+    return [
+        {
+            "run_id": r["run_id"],
+            "created_at": r["run__created_at"],
+            "reliability": r["reliability"],
+            "low": r["low"],
+            "high": r["high"],
+            "answers": r["answers"],
+            "agreements": r["agreements"],
+            "weight": r["weight"],
+        }
+        for r in rows
+    ]
+
+
+def _trends(source_ids: list[int] | None = None, points: int = TREND_POINTS) -> dict[int, list[float]]:
+    """The last `points` reliabilities of each source, oldest first (one query)."""
+    scores = ReliabilityScore.objects.filter(run__state=EstimationRun.State.SUCCEEDED)
+    if source_ids is not None:
+        scores = scores.filter(source_id__in=source_ids)
+    ranked = scores.annotate(
+        recent=Window(RowNumber(), partition_by=[F("source_id")], order_by=[F("run__created_at").desc(), F("run_id").desc()])
+    ).filter(recent__lte=points)
+    series: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for source_id, recent, reliability in ranked.values_list("source_id", "recent", "reliability"):
+        series[source_id].append((recent, reliability))
+    return {sid: [value for _, value in sorted(pairs, reverse=True)] for sid, pairs in series.items()}
+
+
+def source_overview(*, active_only: bool = False) -> list[dict[str, Any]]:
+    """Every source with its current reliability, uncertainty, answers, documents and trend.
+
+    Two queries in all: sources with a document count, and the recent scores of all sources.
+    """
+    sources = Source.objects.annotate(document_count=Count("documents", distinct=True)).order_by("name")
+    if active_only:
+        sources = sources.filter(active=True)
+    rows = list(
+        sources.values(
+            "id",
+            "name",
+            "kind",
+            "active",
+            "homepage",
+            "chunk_count",
+            "reliability",
+            "reliability_low",
+            "reliability_high",
+            "reliability_answers",
+            "reliability_updated_at",
+            "document_count",
+        )
+    )
+    trends = _trends()
+    overview = []
+    for row in rows:
+        low, high = row["reliability_low"], row["reliability_high"]
+        overview.append(
+            {
+                "id": row["id"],
+                "name": row["name"],
+                "kind": row["kind"],
+                "active": row["active"],
+                "homepage": row["homepage"],
+                "reliability": row["reliability"],
+                "low": low,
+                "high": high,
+                "uncertainty": (high - low) if low is not None and high is not None else None,
+                "answers": row["reliability_answers"],
+                "updated_at": row["reliability_updated_at"],
+                "document_count": row["document_count"],
+                "chunk_count": row["chunk_count"],
+                "trend": trends.get(row["id"], []),
+            }
+        )
+    return overview
+
+
+# --- Disagreement between sources ----------------------------------------------------
+
+
+def _answer_key(cluster: int | None, response: str) -> Any:
+    # Clusters are per query; a response the run did not cluster falls back to its text.
+    return cluster if cluster is not None else ("text", " ".join(response.lower().split()))
+
+
+def pairwise_disagreement(run: EstimationRun | None = None) -> list[dict[str, Any]]:
+    """For every pair of sources that both answered (non-IDK) at least one query of the run:
+    how many queries they shared, on how many their answers fell in different clusters,
+    and the rate. The latest finished run by default; [] when there is none. Two queries."""
+    run = run or latest_finished_run()
+    if run is None:
+        return []
+    answers_by_query: dict[int, dict[int, Any]] = defaultdict(dict)
+    for query_id, source_id, cluster, response in RunResponse.objects.filter(run=run, is_idk=False).values_list(
+        "query_id", "source_id", "cluster", "response"
+    ):
+        answers_by_query[query_id][source_id] = _answer_key(cluster, response)
+    shared: dict[tuple[int, int], int] = defaultdict(int)
+    differ: dict[tuple[int, int], int] = defaultdict(int)
+    for answers in answers_by_query.values():
+        for a, b in combinations(sorted(answers), 2):
+            shared[(a, b)] += 1
+            if answers[a] != answers[b]:
+                differ[(a, b)] += 1
+    names = dict(Source.objects.filter(pk__in={s for pair in shared for s in pair}).values_list("id", "name"))
+    return [
+        {
+            "run_id": run.pk,
+            "source_a": a,
+            "source_a_name": names.get(a, str(a)),
+            "source_b": b,
+            "source_b_name": names.get(b, str(b)),
+            "shared": count,
+            "disagreements": differ[(a, b)],
+            "rate": differ[(a, b)] / count,
+        }
+        for (a, b), count in sorted(shared.items())
+    ]
+
+
+def source_disagreements(source: Source | int, limit: int = 50) -> list[dict[str, Any]]:
+    """Fact-checking queries (newest runs first) where the source's non-IDK answer differed
+    from the run's estimated answer. One query."""
+    source_id = source if isinstance(source, int) else source.pk
+    estimated = RunAnswer.objects.filter(run=OuterRef("run_id"), query=OuterRef("query_id"))
+    rows = (
+        RunResponse.objects.filter(source_id=source_id, run__state=EstimationRun.State.SUCCEEDED, is_idk=False, agrees=False)
+        .annotate(estimated=Subquery(estimated.values("answer")[:1]), support=Subquery(estimated.values("support")[:1]))
+        .order_by("-run__created_at", "-run_id", "query_id")
+        .values("run_id", "run__created_at", "query_id", "query__question", "response", "align_score", "estimated", "support")[
+            :limit
+        ]
+    )
+    return [
+        {
+            "run_id": r["run_id"],
+            "run_created_at": r["run__created_at"],
+            "query_id": r["query_id"],
+            "question": r["query__question"],
+            "response": r["response"],
+            "align_score": r["align_score"],
+            "estimated_answer": r["estimated"] or "",
+            "support": r["support"],
+        }
+        for r in rows
+    ]
+
+
+# --- One run -------------------------------------------------------------------------
+
+
+AGREE, DISAGREE, IDK = "agree", "disagree", "idk"
+
+
+def agreement_matrix(run: EstimationRun, *, limit: int | None = None) -> dict[str, Any]:
+    """Queries x sources of one run: each cell is "agree", "disagree", "idk" or None (no
+    response recorded). Sources are ordered by their reliability in the run, most reliable
+    first, so the heat map reads from trusted to doubtful. Four queries."""
+    scores = dict(ReliabilityScore.objects.filter(run=run).values_list("source_id", "reliability"))
+    sources = list(run.sources.order_by("name").values("id", "name"))
+    sources.sort(key=lambda s: (-(scores.get(s["id"]) if scores.get(s["id"]) is not None else -1.0), s["name"]))
+    column = {s["id"]: i for i, s in enumerate(sources)}
+    answers = {
+        a["query_id"]: a
+        for a in RunAnswer.objects.filter(run=run).values("query_id", "answer", "cluster", "support")
+    }
+    rows: dict[int, dict[str, Any]] = {}
+    responses = (
+        RunResponse.objects.filter(run=run)
+        .order_by("query_id")
+        .values("query_id", "query__question", "source_id", "response", "is_idk", "agrees", "cluster")
+    )
+    for r in responses:
+        row = rows.get(r["query_id"])
+        if row is None:
+            if limit is not None and len(rows) >= limit:
+                continue
+            estimated = answers.get(r["query_id"], {})
+            row = rows[r["query_id"]] = {
+                "query_id": r["query_id"],
+                "question": r["query__question"],
+                "answer": estimated.get("answer", ""),
+                "support": estimated.get("support"),
+                "cells": [None] * len(sources),
+                "responses": [""] * len(sources),
+            }
+        i = column.get(r["source_id"])
+        if i is None:  # a response from a source no longer attached to the run
+            continue
+        if r["is_idk"]:
+            state = IDK
+        elif r["agrees"] is not None:
+            state = AGREE if r["agrees"] else DISAGREE
+        else:
+            winning = answers.get(r["query_id"], {}).get("cluster")
+            state = AGREE if winning is not None and winning == r["cluster"] else DISAGREE
+        row["cells"][i] = state
+        row["responses"][i] = r["response"]
+    for s in sources:
+        s["reliability"] = scores.get(s["id"])
+    return {"run_id": run.pk, "sources": sources, "rows": list(rows.values())}
+
+
+def run_changes(run: EstimationRun) -> dict[str, Any]:
+    """Per-source change of reliability against the previous finished run. Each entry has
+    status "new" (not scored before), "changed", or "dropped" (scored before, not now).
+    Three queries."""
+    previous = previous_finished_run(run)
+    fields = ("source_id", "source__name", "reliability", "low", "high", "answers")
+    now = {r["source_id"]: r for r in ReliabilityScore.objects.filter(run=run).values(*fields)}
+    before = {r["source_id"]: r for r in ReliabilityScore.objects.filter(run=previous).values(*fields)} if previous else {}
+    entries = []
+    for source_id in set(now) | set(before):
+        cur, old = now.get(source_id), before.get(source_id)
+        ref = cur or old
+        assert ref is not None
+        delta = cur["reliability"] - old["reliability"] if cur and old else None
+        entries.append(
+            {
+                "source_id": source_id,
+                "source_name": ref["source__name"],
+                "status": "changed" if cur and old else ("new" if cur else "dropped"),
+                "reliability": cur["reliability"] if cur else None,
+                "low": cur["low"] if cur else None,
+                "high": cur["high"] if cur else None,
+                "answers": cur["answers"] if cur else None,
+                "previous_reliability": old["reliability"] if old else None,
+                "previous_answers": old["answers"] if old else None,
+                "delta": delta,
+            }
+        )
+    entries.sort(key=lambda e: (-abs(e["delta"]) if e["delta"] is not None else 0.0, e["source_name"]))
+    return {"run_id": run.pk, "previous_run_id": previous.pk if previous else None, "sources": entries}
+
+
+# --- One question --------------------------------------------------------------------
+
+
+def question_clusters(question: Question) -> dict[str, Any]:
+    """The question's answer clusters (best first) with the sources behind each and their
+    weights, plus the sources that said "I don't know" (or were filtered to it). One query."""
+    votes = list(question.votes.select_related("source").order_by("rank", "id"))
+    stored = {c.get("id"): c for c in (question.clusters or [])}
+    clusters: dict[int, dict[str, Any]] = {}
+    abstained = []
+    for vote in votes:
+        member = {
+            "source_id": vote.source_id,
+            "source_name": vote.source.name,
+            "response": vote.response,
+            "weight": vote.weight,
+            "reliability": vote.reliability,
+            "filtered": vote.filtered,
+        }
+        if vote.cluster is None:
+            abstained.append(member)
+            continue
+        info = stored.get(vote.cluster, {})
+        cluster = clusters.setdefault(
+            vote.cluster,
+            {"id": vote.cluster, "label": info.get("label") or vote.response, "weight": 0.0, "sources": []},
+        )
+        cluster["sources"].append(member)
+        cluster["weight"] += vote.weight
+    for cid, info in stored.items():  # clusters recorded without votes (e.g. a strategy without per-source votes)
+        if cid is not None and cid not in clusters:
+            clusters[cid] = {"id": cid, "label": info.get("label", ""), "weight": float(info.get("weight") or 0.0), "sources": []}
+    for cid, cluster in clusters.items():
+        if cid in stored and stored[cid].get("weight") is not None:
+            cluster["weight"] = float(stored[cid]["weight"])  # the strategy's own sum is authoritative
+    ordered = sorted(clusters.values(), key=lambda c: (-c["weight"], c["id"]))
+    total = sum(c["weight"] for c in ordered)
+    for c in ordered:
+        c["share"] = c["weight"] / total if total > 0 else 0.0
+        c["chosen"] = bool(question.answer) and c is ordered[0]
+    return {"question_id": question.pk, "answer": question.answer, "clusters": ordered, "abstained": abstained}
