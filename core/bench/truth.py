@@ -38,13 +38,14 @@ class ClaimSet:
     def tasks(self) -> list[str]:
         return sorted({c.task for c in self.claims})
 
-    def true_source_accuracy(self) -> dict[str, float]:
-        """Share of each source's claims on labelled tasks that equal the gold."""
+    def true_source_accuracy(self, min_claims: int = 1) -> dict[str, float]:
+        """Share of each source's claims on labelled tasks that equal the gold (sources with
+        at least ``min_claims`` labelled claims)."""
         hits: dict[str, list[int]] = {}
         for c in self.claims:
             if c.task in self.gold:
                 hits.setdefault(c.source, []).append(int(c.value == self.gold[c.task]))
-        return {s: sum(h) / len(h) for s, h in hits.items()}
+        return {s: sum(h) / len(h) for s, h in hits.items() if len(h) >= min_claims}
 
 
 _TIME = re.compile(r"(\d{1,2}):(\d{2})\s*(a\.?m\.?|p\.?m\.?|a\b|p\b|noon)?", re.IGNORECASE)

@@ -125,9 +125,15 @@ METHODS: dict[str, Callable[[ClaimSet], TruthOutput]] = {
 }
 
 
-def evaluate_truth_discovery(claims: ClaimSet, methods: tuple[str, ...] = TRUTH_METHODS) -> dict[str, object]:
-    """Accuracy on the labelled tasks and correlation of estimated with true source accuracy."""
-    true_acc = claims.true_source_accuracy()
+def evaluate_truth_discovery(
+    claims: ClaimSet, methods: tuple[str, ...] = TRUTH_METHODS, min_source_claims: int = 3
+) -> dict[str, object]:
+    """Accuracy on the labelled tasks and correlation of estimated with true source accuracy.
+
+    The correlation is over sources with at least ``min_source_claims`` labelled claims: in
+    Books most stores have one or two, and a true accuracy of 0 or 1 from one claim is noise.
+    """
+    true_acc = claims.true_source_accuracy(min_source_claims)
     results: dict[str, object] = {}
     labelled = [t for t in claims.gold if t in set(claims.tasks)]
     for name in methods:
@@ -150,5 +156,7 @@ def evaluate_truth_discovery(claims: ClaimSet, methods: tuple[str, ...] = TRUTH_
         "claims": len(claims.claims),
         "sources": len(claims.sources),
         "tasks": len(claims.tasks),
+        "sources_in_correlation": len(true_acc),
+        "min_source_claims": min_source_claims,
         "methods": results,
     }

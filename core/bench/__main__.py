@@ -1,0 +1,3 @@
+from core.bench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""Command-line options and entry point shared by ``python manage.py benchmark`` and
+``python -m core.bench``. The benchmark builds its own in-memory corpus; it never touches
+the web database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from core.bench.paths import default_cache_dir, default_data_dir
+
+QA_DATASETS = ("poisonedrag", "ramdocs")
+TRUTH_DATASETS = ("flights", "books")
+
+
+def _ints(text: str) -> list[int]:
+    """"1,2,3" or "1-7"."""
+    if "-" in text and "," not in text:
+        lo, hi = text.split("-", 1)
+        return list(range(int(lo), int(hi) + 1))
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", choices=[*QA_DATASETS, *TRUTH_DATASETS], default="poisonedrag")
+    parser.add_argument("--prior", choices=["beta", "adversary-hammer"], default="adversary-hammer")
+    parser.add_argument("--sources", type=int, default=9, help="number of simulated sources N")
+    parser.add_argument("--adversaries", type=int, default=5, help="adversaries A (adversary-hammer prior)")
+    parser.add_argument("--coverage", type=float, default=0.6, help="coverage r_i of every source")
+    parser.add_argument("--kappa", type=int, default=4, help="kappa for kappa-RRSS / kappa-RSS")
+    parser.add_argument("--tau", type=float, default=0.1, help="f_align threshold")
+    parser.add_argument("--k", type=int, default=3, help="passages retrieved per source")
+    parser.add_argument("--estimation-queries", type=int, default=100, help="M fact-checking queries")
+    parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1)")
+    parser.add_argument("--seed", type=int, default=None, help="run this one seed only")
+    parser.add_argument("--methods", nargs="+", default=None, help="default: every registered strategy + dawid-skene wawa")
+    parser.add_argument("--collude", action="store_true", help="misinformation sources share one wrong answer (official code)")
+    parser.add_argument("--max-questions", type=int, default=None, help="use only this many questions (quick runs)")
+    parser.add_argument("--sweep", choices=["adversaries", "sources", "kappa", "coverage"], default=None)
+    parser.add_argument("--sweep-values", type=str, default=None, help='e.g. "1-7" or "4,6,9"')
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON result here")
+    parser.add_argument("--plots", type=Path, default=None, help="write plots into this folder")
+    parser.add_argument("--plot-format", choices=["svg", "png"], default="svg")
+    parser.add_argument("--data-dir", type=Path, default=None, help="reference data (default ../shared/data)")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default var/cache/bench)")
+    parser.add_argument("--embedding-model", default=None, help="sentence-transformers name or path")
+
+
+def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> dict[str, Any]:
+    from core.bench import plots, report
+
+    data_dir = Path(options.get("data_dir") or default_data_dir())
+    dataset = options["dataset"]
+    stem = options.get("out").stem if options.get("out") else dataset  # type: ignore[union-attr]
+    fmt = options.get("plot_format", "svg")
+
+    def log(message: str) -> None:
+        print(message, file=stderr, flush=True)
+
+    if dataset in TRUTH_DATASETS:
+        from core.bench.truth import load_claims
+        from core.bench.truth_methods import evaluate_truth_discovery
+
+        result = evaluate_truth_discovery(load_claims(dataset, data_dir))
+        print(report.truth_table(result), file=stdout)
+        if options.get("plots"):
+            plots.plot_truth(result, Path(options["plots"]), stem, fmt)
+        _write(result, options.get("out"))
+        return result
+
+    from core.bench.embedding_cache import cached_default_embedder
+    from core.bench.qa import QAConfig
+    from core.bench.runner import run_qa, run_sweep
+
+    config = QAConfig(
+        dataset=dataset,
+        prior=options["prior"],
+        sources=options["sources"],
+        adversaries=options["adversaries"] if options["prior"] == "adversary-hammer" else 0,
+        coverage=options["coverage"],
+        kappa=options["kappa"],
+        tau=options["tau"],
+        k=options.get("k", 3),
+        estimation_queries=options["estimation_queries"],
+        collude=bool(options.get("collude")),
+        max_questions=options.get("max_questions"),
+        methods=options.get("methods"),
+    )
+    config.resolved_methods()  # fail fast on an unknown method name
+    seeds = [options["seed"]] if options.get("seed") is not None else list(range(options["seeds"]))
+    cache_dir = Path(options.get("cache_dir") or default_cache_dir())
+    embedder = cached_default_embedder(cache_dir, options.get("embedding_model"))
+    started = time.perf_counter()
+    if options.get("sweep"):
+        values_text = options.get("sweep_values") or ("1-7" if options["sweep"] == "adversaries" else "4-9")
+        values: list[Any] = (
+            [float(v) for v in values_text.split(",")] if options["sweep"] == "coverage" else _ints(values_text)
+        )
+        result = run_sweep(config, options["sweep"], values, seeds, embedder, data_dir, log)
+        print(report.sweep_table(result), file=stdout)
+        if options.get("plots"):
+            plots.plot_sweep(result, Path(options["plots"]), stem, fmt)
+    else:
+        result = run_qa(config, seeds, embedder, data_dir, log)
+        print(report.qa_table(result), file=stdout)
+        if options.get("plots"):
+            plots.plot_qa(result, Path(options["plots"]), stem, fmt)
+    result["wall_seconds"] = time.perf_counter() - started
+    result["embedding_model"] = embedder.name
+    print(f"\nwall time {result['wall_seconds']:.1f}s", file=stdout)
+    _write(result, options.get("out"))
+    return result
+
+
+def _write(result: dict[str, Any], out: Path | None) -> None:
+    from core.bench.runner import json_safe
+
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(json_safe(result), indent=2) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmark", description=__doc__)
+    add_arguments(parser)
+    run(vars(parser.parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

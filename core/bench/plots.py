@@ -1,0 +1,92 @@
+"""Figures (matplotlib, Agg backend): accuracy per method, sweeps, reliability scatter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_qa(summary: dict[str, Any], out_dir: Path, stem: str, fmt: str = "svg") -> list[Path]:
+    plt = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    names = list(summary["methods"])
+    acc = [summary["methods"][n]["accuracy"] for n in names]
+    err = [
+        [a - summary["methods"][n]["ci95"][0] for n, a in zip(names, acc, strict=True)],
+        [summary["methods"][n]["ci95"][1] - a for n, a in zip(names, acc, strict=True)],
+    ]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.bar(names, acc, yerr=err, capsize=3, color="#4c72b0")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.set_title(stem)
+    ax.tick_params(axis="x", rotation=45)
+    fig.tight_layout()
+    path = out_dir / f"{stem}-accuracy.{fmt}"
+    fig.savefig(path)
+    plt.close(fig)
+    paths.append(path)
+
+    fig, ax = plt.subplots(figsize=(4, 4))
+    for seed in summary["reliability"]["per_seed"]:
+        ids = list(seed["true"])
+        ax.scatter([seed["true"][i] for i in ids], [seed["estimated_accuracy"][i] for i in ids], label=f"seed {seed['seed']}")
+    ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
+    ax.set_xlabel("true reliability p_i")
+    ax.set_ylabel("IWMV estimate w_i")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out_dir / f"{stem}-reliability.{fmt}"
+    fig.savefig(path)
+    plt.close(fig)
+    paths.append(path)
+    return paths
+
+
+def plot_sweep(result: dict[str, Any], out_dir: Path, stem: str, fmt: str = "svg") -> list[Path]:
+    plt = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sweep = result["sweep"]
+    xs = [p["value"] for p in sweep["points"]]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in sweep["points"][0]["methods"]:
+        ys = [p["methods"][name]["accuracy"] for p in sweep["points"]]
+        lo = [p["methods"][name]["ci95"][0] for p in sweep["points"]]
+        hi = [p["methods"][name]["ci95"][1] for p in sweep["points"]]
+        line = ax.plot(xs, ys, marker="o", label=name)[0]
+        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.12)
+    ax.set_xlabel(sweep["parameter"])
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    path = out_dir / f"{stem}-sweep.{fmt}"
+    fig.savefig(path)
+    plt.close(fig)
+    return [path]
+
+
+def plot_truth(result: dict[str, Any], out_dir: Path, stem: str, fmt: str = "svg") -> list[Path]:
+    plt = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = list(result["methods"])
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.bar(names, [result["methods"][n]["accuracy"] for n in names], color="#55a868")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.set_title(f"truth discovery: {result['dataset']}")
+    fig.tight_layout()
+    path = out_dir / f"{stem}-truth.{fmt}"
+    fig.savefig(path)
+    plt.close(fig)
+    return [path]

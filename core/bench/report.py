@@ -1,0 +1,67 @@
+"""Markdown tables for the benchmark's results."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def qa_table(summary: dict[str, Any]) -> str:
+    lines = [
+        "| method | accuracy | 95% CI | calls/q | tokens/q | ms/q |",
+        "| --- | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for name, m in summary["methods"].items():
+        lo, hi = m["ci95"]
+        lines.append(
+            f"| {name} | {_num(m['accuracy'])} | [{_num(lo)}, {_num(hi)}] | {_num(m['calls_per_question'], 2)} "
+            f"| {_num(m['tokens_per_question'], 0)} | {_num(1000 * m['seconds_per_question'], 1)} |"
+        )
+    rel = summary.get("reliability", {})
+    lines.append("")
+    lines.append(
+        f"Reliability estimate vs truth (IWMV w_i vs p_i, mean over seeds): Pearson {_num(rel.get('pearson'))}, "
+        f"Spearman {_num(rel.get('spearman'))}"
+    )
+    return "\n".join(lines)
+
+
+def sweep_table(result: dict[str, Any]) -> str:
+    sweep = result["sweep"]
+    points = sweep["points"]
+    header = f"| method | " + " | ".join(f"{sweep['parameter']}={p['value']}" for p in points) + " |"
+    lines = [header, "| --- |" + " ---: |" * len(points)]
+    for name in points[0]["methods"]:
+        cells = []
+        for p in points:
+            m = p["methods"][name]
+            half = (m["ci95"][1] - m["ci95"][0]) / 2
+            cells.append(f"{_num(m['accuracy'])} ± {_num(half)}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| *Pearson(w, p)* | " + " | ".join(_num(p["reliability"]["pearson"]) for p in points) + " |"
+    )
+    return "\n".join(lines)
+
+
+def truth_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"{result['dataset']}: {result['claims']} claims, {result['sources']} sources, {result['tasks']} tasks; "
+        f"source correlations over the {result.get('sources_in_correlation', '?')} sources with at least "
+        f"{result.get('min_source_claims', 1)} labelled claims",
+        "",
+        "| method | accuracy | correct / labelled | Pearson (source acc.) | Spearman | seconds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, m in result["methods"].items():
+        lines.append(
+            f"| {name} | {_num(m['accuracy'])} | {m['correct']} / {m['labelled_tasks']} | {_num(m['source_pearson'])} "
+            f"| {_num(m['source_spearman'])} | {_num(m['seconds'], 2)} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""Run a benchmark configuration over seeds (or a sweep), and summarise it as JSON."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from core.bench.datasets import load_questions
+from core.bench.metrics import accuracy_interval, mean_ignoring_nan
+from core.bench.qa import QAConfig, SeedRun, run_seed
+from core.types import Embedder
+
+Log = Callable[[str], None]
+
+
+def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
+    """The JSON shape of one configuration: config, methods, reliability, per-seed details."""
+    methods: dict[str, Any] = {}
+    for name in runs[0].methods:
+        per_seed = [r.methods[name] for r in runs]
+        accuracy, (lo, hi) = accuracy_interval([m.correct for m in per_seed])
+        questions = sum(len(m.correct) for m in per_seed)
+        methods[name] = {
+            "accuracy": accuracy,
+            "ci95": [lo, hi],
+            "calls_per_question": sum(m.calls for m in per_seed) / questions,
+            "tokens_per_question": sum(m.tokens for m in per_seed) / questions,
+            "seconds_per_question": sum(m.seconds for m in per_seed) / questions,
+            "per_seed_accuracy": [sum(m.correct) / len(m.correct) for m in per_seed],
+        }
+    correlations = [r.reliability_correlation for r in runs]
+    return {
+        "config": {**asdict(config), "methods": list(runs[0].methods), "seeds": [r.seed for r in runs]},
+        "methods": methods,
+        "reliability": {
+            "pearson": mean_ignoring_nan([c["pearson"] for c in correlations]),
+            "spearman": mean_ignoring_nan([c["spearman"] for c in correlations]),
+            "per_seed": [
+                {
+                    "seed": r.seed,
+                    "pearson": c["pearson"],
+                    "spearman": c["spearman"],
+                    "true": {str(k): v for k, v in r.true_reliability.items()},
+                    "estimated_accuracy": {str(k): v for k, v in r.estimated_accuracy.items()},
+                    "estimated_weight": {str(k): v for k, v in r.estimated_weight.items()},
+                    "answers": {str(k): v for k, v in r.answers_count.items()},
+                }
+                for r, c in zip(runs, correlations, strict=True)
+            ],
+        },
+        "estimation": {
+            "calls_per_seed": sum(r.estimation_calls for r in runs) / len(runs),
+            "seconds_per_seed": sum(r.estimation_seconds for r in runs) / len(runs),
+        },
+        "test_questions_per_seed": runs[0].n_test,
+        "documents_per_seed": sum(r.n_documents for r in runs) / len(runs),
+    }
+
+
+def run_qa(
+    config: QAConfig, seeds: Sequence[int], embedder: Embedder, data_dir: Path, log: Log = lambda _m: None
+) -> dict[str, Any]:
+    questions = load_questions(config.dataset, data_dir)
+    runs = []
+    for seed in seeds:
+        started = time.perf_counter()
+        run = run_seed(config, questions, embedder, seed)
+        runs.append(run)
+        best = {m: f"{sum(r.correct) / len(r.correct):.3f}" for m, r in run.methods.items()}
+        log(f"seed {seed}: {time.perf_counter() - started:.1f}s {best}")
+    result = summarise(config, runs)
+    result["config"]["questions_loaded"] = len(questions)
+    return result
+
+
+def run_sweep(
+    config: QAConfig,
+    parameter: str,
+    values: Sequence[int | float],
+    seeds: Sequence[int],
+    embedder: Embedder,
+    data_dir: Path,
+    log: Log = lambda _m: None,
+) -> dict[str, Any]:
+    """One summary per value of ``parameter`` (e.g. adversaries 1..7)."""
+    if not hasattr(config, parameter):
+        raise ValueError(f"cannot sweep {parameter!r}")
+    started = time.perf_counter()
+    points = []
+    for value in values:
+        log(f"{parameter} = {value}")
+        summary = run_qa(replace(config, **{parameter: value}), seeds, embedder, data_dir, log)
+        points.append({"value": value, **summary})
+    return {
+        "config": {**asdict(config), "sweep": parameter, "values": list(values), "seeds": list(seeds)},
+        "sweep": {"parameter": parameter, "points": points},
+        "methods": points[-1]["methods"] if points else {},
+        "reliability": {
+            "pearson": mean_ignoring_nan([p["reliability"]["pearson"] for p in points]),
+            "spearman": mean_ignoring_nan([p["reliability"]["spearman"] for p in points]),
+        },
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def json_safe(value: Any) -> Any:
+    """NaN (an undefined correlation) becomes null so the file is strict JSON."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
