@@ -1,7 +1,7 @@
 from django.urls import path
 
-from core import views
+from core.views import ask
 
 urlpatterns = [
-    path("", views.home, name="ask"),
+    path("", ask.ask, name="ask"),
 ]
