@@ -1,0 +1,40 @@
+"""A tiny corpus of sources that agree, and one that holds misinformation, stored with the
+real embedder; plus a matching fact-checking query set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.models import FactQuery, QuerySet
+from sources.ingest.base import ParsedDocument
+from sources.models import Source
+from sources.services import FileOutcome, store_documents
+
+FACTS = [
+    ("What is the capital of France?", "Paris", "The capital of France is Paris.", "The capital of France is Lyon."),
+    ("Who wrote Hamlet?", "William Shakespeare", "Hamlet was written by William Shakespeare.", "Hamlet was written by Christopher Marlowe."),
+    ("What is the largest planet in the solar system?", "Jupiter", "The largest planet in the solar system is Jupiter.", "The largest planet in the solar system is Saturn."),
+    ("Who painted the Mona Lisa?", "Leonardo da Vinci", "The Mona Lisa was painted by Leonardo da Vinci.", "The Mona Lisa was painted by Michelangelo."),
+    ("What is the chemical symbol for gold?", "Au", "The chemical symbol for gold is Au.", "The chemical symbol for gold is Ag."),
+    ("Which ocean is the largest?", "Pacific Ocean", "The largest ocean on Earth is the Pacific Ocean.", "The largest ocean on Earth is the Atlantic Ocean."),
+]
+
+
+def store(source: Source, texts: list[str], embedder: Any) -> None:
+    docs = [ParsedDocument(text=t, title=t[:40]) for t in texts]
+    store_documents(source, docs, embedder, chunk_size=120, chunk_overlap=20, outcome=FileOutcome(name="test"))
+
+
+def build_corpus(embedder: Any, reliable: int = 3) -> tuple[list[Source], Source, QuerySet]:
+    """`reliable` sources holding the facts, one source holding a wrong twin of each."""
+    good = []
+    for i in range(reliable):
+        source = Source.objects.create(name=f"reliable-{i}")
+        store(source, [fact for _, _, fact, _ in FACTS], embedder)
+        good.append(source)
+    bad = Source.objects.create(name="misinformer")
+    store(bad, [wrong for _, _, _, wrong in FACTS], embedder)
+    query_set = QuerySet.objects.create(name="demo")
+    for question, answer, _, _ in FACTS:
+        FactQuery.objects.create(query_set=query_set, question=question, reference_answers=[answer])
+    return good, bad, query_set

@@ -1,0 +1,68 @@
+"""Asking: validation, synchronous answering with votes, and the queued path through the worker."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from core.models import Question, Vote
+from core.services.asking import ask_now, start_question
+from tasks.jobs import wait_for_job
+from tasks.models import Job
+from tests.services.corpus import build_corpus
+
+
+def test_an_empty_question_is_refused_naming_the_text_field(db):
+    with pytest.raises(ValidationError) as caught:
+        start_question("   ")
+    assert "text" in caught.value.message_dict
+    assert Question.objects.count() == 0 and Job.objects.count() == 0
+
+
+def test_an_overlong_question_an_unknown_strategy_and_a_bad_kappa_are_each_named(db):
+    with pytest.raises(ValidationError) as caught:
+        start_question("x" * 2001, strategy="oracle-magic", kappa=0)
+    assert set(caught.value.message_dict) == {"text", "strategy", "kappa"}
+    with pytest.raises(ValidationError) as caught:
+        start_question("Who?", kappa=51)
+    assert set(caught.value.message_dict) == {"kappa"}
+
+
+def test_asking_persists_the_answer_and_one_vote_per_consulted_source_with_the_backend(db, embedder):
+    good, bad, _ = build_corpus(embedder)
+    question = ask_now("What is the capital of France?", strategy="ra-rag-all")
+    question.refresh_from_db()
+    assert question.answer == "Paris"
+    assert question.backend == "extractive"
+    assert question.answered_at is not None
+    assert 0 < question.confidence <= 1
+    assert question.calls == 4
+    votes = list(Vote.objects.filter(question=question).select_related("source"))
+    assert {v.source.name for v in votes} == {"reliable-0", "reliable-1", "reliable-2", "misinformer"}
+    assert [v.rank for v in votes] == [0, 1, 2, 3]
+    misinformer = next(v for v in votes if v.source == bad)
+    assert misinformer.response == "Lyon"
+    assert misinformer.cluster != next(v for v in votes if v.source == good[0]).cluster
+    passage = votes[0].passages[0]
+    assert set(passage) == {"chunk_id", "document_id", "title", "url", "text", "distance"}
+    assert {c["label"] for c in question.clusters} == {"Paris", "Lyon"}
+
+
+def test_ra_rag_stops_after_kappa_sources_that_answer(db, embedder):
+    build_corpus(embedder)
+    question = ask_now("Who wrote Hamlet?", strategy="ra-rag", kappa=2)
+    assert question.params["kappa"] == 2
+    assert question.votes.exclude(response="I don't know").count() == 2
+    assert question.calls <= 4
+
+
+def test_a_started_question_is_answered_by_the_worker_and_linked_to_its_job(worker, embedder):
+    build_corpus(embedder, reliable=2)
+    question = start_question("Who painted the Mona Lisa?", strategy="mv")
+    assert question.job is not None and question.job.kind == Job.Kind.ASK
+    job = wait_for_job(question.job.pk, timeout=120)
+    assert job.state == Job.State.SUCCEEDED, job.error
+    question.refresh_from_db()
+    assert question.answer == "Leonardo da Vinci"
+    assert question.votes.count() == 3
+    assert job.result["backend"] == "extractive"
