@@ -72,7 +72,7 @@ def support_scores(
     declaratives = [declarative_form(question, a) for a in answers]
     pairs: list[tuple[str, str]] = []
     owners: list[int] = []
-    for i, (decl, texts) in enumerate(zip(declaratives, passages)):
+    for i, (decl, texts) in enumerate(zip(declaratives, passages, strict=False)):
         if is_idk(answers[i]):
             continue
         for text in texts:
@@ -81,10 +81,10 @@ def support_scores(
     probs = nli.predict(pairs)
     grounded = getattr(nli, "requires_answer_grounding", False)
     scores = [0.0] * len(answers)
-    for (text, _), owner, (entail, _n, _c) in zip(pairs, owners, probs):
+    for (text, _), owner, (entail, _n, _c) in zip(pairs, owners, probs, strict=False):
         score = entail * answer_grounding(answers[owner], text) ** 2 if grounded else entail
         scores[owner] = max(scores[owner], score)
-    return list(zip(scores, declaratives))
+    return list(zip(scores, declaratives, strict=False))
 
 
 def align_many(
@@ -96,7 +96,7 @@ def align_many(
 ) -> list[AlignmentResult]:
     """f_align for several responses to one question (batched NLI)."""
     results = []
-    for answer, (score, decl) in zip(answers, support_scores(question, answers, passages, nli)):
+    for answer, (score, decl) in zip(answers, support_scores(question, answers, passages, nli), strict=False):
         if is_idk(answer):
             results.append(AlignmentResult(IDK, False, 0.0, decl))
         elif score < tau:

@@ -81,7 +81,7 @@ def _relations(
     prefix = f"{question.strip()} " if question else ""
     keys = [(i, j) for i in range(len(distinct)) for j in range(len(distinct)) if i != j]
     pairs = [(prefix + distinct[i], prefix + distinct[j]) for i, j in keys]
-    return {key: _label(p) for key, p in zip(keys, nli.predict(pairs))}
+    return {key: _label(p) for key, p in zip(keys, nli.predict(pairs), strict=False)}
 
 
 def _match(relation: dict[tuple[int, int], int], a: int, b: int, strict: bool) -> bool:

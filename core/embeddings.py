@@ -47,8 +47,9 @@ class SentenceTransformerEmbedder:
         self.name = model_name_or_path or DEFAULT_MODEL
         self._model = _load(self.path, device)
         # Newer sentence-transformers renamed the accessor; accept either.
-        getter = getattr(self._model, "get_embedding_dimension", None) or getattr(
-            self._model, "get_sentence_embedding_dimension"
+        getter = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
         )
         dimension = getter()
         self.dimension = int(dimension) if dimension else int(self.encode(["x"]).shape[1])

@@ -39,7 +39,7 @@ class EstimationResult:
     stats: CallStats
 
     def by_source(self) -> dict[int, float]:
-        return {sid: s.weight for sid, s in zip(self.source_ids, self.reliability.sources)}
+        return {sid: s.weight for sid, s in zip(self.source_ids, self.reliability.sources, strict=False)}
 
 
 def answer_pairs(
@@ -56,7 +56,7 @@ def answer_pairs(
     queries = sorted(by_query)
     vectors = ctx.embedder.encode([questions[q] for q in queries]) if queries else []
     passages: dict[tuple[int, int], list[Passage]] = {}
-    for q, vector in zip(queries, vectors):
+    for q, vector in zip(queries, vectors, strict=False):
         hits = ctx.retriever.top_k_per_source(vector, by_query[q], ctx.params.k)
         for s in by_query[q]:
             passages[(q, s)] = hits.get(s, [])
@@ -75,7 +75,7 @@ def answer_pairs(
             ctx.nli,
             ctx.params.tau,
         )
-        for i, result in zip(positions, aligned):
+        for i, result in zip(positions, aligned, strict=False):
             records[i] = ResponseRecord(
                 q, pairs[i][1], generations[i].text, result.response, result.filtered, result.score
             )
@@ -104,7 +104,7 @@ def estimate_from_records(
             by_query.setdefault(record.query_index, []).append(record)
     for q, group in by_query.items():
         clustering = cluster_answers([r.response for r in group], nli, questions[q], strict)
-        for record, label in zip(group, clustering.labels):
+        for record, label in zip(group, clustering.labels, strict=False):
             record.cluster = label
             matrix[q][column[record.source_id]] = label
     return iwmv(matrix, alpha=alpha, beta=beta), list(records)

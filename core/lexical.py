@@ -11,14 +11,21 @@ import re
 from core.text import normalize_answer
 
 STOPWORDS = frozenset(
-    """a an the of in on at to for from by with and or but is are was were be been being
-    am do does did doing have has had having it its it's this that these those there here
-    as into onto about over under than then so such not no nor can could will would shall
-    should may might must which who whom whose what when where why how i you he she we they
-    me him her us them my your his our their one ones also just only very more most some any
-    all each every both either neither other another same s t d ll re ve m o y
-    if while during after before between through up down out off again further once
-    many much long""".split()
+    [
+        "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and",
+        "or", "but", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does",
+        "did", "doing", "have", "has", "had", "having", "it", "its", "it's", "this", "that",
+        "these", "those", "there", "here", "as", "into", "onto", "about", "over", "under",
+        "than", "then", "so", "such", "not", "no", "nor", "can", "could", "will", "would",
+        "shall", "should", "may", "might", "must", "which", "who", "whom", "whose", "what",
+        "when", "where", "why", "how", "i", "you", "he", "she", "we", "they", "me", "him",
+        "her", "us", "them", "my", "your", "his", "our", "their", "one", "ones", "also",
+        "just", "only", "very", "more", "most", "some", "any", "all", "each", "every",
+        "both", "either", "neither", "other", "another", "same", "s", "t", "d", "ll", "re",
+        "ve", "m", "o", "y", "if", "while", "during", "after", "before", "between",
+        "through", "up", "down", "out", "off", "again", "further", "once", "many", "much",
+        "long",
+    ]
 )
 
 NUMBER_WORDS = {

@@ -49,7 +49,7 @@ class EmbeddingLexicalNLI:
         if not pairs:
             return []
         sims = self._similarities(pairs)
-        return [self._one(p, h, s) for (p, h), s in zip(pairs, sims)]
+        return [self._one(p, h, s) for (p, h), s in zip(pairs, sims, strict=False)]
 
     def _similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         if self.embedder is None:

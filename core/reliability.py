@@ -120,7 +120,8 @@ def iwmv(
     accuracy = np.full(n_sources, alpha / (alpha + beta) if alpha + beta > 0 else 0.5)
     converged = False
     iterations = 0
-    for iterations in range(1, max_iter + 1):
+    for _ in range(max_iter):
+        iterations += 1
         estimate = _estimate_answers(labels, weights)
         agreements = ((labels == estimate[:, None]) & answered).sum(axis=0)
         denom = answers + alpha + beta

@@ -60,7 +60,7 @@ def kappa_rrss(
         position += len(batch)
         outputs = answer_batch(batch)
         selection.generator_calls += len(batch)
-        for source, output in zip(batch, outputs):
+        for source, output in zip(batch, outputs, strict=False):
             selection.visited.append(source.id)
             results[source.id] = output
             if not is_abstention(output) and len(selection.selected) < kappa:

@@ -26,7 +26,7 @@ def weighted_vote(clusters: Sequence[int | None], weights: Sequence[float]) -> V
     summed: dict[int, float] = {}
     counts: dict[int, int] = {}
     first_seen: dict[int, int] = {}
-    for position, (cluster, weight) in enumerate(zip(clusters, weights)):
+    for position, (cluster, weight) in enumerate(zip(clusters, weights, strict=False)):
         if cluster is None:
             continue
         summed[cluster] = summed.get(cluster, 0.0) + float(weight)

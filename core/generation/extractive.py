@@ -148,7 +148,7 @@ class ExtractiveReader:
             return self._yes_no(tokenized, relevance, q_terms)
         scores: dict[str, float] = {}
         surfaces: dict[str, dict[str, int]] = {}
-        for p_index, (text, tokens) in enumerate(zip(passages, tokenized)):
+        for p_index, (text, tokens) in enumerate(zip(passages, tokenized, strict=True)):
             if relevance[p_index] < max(self.min_relevance, 0.6 * best):
                 continue
             per_passage: dict[str, float] = {}
@@ -159,9 +159,10 @@ class ExtractiveReader:
                     score *= 1.5  # "what county" -> "Orange County"
                 if cand.start > 0 and tokens[cand.start - 1].text.lower() in _COPULAS:
                     score *= 1.2  # answers tend to follow "is", "was", "namely:"
-                if cand.start == 0 or tokens[cand.start - 1].sentence != tokens[cand.start].sentence:
-                    if cand.end - cand.start == 1:
-                        score *= 0.3  # a lone sentence-initial word is capitalised by position
+                sentence_initial = (cand.start == 0
+                                    or tokens[cand.start - 1].sentence != tokens[cand.start].sentence)
+                if sentence_initial and cand.end - cand.start == 1:
+                    score *= 0.3  # a lone sentence-initial word is capitalised by position
                 if score > per_passage.get(cand.key, 0.0):
                     per_passage[cand.key] = score
                 surfaces.setdefault(cand.key, {})
@@ -184,7 +185,7 @@ class ExtractiveReader:
     def _yes_no(tokenized: list[list[_Token]], relevance: list[float], q_terms: set[str]) -> str:
         # A negation in the passages' most relevant sentences answers "no".
         votes = 0.0
-        for tokens, rel in zip(tokenized, relevance):
+        for tokens, rel in zip(tokenized, relevance, strict=True):
             negated = any(t.text.lower() in _NEGATIONS or t.text.lower().endswith("n't")
                           for t in tokens)
             votes += -rel if negated else rel
@@ -303,11 +304,10 @@ def _candidates(
                 nxt = tokens[end]
                 if nxt.text[:1].isupper() or (nxt.text[:1].isdigit() and end > i):
                     end += 1
-                elif nxt.text == "." and _ABBREVIATION.match(tokens[end - 1].text) \
-                        and end + 1 < len(tokens) and tokens[end + 1].text[:1].isupper():
-                    end += 2
-                elif nxt.text.lower() in _CONNECTORS and end + 1 < len(tokens) \
-                        and tokens[end + 1].text[:1].isupper():
+                elif end + 1 < len(tokens) and tokens[end + 1].text[:1].isupper() and (
+                    nxt.text == "." and _ABBREVIATION.match(tokens[end - 1].text)
+                    or nxt.text.lower() in _CONNECTORS
+                ):
                     end += 2
                 else:
                     break

@@ -84,7 +84,7 @@ class TransformersGenerator:
                     pad_token_id=tokenizer.pad_token_id,
                 )
             prompt_len = encoded["input_ids"].shape[1]
-            for row, request, mask in zip(generated, batch, encoded["attention_mask"]):
+            for row, request, mask in zip(generated, batch, encoded["attention_mask"], strict=False):
                 new_tokens = row[prompt_len:]
                 if tokenizer.eos_token_id is not None:
                     stop = (new_tokens == tokenizer.eos_token_id).nonzero()

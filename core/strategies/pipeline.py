@@ -47,10 +47,7 @@ def answer_sources(
     record(stats, generations)
     raw = [g.text for g in generations]
     texts = [[p.text for p in passages.get(s.id, [])] for s in sources]
-    if use_filter:
-        aligned = align_many(question, raw, texts, ctx.nli, ctx.params.tau)
-    else:
-        aligned = None
+    aligned = align_many(question, raw, texts, ctx.nli, ctx.params.tau) if use_filter else None
     votes = []
     for i, source in enumerate(sources):
         response = aligned[i].response if aligned else (IDK if is_idk(raw[i]) else raw[i].strip())
@@ -81,7 +78,7 @@ def cluster_and_vote(
         strict=ctx.params.strict_clustering,
         weights=[v.weight for v in votes],
     )
-    for vote, label in zip(votes, clustering.labels):
+    for vote, label in zip(votes, clustering.labels, strict=False):
         vote.cluster = label
     outcome = weighted_vote(clustering.labels, [v.weight for v in votes])
     clusters = [
