@@ -27,12 +27,25 @@ def _redis_answers(host: str = "127.0.0.1", port: int = 6379) -> bool:
 
 
 def pytest_configure(config: Any) -> None:
-    # Decide the broker before Django settings are read.
-    if not os.environ.get("CELERY_BROKER_URL") and _redis_answers():
-        os.environ["CELERY_BROKER_URL"] = "redis://127.0.0.1:6379/15"
-    if not os.environ.get("CELERY_BROKER_URL"):
-        os.environ["BROKER_DIR"] = tempfile.mkdtemp(prefix="rrag-broker-")
-    os.environ.setdefault("JOB_STALE_SECONDS", "900")
+    """Point the Celery app at this session's own broker and give the session its own
+    test database, so concurrent runs (and a running dev worker) never share either."""
+    from django.conf import settings
+
+    from reliability_site.celery import app, broker_settings
+
+    tag = f"{socket.gethostname()}-{os.getpid()}"
+    broker_url = os.environ.get("CELERY_BROKER_URL", "")
+    if not broker_url and _redis_answers():
+        broker_url = "redis://127.0.0.1:6379/15"
+    if broker_url:
+        options = broker_settings(broker_url, "")
+        # Keys prefixed per session: parallel sessions on one Redis cannot steal tasks.
+        options["broker_transport_options"] = {"global_keyprefix": f"test-{tag}:"}
+    else:
+        options = broker_settings("", tempfile.mkdtemp(prefix="rrag-broker-"))
+    app.conf.broker_url  # noqa: B018 - load the app's own configuration first, then override it
+    app.conf.update(options)
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = f"test_reliability_{os.getpid()}"
 
 
 @pytest.fixture(scope="session")
@@ -41,11 +54,6 @@ def celery_worker_session(django_db_setup: Any, django_db_blocker: Any) -> Itera
 
     from reliability_site.celery import app
 
-    if os.environ.get("CELERY_BROKER_URL", "").startswith("redis://"):
-        # A clean slate: leftovers of an interrupted run must not be consumed by this one.
-        import redis
-
-        redis.Redis.from_url(os.environ["CELERY_BROKER_URL"]).flushdb()
     with django_db_blocker.unblock():
         with start_worker(
             app,
