@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from core.bench.datasets import BenchQuestion
+from core.bench.embedding_cache import CachedEmbedder
+from core.bench.qa import CROWD_METHODS, QAConfig, crowd_answers, run_seed
+from core.bench.runner import json_safe, summarise
+from tests.bench.fakes import HashingEmbedder
+
+
+def test_cached_embedder_embeds_each_text_once_across_calls_and_processes(tmp_path: Path) -> None:
+    inner = HashingEmbedder()
+    first = CachedEmbedder(inner, tmp_path)
+    a = first.encode(["alpha beta", "gamma", "alpha beta"])
+    assert inner.texts_encoded == 2
+    second = CachedEmbedder(inner, tmp_path)  # a new process would open the same file
+    b = second.encode(["gamma", "alpha beta"])
+    assert inner.texts_encoded == 2
+    assert np.allclose(a[1], b[0]) and np.allclose(a[0], b[1])
+
+
+def test_crowd_methods_follow_the_sources_that_agree_with_the_others() -> None:
+    votes = [
+        [(1, "paris"), (2, "paris"), (3, "lyon")],
+        [(1, "rome"), (2, "rome"), (3, "milan")],
+        [(1, "berlin"), (3, "bonn")],
+        [],
+    ]
+    for method in CROWD_METHODS:
+        answers = crowd_answers(votes, method)
+        assert answers[:3] == ["paris", "rome", "berlin"]
+        assert answers[3] == "I don't know"
+
+
+def test_a_seeded_run_reports_every_method_in_the_documented_json_shape(poisonedrag: list[BenchQuestion]) -> None:
+    config = QAConfig(sources=5, adversaries=2, estimation_queries=20, max_questions=50)
+    run = run_seed(config, poisonedrag, HashingEmbedder(), seed=0)
+    methods = config.resolved_methods()
+    assert {"ra-rag", "mv", "wmv-oracle", "dawid-skene", "wawa"} <= set(methods)
+    assert list(run.methods) == methods
+    assert all(len(m.correct) == 30 for m in run.methods.values())
+
+    summary = json.loads(json.dumps(json_safe(summarise(config, [run]))))
+    assert set(summary) >= {"config", "methods", "reliability"}
+    for result in summary["methods"].values():
+        assert set(result) >= {"accuracy", "ci95", "calls_per_question", "tokens_per_question", "seconds_per_question"}
+        assert result["ci95"][0] <= result["accuracy"] <= result["ci95"][1]
+    assert summary["methods"]["mv"]["calls_per_question"] == 5
+    assert summary["methods"]["ra-rag"]["calls_per_question"] <= 5
+
+
+def test_oracle_weighted_vote_beats_majority_vote_when_adversaries_are_the_majority(
+    poisonedrag: list[BenchQuestion],
+) -> None:
+    config = QAConfig(sources=9, adversaries=6, estimation_queries=40, max_questions=140, methods=["mv", "wmv-oracle"])
+    run = run_seed(config, poisonedrag, HashingEmbedder(), seed=1)
+    accuracy = {m: sum(r.correct) / len(r.correct) for m, r in run.methods.items()}
+    assert accuracy["wmv-oracle"] > accuracy["mv"]
