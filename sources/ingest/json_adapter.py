@@ -49,7 +49,9 @@ class JsonLinesAdapter:
     def parse(self, text: str, *, filename: str, options: Mapping[str, Any]) -> Iterator[ParsedDocument]:
         mapping = field_mapping(options)
         count = 0
-        for number, raw in enumerate(text.splitlines(), start=1):
+        # Split on "\n" only: str.splitlines() also breaks at U+2028, U+0085, \x0c ..., which
+        # JSON allows raw inside strings, and would cut valid records apart.
+        for number, raw in enumerate(text.split("\n"), start=1):
             if not raw.strip():
                 continue
             try:
