@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import PurePath
 from typing import Any
 
 from sources.ingest.base import ParsedDocument, require_text
+
+# A markdown ATX heading: 1-6 '#' then a space ("#hashtag" or "#!/bin/sh" is not a heading).
+_ATX_HEADING = re.compile(r"#{1,6}[ \t]+(.*?)[ \t#]*$")
 
 
 class TextAdapter:
@@ -17,6 +21,7 @@ class TextAdapter:
         body = require_text(text, field_name="text", max_chars=options["max_chars"])
         title = PurePath(filename).stem
         first, _, rest = body.partition("\n")
-        if first.startswith("#") and rest.strip():
-            title = first.lstrip("#").strip() or title
+        heading = _ATX_HEADING.match(first)
+        if heading and rest.strip():
+            title = heading.group(1).strip() or title
         yield ParsedDocument(text=body, title=title, provenance={"file": filename, "line": 1})
