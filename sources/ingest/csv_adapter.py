@@ -29,13 +29,15 @@ class CsvAdapter:
             raise IngestError(f"no '{mapping['text']}' column in the header {header}", line=1, field=mapping["text"])
         rows = 0
         while True:
+            # A record may span lines (quoted newlines): name the line it starts on, not the
+            # line the reader stopped at (for an unterminated quote that is the end of file).
+            line = reader.line_num + 1
             try:
                 row = next(reader)
             except StopIteration:
                 break
             except csv.Error as exc:
-                raise IngestError(f"malformed CSV: {exc}", line=reader.line_num) from None
-            line = reader.line_num
+                raise IngestError(f"malformed CSV: {exc}", line=line) from None
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) != len(header):
