@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "sources",
     "tasks",
     "core",
@@ -180,13 +181,22 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"user": env_str("API_USER_THROTTLE", "600/minute"), "anon": "60/minute"},
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_str("API_USER_THROTTLE", "600/minute"),
+        "anon": "60/minute",
+        "ask": env_str("API_ASK_THROTTLE", "30/minute"),  # POST /api/questions/ (each runs the generator)
+    },
+    "EXCEPTION_HANDLER": "core.api.exceptions.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Reliability-aware RAG API",
     "DESCRIPTION": "Sources, documents, questions, estimation runs, reliability and conflicts.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and Redoc from the drf-spectacular-sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

@@ -1,3 +1,27 @@
-from django.urls import path
+"""The REST API under /api/ (see docs/api.md)."""
 
-urlpatterns: list = []
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from core.api.views.auth import ObtainToken
+from core.api.views.catalogue import DocumentViewSet, SourceViewSet
+from core.api.views.engine import ConflictsView, EstimationRunViewSet, JobViewSet, QuestionViewSet
+
+app_name = "api"
+
+router = DefaultRouter()
+router.register("sources", SourceViewSet, basename="source")
+router.register("documents", DocumentViewSet, basename="document")
+router.register("questions", QuestionViewSet, basename="question")
+router.register("estimation-runs", EstimationRunViewSet, basename="estimation-run")
+router.register("jobs", JobViewSet, basename="job")
+
+urlpatterns = [
+    path("token/", ObtainToken.as_view(), name="token"),
+    path("conflicts/", ConflictsView.as_view(), name="conflicts"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,100 @@
+"""One error shape for the whole API: {"error": {"code", "message", "fields"}}.
+
+Clients branch on `code`, show `message`, and point at the input at fault with `fields`
+(dotted paths for nested input, e.g. "documents.3.published").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is larger than the server accepts."
+    default_code = "payload_too_large"
+
+
+def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested error detail as {"a.b.0.c": [messages]}."""
+    out: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            out.update(flatten_fields(value, name))
+    elif isinstance(detail, list):
+        if all(not isinstance(item, (dict, list)) for item in detail):
+            out[prefix or "non_field_errors"] = [str(item) for item in detail]
+        else:
+            for index, item in enumerate(detail):
+                if item:  # DRF keeps an empty entry for each valid list item
+                    out.update(flatten_fields(item, f"{prefix}.{index}" if prefix else str(index)))
+    else:
+        out[prefix or "non_field_errors"] = [str(detail)]
+    return out
+
+
+def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def _first_code(exc: exceptions.APIException, fallback: str) -> str:
+    codes: Any = exc.get_codes()
+    while isinstance(codes, (dict, list)) and codes:
+        codes = next(iter(codes.values())) if isinstance(codes, dict) else codes[0]
+    return codes if isinstance(codes, str) else fallback
+
+
+def _validation_message(fields: dict[str, list[str]]) -> str:
+    general = fields.get("non_field_errors")
+    if general:
+        return general[0]
+    name, messages = next(iter(fields.items()))
+    return f"{name}: {messages[0]}" if messages else "Invalid input."
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """REST_FRAMEWORK["EXCEPTION_HANDLER"]; anything not handled here is a 500 (a bug)."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge(str(exc) or None)
+    elif isinstance(exc, DjangoValidationError):
+        # Services raise Django's ValidationError naming the field at fault.
+        detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        exc = exceptions.ValidationError(detail)
+
+    if not isinstance(exc, exceptions.APIException):
+        return None
+
+    headers: dict[str, str] = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+
+    if isinstance(exc, exceptions.ValidationError):
+        fields = flatten_fields(exc.detail)
+        general = fields.pop("non_field_errors", None)
+        message = general[0] if general else _validation_message(fields)
+        body = error_body(_first_code(exc, "invalid"), message, fields)
+    else:
+        detail = exc.detail
+        message = (
+            str(detail)
+            if not isinstance(detail, (dict, list))
+            else "; ".join(f"{k}: {v[0] if isinstance(v, list) else v}" for k, v in flatten_fields(detail).items())
+        )
+        body = error_body(_first_code(exc, str(exc.default_code)), message)
+    set_rollback()
+    return Response(body, status=exc.status_code, headers=headers)

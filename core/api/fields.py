@@ -1,0 +1,53 @@
+"""Input fields and the strict-serializer rule shared by every writable endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+
+
+def no_nul(value: str) -> None:
+    # PostgreSQL text cannot hold NUL; say so instead of failing at the database.
+    if "\x00" in value:
+        raise serializers.ValidationError("Must not contain NUL characters.")
+
+
+class Text(serializers.CharField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators.append(no_nul)
+
+
+class StrictMixin:
+    """Reject keys the serializer does not know (and read-only ones), naming each.
+
+    A typo such as "kapa" must not be silently ignored by a tool that thinks it set it.
+    """
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            fields = self.fields  # type: ignore[attr-defined]
+            errors: dict[str, list[str]] = {}
+            for key in data:
+                field = fields.get(key)
+                if field is None:
+                    errors[str(key)] = ["Unknown field."]
+                elif field.read_only:
+                    errors[str(key)] = ["This field is read-only."]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class StrictSerializer(StrictMixin, serializers.Serializer):
+    pass
+
+
+class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
+    def build_standard_field(self, field_name: str, model_field: Any) -> Any:
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        if issubclass(field_class, serializers.CharField):
+            kwargs.setdefault("validators", []).append(no_nul)
+        return field_class, kwargs

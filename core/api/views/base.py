@@ -1,0 +1,86 @@
+"""What every API view shares: auth, roles, throttles, pagination, parsers, schema, filters."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.utils.dateparse import parse_date, parse_datetime
+from rest_framework import exceptions
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import FormParser
+
+from core.api.parsers import LimitedJSONParser, LimitedMultiPartParser
+from core.api.permissions import RolePermission
+from core.api.schema import ApiSchema
+from core.api.throttles import UserThrottle
+
+T = TypeVar("T")
+MAX_ID = 2**63 - 1
+
+
+class Pagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+class ApiViewMixin:
+    permission_classes = [RolePermission]
+    throttle_classes = [UserThrottle]
+    pagination_class = Pagination
+    parser_classes = [LimitedJSONParser]
+    schema = ApiSchema()
+
+
+UPLOAD_PARSERS = [LimitedJSONParser, LimitedMultiPartParser, FormParser]
+
+
+def _parse_id(value: str) -> int:
+    number = int(value)
+    if not 0 < number <= MAX_ID:
+        raise ValueError
+    return number
+
+
+def _parse_moment(value: str) -> dt.datetime:
+    moment = parse_datetime(value)
+    if moment is None:
+        day = parse_date(value)
+        if day is None:
+            raise ValueError
+        moment = dt.datetime(day.year, day.month, day.day)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment
+
+
+def _parse_bool(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError
+
+
+PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "id": (_parse_id, "Expected a positive integer id."),
+    "moment": (_parse_moment, "Expected an ISO date or datetime."),
+    "bool": (_parse_bool, "Expected true or false."),
+    "text": (str, ""),
+}
+
+
+def query_param(request: Any, name: str, kind: str) -> Any:
+    """A filter from the query string, None when absent; a bad value is a 400 naming it."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    parse, message = PARSERS[kind]
+    if "\x00" in raw:
+        raise exceptions.ValidationError({name: ["Must not contain NUL characters."]})
+    try:
+        return parse(raw)
+    except (ValueError, OverflowError):
+        raise exceptions.ValidationError({name: [message]}) from None
