@@ -23,7 +23,7 @@ from core.generation.prompts import answer_prompt
 from core.lexical import NUMBER_WORDS, STOPWORDS
 from core.text import IDK, normalize_answer, whitespace_tokens
 
-_TOKEN = re.compile(r"\$?[\w][\w'’\-.,&]*[\w%]|\$?\w%?|[^\w\s]")
+_TOKEN = re.compile(r"\d+(?::\d+)+|\d+/\d+|\$?[\w][\w'’\-.,&]*[\w%]|\$?\w%?|[^\w\s]")
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
@@ -31,10 +31,37 @@ _MONTHS = (
 _DATE = re.compile(
     rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
     rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?,?\s+\d{{4}}"
-    rf"|(?:{_MONTHS})\.?\s+\d{{4}}|(?:1[0-9]|20)\d{{2}}s?)\b",
+    rf"|(?:{_MONTHS})\.?\s+\d{{4}}"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})"
+    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?![\d:])"
+    rf"|(?:1[0-9]|20)\d{{2}}s?)\b",
     re.IGNORECASE,
 )
-_CONNECTORS = {"of", "the", "de", "da", "von", "van", "del", "la", "le", "and", "&", "for", "on"}
+_CONNECTORS = {"of", "the", "de", "da", "von", "van", "del", "la", "le", "and", "&", "for", "on",
+               "at", ":"}
+# Words that are rarely a short answer on their own: hedges, evaluations, vague quantities.
+_VAGUE = frozenset({
+    "various", "certain", "unique", "crucial", "popular", "previous", "instead", "recent",
+    "recently", "significant", "typical", "common", "rare", "different", "several",
+    "actually", "surprisingly", "interestingly", "notable", "notably", "famous", "renowned",
+    "known", "belief", "beliefs", "fact", "facts", "part", "parts", "role", "roles", "way",
+    "ways", "thing", "things", "type", "types", "kind", "sort", "example", "instance",
+    "case", "cases", "world", "time", "times", "year", "years", "day", "days", "people",
+    "person", "place", "places", "area", "region", "key", "main", "major", "minor",
+    "primary", "important", "essential", "vital", "new", "old", "great", "good", "best",
+    "well", "however", "rather", "indeed", "even", "still", "yet", "often", "usually",
+    "generally", "widely", "commonly", "contrary", "according", "due", "because",
+    "although", "though", "despite", "unlike", "like", "reality", "truth", "matter",
+    "regard", "terms", "aspect", "aspects", "feature", "features", "factor", "factors",
+    "effect", "effects", "impact", "lesser", "greater", "higher", "lower",
+    "numerous", "multiple", "single", "specific", "particular", "general", "overall",
+    "total", "whole", "entire", "full", "half",
+})
+_ADJECTIVE_SUFFIXES = ("ous", "ive", "ful", "able", "ible", "ical", "less", "ary", "ish")
+_PLACE_PREPOSITIONS = {"in", "at", "to", "from", "near", "within", "into", "on", "towards",
+                       "toward", "inside"}
+_DEMONYM_SUFFIXES = ("an", "ese", "ish", "ian")
+_COMPANY_SUFFIXES = {"Inc", "Ltd", "Co", "Corp", "LLC", "Jr", "Sr", "PLC"}
 _NEGATIONS = {"not", "no", "never", "neither", "nor", "none", "cannot", "isn't", "aren't",
               "wasn't", "weren't", "doesn't", "don't", "didn't", "hasn't", "haven't", "lacks"}
 _AUX_START = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have",
@@ -57,8 +84,10 @@ def loose_stem(word: str) -> str:
         return NUMBER_WORDS[word]
     for suffix in ("ing", "ies", "ed", "es", "s", "ly"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    # "produce", "produces", "produced" all fold to "produc".
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word
 
 
 @dataclass
@@ -91,10 +120,10 @@ def question_type(question: str) -> str:
     if re.search(r"\bhow (many|much)\b|\bnumber of\b|\bpopulation\b|\bpercentage\b|\bage of\b"
                  r"|\bhow old\b|\bhow (long|far|tall|big|large|high)\b|\btime difference\b", q):
         return "number"
-    if re.search(r"\bwhen\b|\bwhat (year|date|decade|century)\b|\bwhich year\b|\bin what year\b"
-                 r"|\bwhat time\b", q):
+    if re.search(r"\bwhen\b|\b(what|which) (year|date|decade|century|day|month)\b"
+                 r"|\bin what year\b|\bwhat time\b|\blast time\b", q):
         return "date"
-    if first in _AUX_START and " or " not in q:
+    if first in _AUX_START and " or " not in q or re.search(r"\btrue or false\b", q):
         return "yesno"
     if re.search(r"\bwho(m|se)?\b", q):
         return "person"
@@ -145,24 +174,20 @@ class ExtractiveReader:
         if options:
             return _pick_option(options, passages)
         if kind == "yesno":
-            return self._yes_no(tokenized, relevance, q_terms)
+            verdict = self._yes_no(tokenized, relevance, q_terms)
+            if re.search(r"\btrue or false\b", question.lower()):
+                return "true" if verdict == "yes" else "false"
+            return verdict
         scores: dict[str, float] = {}
         surfaces: dict[str, dict[str, int]] = {}
+        head = _head_noun(question)
         for p_index, (text, tokens) in enumerate(zip(passages, tokenized, strict=True)):
             if relevance[p_index] < max(self.min_relevance, 0.6 * best):
                 continue
             per_passage: dict[str, float] = {}
-            type_noun = _TYPE_NOUNS.search(question.lower())
-            for cand in _candidates(text, tokens, q_terms, question):
+            for cand in _candidates(text, tokens, q_terms, question, kind):
                 score = _proximity(tokens, cand, q_terms) * _type_fit(kind, cand.kind)
-                if type_noun and type_noun.group(1) in cand.key:
-                    score *= 1.5  # "what county" -> "Orange County"
-                if cand.start > 0 and tokens[cand.start - 1].text.lower() in _COPULAS:
-                    score *= 1.2  # answers tend to follow "is", "was", "namely:"
-                sentence_initial = (cand.start == 0
-                                    or tokens[cand.start - 1].sentence != tokens[cand.start].sentence)
-                if sentence_initial and cand.end - cand.start == 1:
-                    score *= 0.3  # a lone sentence-initial word is capitalised by position
+                score *= _prior(tokens, cand, q_terms, kind, head)
                 if score > per_passage.get(cand.key, 0.0):
                     per_passage[cand.key] = score
                 surfaces.setdefault(cand.key, {})
@@ -247,6 +272,66 @@ def _proximity(tokens: list[_Token], cand: _Candidate, q_terms: set[str]) -> flo
     return total / len(q_terms)
 
 
+def _head_noun(question: str) -> str | None:
+    """The noun a "what/which X" question asks for ("what county" -> "county")."""
+    m = _TYPE_NOUNS.search(question.lower())
+    if m:
+        return m.group(1)
+    m = re.search(r"\b(?:what|which)\s+(?:kind of\s+|type of\s+)?([a-z]+)\b", question.lower())
+    if m and m.group(1) not in STOPWORDS and m.group(1) not in _AUX_START:
+        return m.group(1)
+    return None
+
+
+def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
+           head: str | None) -> float:
+    """Answer-likeness of a candidate from its form and its immediate context."""
+    factor = 1.0
+    span = tokens[cand.start : cand.end]
+    before = tokens[cand.start - 1].text.lower() if cand.start > 0 else ""
+    head_stem = loose_stem(head) if head else None
+    if head and head in cand.key:
+        factor *= 1.5  # "what county" -> "Orange County"
+    elif head_stem and any(t.stem == head_stem and t.sentence == span[0].sentence
+                           for t in tokens[max(0, cand.start - 5) : cand.start]):
+        factor *= 1.3  # "a county named Summit", "the county is Summit"
+    if before in _COPULAS:
+        factor *= 1.2  # answers tend to follow "is", "was", "namely:"
+    sentence_initial = cand.start == 0 or tokens[cand.start - 1].sentence != span[0].sentence
+    if sentence_initial and len(span) == 1:
+        factor *= 0.3  # a lone sentence-initial word is capitalised by position
+    # Candidates that mostly repeat the question ("Kansas City Chiefs" for "who did the
+    # chiefs play") are the topic, not the answer.
+    content = [t for t in span if t.text.lower() not in STOPWORDS and t.text.isalnum()]
+    if content:
+        echoed = sum(t.stem in q_terms and t.stem != head_stem for t in content)
+        factor *= 0.3 ** (echoed / len(content))
+    low = span[0].text.lower()
+    if cand.kind == "phrase" and len(content) == 1:
+        word = content[0].text.lower()
+        if word in _VAGUE:
+            factor *= 0.15
+        elif word.endswith(_ADJECTIVE_SUFFIXES):
+            factor *= 0.5
+        elif word.endswith("ing"):
+            factor *= 0.6  # gerunds can answer ("mining") but are usually verbs
+    if cand.kind == "name":
+        if kind == "person":
+            if len(content) >= 2 and all(t.text[:1].isupper() for t in content):
+                factor *= 1.5  # "John Newton" rather than "Christmas"
+            elif len(span) == 1 and span[0].text.isupper():
+                factor *= 0.4  # acronyms ("TV", "NFL") are rarely people
+        if kind == "place":
+            if before in _PLACE_PREPOSITIONS:
+                factor *= 1.4  # "in England", "to Rome"
+            if len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) and not before:
+                factor *= 0.5
+            elif len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) \
+                    and before not in _PLACE_PREPOSITIONS:
+                factor *= 0.6  # "Roman mythology": an adjective, not the place
+    return factor
+
+
 def _verbish(word: str) -> bool:
     """Adverbs and participles rarely are short answers; they bound phrase candidates."""
     return word in _DISCOURSE_VERBS or len(word) > 4 and word.endswith(("ly", "ed", "ing"))
@@ -257,15 +342,21 @@ def _is_capital(tok: _Token) -> bool:
 
 
 def _candidates(
-    text: str, tokens: list[_Token], q_terms: set[str], question: str
+    text: str, tokens: list[_Token], q_terms: set[str], question: str, q_kind: str = "other"
 ) -> list[_Candidate]:
     out: list[_Candidate] = []
     q_lower = question.lower()
+    in_date: set[int] = set()
 
     def add(kind: str, start: int, end: int) -> None:
         if start >= end:
             return
         span = tokens[start:end]
+        if kind == "name" and span[-1].text.lower().endswith(("'s", "’s")) and len(span[-1].text) > 2:
+            # "Broward's boundaries": the possessive is not part of the name.
+            last = span[-1]
+            trimmed = _Token(last.text[:-2], last.start, last.end - 2, last.sentence, last.stem)
+            span = [*span[:-1], trimmed]
         content = [t for t in span if t.text.lower() not in STOPWORDS and t.text.isalnum()
                    or any(c.isdigit() for c in t.text)]
         if not content:
@@ -284,6 +375,7 @@ def _candidates(
         end = next((i for i, t in enumerate(tokens) if t.start >= m.end()), len(tokens))
         if start is not None:
             add("date", start, end)
+            in_date.update(range(start, end))
 
     i = 0
     while i < len(tokens):
@@ -292,6 +384,8 @@ def _candidates(
         is_num = any(c.isdigit() for c in tok.text) or low in NUMBER_WORDS
         if is_num:
             end = i + 1
+            if end < len(tokens) and re.fullmatch(r"\d+/\d+", tokens[end].text):
+                end += 1  # "59 1/2"
             while end < len(tokens) and tokens[end].text.lower() in _SCALE:
                 end += 1
             if end < len(tokens) and tokens[end].text.isalpha() and tokens[end].text.islower() \
@@ -311,11 +405,30 @@ def _candidates(
                     end += 2
                 else:
                     break
+            while end > i + 1 and tokens[end - 1].text in _CONNECTORS:
+                end -= 1  # a trailing ":" or "of"
+            if end + 1 < len(tokens) and tokens[end].text == "," \
+                    and tokens[end + 1].text in _COMPANY_SUFFIXES:
+                end += 2  # "Paramount Pictures, Inc."
+                if end < len(tokens) and tokens[end].text == ".":
+                    end += 1
             start = i
             # Sentence-initial function words are capitalised only by position.
             while start < end and tokens[start].text.lower() in STOPWORDS | _CONNECTORS:
                 start += 1
+            if start in in_date:
+                i = end  # "July 4" of "July 4, 1965" is a date, not a name
+                continue
             add("name", start, end)
+            # "Brooklyn, New York", "Canary Islands, Spain": a place and its region.
+            if q_kind == "place" and end + 1 < len(tokens) and tokens[end].text == "," \
+                    and tokens[end + 1].text[:1].isupper() \
+                    and tokens[end + 1].sentence == tokens[end].sentence:
+                stop = end + 2
+                while stop < len(tokens) and tokens[stop].text[:1].isupper():
+                    stop += 1
+                if stop - end - 1 <= 3:
+                    add("name", start, stop)
             i = end
             continue
         if tok.text.isalpha() and low not in STOPWORDS and tok.stem not in q_terms \
@@ -334,9 +447,12 @@ def _candidates(
                 else:
                     break
             if not (end == i + 1 and (low in _DISCOURSE_VERBS or len(low) > 4
-                                      and low.endswith(("ed", "ly", "ing")))):
+                                      and low.endswith(("ed", "ly")))):
                 add("phrase", i, end)
             i = end
             continue
+        if tok.text.isalpha() and len(low) > 5 and low.endswith("ing") and low not in STOPWORDS \
+                and tok.stem not in q_terms and low not in _DISCOURSE_VERBS:
+            add("phrase", i, i + 1)  # gerunds can be answers ("mining"); _prior discounts them
         i += 1
     return out
