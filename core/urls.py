@@ -1,7 +1,17 @@
 from django.urls import path
 
-from core.views import ask
+from core.views import ask, conflicts, runs, sources
 
 urlpatterns = [
     path("", ask.ask, name="ask"),
+    path("questions/", ask.history, name="history"),
+    path("questions/<int:pk>/", ask.question_detail, name="question-detail"),
+    path("questions/<int:pk>/panel/", ask.question_panel, name="question-panel"),
+    path("sources/", sources.source_list, name="source-list"),
+    path("sources/<int:pk>/", sources.source_detail, name="source-detail"),
+    path("runs/", runs.run_list, name="run-list"),
+    path("runs/start/", runs.run_start, name="run-start"),
+    path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
+    path("runs/<int:pk>/result/", runs.run_result, name="run-result"),
+    path("conflicts/", conflicts.conflicts, name="conflicts"),
 ]

@@ -1,0 +1,145 @@
+"""Graphs drawn as static SVG: the source conflict graph (edges weighted by disagreement
+rate, laid out by MDS so colluding blocs stand apart) and one question's answer clusters
+with the sources attached to each."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from core.views.charts import mds_layout, rate_colour, reliability_colour
+
+WIDTH, HEIGHT, MARGIN = 900, 640, 60
+BLOC_RATE = 0.15  # sources this close (disagreement rate) on shared queries form a bloc
+
+
+def conflict_graph(pairs: list[dict[str, Any]], sources: list[dict[str, Any]], *, edges: str = "auto", min_shared: int = 1) -> dict[str, Any]:
+    """Nodes (sources that answered in the run) placed so that distance ~ disagreement rate.
+
+    edges: "all", "conflict" (rate >= 0.5), "agreement" (rate <= BLOC_RATE), or "auto"
+    (all for up to 15 sources, else only the strong ones of either kind: a 50-source
+    complete graph has 1,225 edges and would hide the structure it is meant to show).
+    """
+    pairs = [p for p in pairs if p["shared"] >= min_shared]
+    info = {s["id"]: s for s in sources}
+    ids = sorted({p["source_a"] for p in pairs} | {p["source_b"] for p in pairs}, key=lambda i: info.get(i, {}).get("name", str(i)))
+    positions = mds_layout(ids, {(p["source_a"], p["source_b"]): p["rate"] for p in pairs})
+    if edges == "auto":
+        edges = "all" if len(ids) <= 15 else "strong"
+
+    def place(sid: int) -> tuple[float, float]:
+        x, y = positions[sid]
+        return MARGIN + x * (WIDTH - 2 * MARGIN), MARGIN + y * (HEIGHT - 2 * MARGIN)
+
+    names = {sid: info.get(sid, {}).get("name") or next(
+        (p["source_a_name"] if p["source_a"] == sid else p["source_b_name"]) for p in pairs if sid in (p["source_a"], p["source_b"])
+    ) for sid in ids}
+    drawn = []
+    for p in pairs:
+        rate = p["rate"]
+        keep = (
+            edges == "all"
+            or (edges == "conflict" and rate >= 0.5)
+            or (edges == "agreement" and rate <= BLOC_RATE)
+            or (edges == "strong" and (rate >= 0.6 or rate <= BLOC_RATE))
+        )
+        if not keep:
+            continue
+        (x1, y1), (x2, y2) = place(p["source_a"]), place(p["source_b"])
+        drawn.append(
+            {
+                "x1": f"{x1:.1f}", "y1": f"{y1:.1f}", "x2": f"{x2:.1f}", "y2": f"{y2:.1f}",
+                "colour": rate_colour(rate),
+                "width": f"{1 + 3 * min(p['shared'], 20) / 20:.1f}",
+                "opacity": f"{0.25 + 0.6 * abs(rate - 0.5) * 2:.2f}",
+                "title": f"{p['source_a_name']} – {p['source_b_name']}: disagree on {p['disagreements']} of {p['shared']} shared queries ({rate:.0%})",
+            }
+        )
+    nodes = []
+    for sid in ids:
+        x, y = place(sid)
+        s = info.get(sid, {})
+        rel = s.get("reliability")
+        nodes.append(
+            {
+                "id": sid, "name": names[sid], "x": f"{x:.1f}", "y": f"{y:.1f}",
+                "label_y": f"{y - 13:.1f}",
+                "colour": reliability_colour(rel), "reliability": rel,
+                "title": f"{names[sid]}: reliability {rel:.2f}" if rel is not None else f"{names[sid]}: not estimated",
+            }
+        )
+    return {"width": WIDTH, "height": HEIGHT, "nodes": nodes, "edges": drawn, "mode": edges, "blocs": blocs(pairs, names)}
+
+
+def blocs(pairs: list[dict[str, Any]], names: dict[int, str]) -> list[dict[str, Any]]:
+    """Groups of two or more sources that agree with each other (rate <= BLOC_RATE) and,
+    on average, disagree with everyone else: candidates for collusion or copying."""
+    parent: dict[int, int] = {}
+
+    def find(a: int) -> int:
+        parent.setdefault(a, a)
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for p in pairs:
+        find(p["source_a"]), find(p["source_b"])
+        if p["rate"] <= BLOC_RATE and p["shared"] >= 2:
+            parent[find(p["source_a"])] = find(p["source_b"])
+    groups: dict[int, set[int]] = defaultdict(set)
+    for sid in list(parent):
+        groups[find(sid)].add(sid)
+    found = []
+    for members in groups.values():
+        if len(members) < 2 or len(members) == len(parent):
+            continue
+        inside = [p["rate"] for p in pairs if p["source_a"] in members and p["source_b"] in members]
+        outside = [p["rate"] for p in pairs if (p["source_a"] in members) != (p["source_b"] in members)]
+        if not outside:
+            continue
+        internal, external = sum(inside) / len(inside), sum(outside) / len(outside)
+        if external - internal >= 0.3:
+            found.append(
+                {"members": sorted(names.get(m, str(m)) for m in members), "internal": internal, "external": external}
+            )
+    found.sort(key=lambda b: b["internal"] - b["external"])
+    return found
+
+
+def cluster_graph(clusters: dict[str, Any], width: int = 720, height: int = 300) -> dict[str, Any]:
+    """Answer clusters as large nodes in a row, each with its sources on a ring around it;
+    abstaining sources sit apart in grey."""
+    groups = [*clusters["clusters"], *([{"id": None, "label": "I don't know", "weight": 0.0, "sources": clusters["abstained"], "chosen": False}] if clusters["abstained"] else [])]
+    if not groups:
+        return {"width": width, "height": height, "clusters": [], "links": [], "sources": []}
+    slot = width / len(groups)
+    max_weight = max((g["weight"] for g in groups), default=0.0) or 1.0
+    out_clusters, links, out_sources = [], [], []
+    for gi, group in enumerate(groups):
+        cx, cy = slot * (gi + 0.5), height / 2
+        radius = 14 + 18 * (group["weight"] / max_weight if group["id"] is not None else 0.3)
+        ring = min(slot / 2 - 18, height / 2 - 24)
+        out_clusters.append(
+            {
+                "x": f"{cx:.1f}", "y": f"{cy:.1f}", "r": f"{radius:.1f}", "label": group["label"][:28],
+                "label_y": f"{cy + 4:.1f}",
+                "chosen": group.get("chosen", False), "abstain": group["id"] is None,
+                "title": f"{group['label']}: summed weight {group['weight']:.2f} from {len(group['sources'])} source(s)",
+            }
+        )
+        n = len(group["sources"])
+        for si, member in enumerate(group["sources"]):
+            angle = -math.pi / 2 + 2 * math.pi * si / max(n, 1)
+            sx, sy = cx + ring * math.cos(angle), cy + ring * math.sin(angle)
+            links.append({"x1": f"{cx:.1f}", "y1": f"{cy:.1f}", "x2": f"{sx:.1f}", "y2": f"{sy:.1f}", "width": f"{1 + 3 * min(member['weight'], 3) / 3:.1f}"})
+            out_sources.append(
+                {
+                    "x": f"{sx:.1f}", "y": f"{sy:.1f}", "label_y": f"{sy - 10:.1f}", "name": member["source_name"], "id": member["source_id"],
+                    "colour": reliability_colour(member["reliability"]),
+                    "title": f"{member['source_name']}: “{member['response']}”, weight {member['weight']:.2f}"
+                    + (" (filtered to I don't know)" if member.get("filtered") else ""),
+                }
+            )
+    return {"width": width, "height": height, "clusters": out_clusters, "links": links, "sources": out_sources}

@@ -1,0 +1,135 @@
+"""Estimation runs: the list, starting one (curators), live progress and the result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from core.models import EstimationRun, QuerySet
+from core.roles import is_curator
+from core.services.insights import agreement_matrix, run_changes
+from core.views.access import analyst_required, curator_required
+from sources.models import Source
+
+MATRIX_ROWS = 200  # the heat map shows at most this many queries; the API has them all
+DEFAULT_PARAMS = {"k": 3, "tau": 0.1, "max_iterations": 100, "strict_clustering": False}
+
+
+def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    return {
+        "query_sets": QuerySet.objects.annotate(query_count=Count("queries")).order_by("name"),
+        "all_sources": Source.objects.filter(active=True).only("id", "name").order_by("name"),
+        "form": form or {"params": DEFAULT_PARAMS, "sources": []},
+        "errors": errors or {},
+    }
+
+
+@analyst_required
+def run_list(request: HttpRequest) -> HttpResponse:
+    runs = EstimationRun.objects.select_related("query_set", "job", "created_by").annotate(source_count=Count("sources")).order_by("-created_at", "-id")
+    page = Paginator(runs, 25).get_page(request.GET.get("page"))
+    context = {"page": page, "can_start": is_curator(request.user)}
+    if context["can_start"]:
+        context.update(_form_context())
+    return render(request, "core/run_list.html", context)
+
+
+def _params(post: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    params: dict[str, Any] = {}
+    errors: dict[str, list[str]] = {}
+    for name, cast in (("k", int), ("tau", float), ("max_iterations", int)):
+        raw = (post.get(name) or "").strip()
+        if raw:
+            try:
+                params[name] = cast(raw)
+            except ValueError:
+                errors[name] = [f"{name} must be a number."]
+    params["strict_clustering"] = post.get("strict_clustering") == "on"
+    return params, errors
+
+
+@curator_required
+@require_POST
+def run_start(request: HttpRequest) -> HttpResponse:
+    from core.services.estimation import start_estimation_run
+
+    params, errors = _params(request.POST)
+    source_ids = [int(s) for s in request.POST.getlist("sources") if s.isdigit()]
+    query_set_id = request.POST.get("query_set", "")
+    query_set = QuerySet.objects.filter(pk=query_set_id).first() if query_set_id.isdigit() else None
+    if query_set is None:
+        errors["query_set"] = ["Choose a query set."]
+    if not errors:
+        sources = list(Source.objects.filter(pk__in=source_ids)) if source_ids else None
+        try:
+            run = start_estimation_run(query_set=query_set, sources=sources, params=params, user=request.user)
+        except ValidationError as exc:
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {"general": exc.messages}
+            if "__all__" in errors:  # templates cannot read names that start with "_"
+                errors["general"] = errors.pop("__all__")
+        else:
+            if request.htmx:
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = run_url(run)
+                return response
+            return redirect("run-detail", pk=run.pk)
+    form = {"params": {**DEFAULT_PARAMS, **params}, "sources": source_ids, "query_set": query_set_id}
+    runs = EstimationRun.objects.select_related("query_set", "job", "created_by").annotate(source_count=Count("sources")).order_by("-created_at", "-id")
+    context = {"page": Paginator(runs, 25).get_page(1), "can_start": True, **_form_context(form, errors)}
+    return render(request, "core/run_list.html", context, status=400)
+
+
+def run_url(run: EstimationRun) -> str:
+    from django.urls import reverse
+
+    return reverse("run-detail", args=[run.pk])
+
+
+def _run(pk: int) -> EstimationRun:
+    return get_object_or_404(EstimationRun.objects.select_related("query_set", "job", "created_by"), pk=pk)
+
+
+def _finished(run: EstimationRun) -> bool:
+    return run.state in (EstimationRun.State.SUCCEEDED, EstimationRun.State.FAILED)
+
+
+def _result_context(run: EstimationRun) -> dict[str, Any]:
+    context: dict[str, Any] = {"run": run, "finished": _finished(run)}
+    if run.state == EstimationRun.State.SUCCEEDED:
+        changes = run_changes(run)
+        matrix = agreement_matrix(run, limit=MATRIX_ROWS)
+        names = [s["name"] for s in matrix["sources"]]
+        for row in matrix["rows"]:
+            row["view_cells"] = [
+                {"state": state or "none", "title": f"{name}: {response or 'no response'}"}
+                for state, response, name in zip(row["cells"], row["responses"], names, strict=True)
+            ]
+        context.update(changes=changes, matrix=matrix, scores=sorted(
+            (c for c in changes["sources"] if c["status"] != "dropped"), key=lambda c: -(c["reliability"] or 0.0)
+        ))
+    return context
+
+
+@analyst_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run(pk)
+    context = _result_context(run)
+    context["source_names"] = list(run.sources.order_by("name").values_list("name", flat=True))
+    return render(request, "core/run_detail.html", context)
+
+
+@analyst_required
+def run_result(request: HttpRequest, pk: int) -> HttpResponse:
+    """The result section the run page polls; 286 (htmx: stop polling) once the run ended."""
+    run = _run(pk)
+    context = _result_context(run)
+    response = render(request, "core/_run_result.html", context)
+    if context["finished"]:
+        response.status_code = 286
+    return response
