@@ -8,7 +8,11 @@ from dataclasses import dataclass
 # A sentence ends at . ! ? (optionally followed by quotes/brackets) before whitespace and an
 # upper-case letter, digit or quote; or at a blank line. Abbreviations like "e.g." rarely
 # precede a capital, and a wrong split only moves a window boundary.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])|\n\s*\n")
+# Closing quotes/brackets after the stop sit inside the lookbehind, so the split consumes
+# only whitespace and they stay with their sentence.
+_SENTENCE_END = re.compile(
+    r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]])|(?<=[.!?][\"'”’)\]]{2}))\s+(?=[\"'“‘(\[]?[A-Z0-9])|\n\s*\n"
+)
 
 
 @dataclass(frozen=True)
