@@ -18,7 +18,7 @@ from core.views.access import analyst_required, curator_required
 from sources.models import Source
 
 MATRIX_ROWS = 200  # the heat map shows at most this many queries; the API has them all
-DEFAULT_PARAMS = {"k": 3, "tau": 0.1, "max_iterations": 100, "strict_clustering": False}
+DEFAULT_PARAMS = {"k": 3, "tau": 0.1, "alpha": 1.0, "beta": 1.0, "strict": False}  # shown in the form; the service validates
 
 
 def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -43,14 +43,14 @@ def run_list(request: HttpRequest) -> HttpResponse:
 def _params(post: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
     params: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
-    for name, cast in (("k", int), ("tau", float), ("max_iterations", int)):
+    for name, cast in (("k", int), ("tau", float), ("alpha", float), ("beta", float)):
         raw = (post.get(name) or "").strip()
         if raw:
             try:
                 params[name] = cast(raw)
             except ValueError:
                 errors[name] = [f"{name} must be a number."]
-    params["strict_clustering"] = post.get("strict_clustering") == "on"
+    params["strict"] = post.get("strict") == "on"
     return params, errors
 
 
@@ -63,8 +63,6 @@ def run_start(request: HttpRequest) -> HttpResponse:
     source_ids = [int(s) for s in request.POST.getlist("sources") if s.isdigit()]
     query_set_id = request.POST.get("query_set", "")
     query_set = QuerySet.objects.filter(pk=query_set_id).first() if query_set_id.isdigit() else None
-    if query_set is None:
-        errors["query_set"] = ["Choose a query set."]
     if not errors:
         sources = list(Source.objects.filter(pk__in=source_ids)) if source_ids else None
         try:

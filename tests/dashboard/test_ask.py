@@ -1,0 +1,56 @@
+"""The ask form validates through the asking service and answers htmx with a result panel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+
+from core.models import Question
+
+
+def test_the_ask_page_offers_every_strategy_with_ra_rag_selected(analyst_client: Any, db: Any) -> None:
+    page = analyst_client.get(reverse("ask")).content.decode()
+    assert '<option value="ra-rag" selected>' in page
+    assert 'name="kappa"' in page and 'name="csrfmiddlewaretoken"' in page
+
+
+def test_an_empty_question_is_refused_with_the_services_message(analyst_client: Any, db: Any) -> None:
+    response = analyst_client.post(reverse("ask"), {"text": "  ", "strategy": "ra-rag"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert b"The question was not sent" in response.content
+    assert Question.objects.count() == 0
+
+
+def test_a_bad_kappa_is_refused(analyst_client: Any, db: Any) -> None:
+    response = analyst_client.post(reverse("ask"), {"text": "Who?", "kappa": "many"})
+    assert response.status_code == 400 and b"whole number" in response.content
+
+
+def test_asking_returns_a_polling_panel(analyst_client: Any, db: Any, monkeypatch: Any) -> None:
+    def fake_start(text: str, **kwargs: Any) -> Question:
+        return Question.objects.create(text=text, strategy=kwargs["strategy"], params={"kappa": kwargs["kappa"]})
+
+    monkeypatch.setattr("core.views.ask.start_question", fake_start)
+    response = analyst_client.post(reverse("ask"), {"text": "Who wrote Dracula?", "strategy": "ra-rag", "kappa": "3"}, headers={"HX-Request": "true"})
+    question = Question.objects.get()
+    content = response.content.decode()
+    assert f'hx-get="{reverse("question-panel", args=[question.pk])}"' in content
+    assert 'hx-trigger="every 1s"' in content
+
+
+def test_the_panel_stops_polling_once_answered(analyst_client: Any, world: Any) -> None:
+    response = analyst_client.get(reverse("question-panel", args=[world.question.pk]))
+    assert response.status_code == 286
+    content = response.content.decode()
+    assert "hx-trigger" not in content
+    assert 'id="vote-table"' in content and "→ I don't know" in content
+    assert "https://example.org/doc" in content  # passages link to their document
+
+
+def test_the_csrf_token_is_required(db: Any, analyst: Any) -> None:
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(analyst)
+    assert client.post(reverse("ask"), {"text": "Who?"}).status_code == 403

@@ -1,0 +1,57 @@
+"""Starting estimation runs is for curators; analysts get 403."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+
+from core.models import EstimationRun
+
+
+def test_an_analyst_may_not_start_a_run(analyst_client: Any, world: Any) -> None:
+    response = analyst_client.post(reverse("run-start"), {"query_set": world.query_set.pk})
+    assert response.status_code == 403
+    assert EstimationRun.objects.count() == 2
+
+
+def test_an_analyst_does_not_see_the_start_form(analyst_client: Any, world: Any) -> None:
+    assert b'id="run-form"' not in analyst_client.get(reverse("run-list")).content
+
+
+def test_a_curator_sees_the_start_form(curator_client: Any, world: Any) -> None:
+    assert b'id="run-form"' in curator_client.get(reverse("run-list")).content
+
+
+def test_starting_a_run_needs_post(curator_client: Any, world: Any) -> None:
+    assert curator_client.get(reverse("run-start")).status_code == 405
+
+
+def test_anonymous_posts_are_sent_to_login(client: Any, world: Any) -> None:
+    response = client.post(reverse("run-start"), {"query_set": world.query_set.pk})
+    assert response.status_code == 302 and reverse("login") in response["Location"]
+
+
+def test_a_curator_starts_a_run_and_is_sent_to_its_page(curator_client: Any, world: Any, monkeypatch: Any) -> None:
+    started: dict[str, Any] = {}
+
+    def fake_start(**kwargs: Any) -> EstimationRun:
+        started.update(kwargs)
+        return world.runs[0]
+
+    monkeypatch.setattr("core.services.estimation.start_estimation_run", fake_start)
+    response = curator_client.post(
+        reverse("run-start"),
+        {"query_set": world.query_set.pk, "sources": [world.sources[0].pk, world.sources[1].pk], "k": "2", "tau": "0.2", "strict": "on"},
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("run-detail", args=[world.runs[0].pk])
+    assert started["query_set"] == world.query_set
+    assert [s.pk for s in started["sources"]] == [world.sources[0].pk, world.sources[1].pk]
+    assert started["params"] == {"k": 2, "tau": 0.2, "strict": True}
+
+
+def test_the_services_validation_errors_are_shown(curator_client: Any, world: Any) -> None:
+    # The world's sources hold no chunks, so the real service refuses them.
+    response = curator_client.post(reverse("run-start"), {"query_set": world.query_set.pk, "sources": [world.sources[0].pk]})
+    assert response.status_code == 400
+    assert b"hold no documents" in response.content
