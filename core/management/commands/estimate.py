@@ -1,0 +1,60 @@
+"""python manage.py estimate [--queries SET] [--sources NAME ...] [--wait] [--timeout S] [--json]"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from core.models import QuerySet
+from core.services.estimation import run_scores, sources_for_names, start_estimation_run
+from tasks.jobs import wait_for_job
+
+
+class Command(BaseCommand):
+    help = "Start an estimation run (a background job) of the sources' reliability over a query set."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--queries", default="", help='query set name (default: "demo", or the only set)')
+        parser.add_argument("--sources", nargs="+", default=None, help="source names (default: every active source with documents)")
+        parser.add_argument("--batch-size", type=int, default=None, help="(query, source) pairs per generation task")
+        parser.add_argument("--wait", action="store_true", help="block until the run ends; exit non-zero if it fails")
+        parser.add_argument("--timeout", type=float, default=None, help="with --wait: give up after this many seconds")
+        parser.add_argument("--json", action="store_true", help="wait, then print the per-source scores as JSON")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        try:
+            query_set = None
+            if opts["queries"]:
+                query_set = QuerySet.objects.filter(name=opts["queries"]).first()
+                if query_set is None:
+                    raise ValidationError({"queries": f"No query set named {opts['queries']!r}."})
+            sources = list(sources_for_names(opts["sources"])) if opts["sources"] else None
+            params = {"batch_size": opts["batch_size"]} if opts["batch_size"] else None
+            run = start_estimation_run(query_set=query_set, sources=sources, params=params)
+        except ValidationError as exc:
+            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
+        if not opts["json"]:
+            self.stdout.write(f"Estimation run {run.pk} queued (job {run.job_id}): query set {run.query_set}, {run.sources.count()} source(s).")
+        if not (opts["wait"] or opts["json"]):
+            return
+        job = wait_for_job(run.job_id, timeout=opts["timeout"])
+        if not job.finished:
+            raise CommandError(f"job {job.pk} still {job.state} after {opts['timeout']} s: {job.message}")
+        if job.state == job.State.FAILED:
+            raise CommandError(f"run {run.pk} failed: {job.error}")
+        run.refresh_from_db()
+        scores = run_scores(run)
+        if opts["json"]:
+            self.stdout.write(json.dumps({
+                "run": run.pk, "state": run.state, "query_set": str(run.query_set), "backend": run.backend,
+                "iterations": run.iterations, "converged": run.converged, "scores": scores,
+            }, ensure_ascii=False))
+            return
+        self.stdout.write(self.style.SUCCESS(f"run {run.pk} succeeded after {run.iterations} IWMV iteration(s)"))
+        self.stdout.write("  reliability = estimated accuracy w_i (shown); weight = voting weight v_i")
+        for s in sorted(scores, key=lambda s: -s["reliability"]):
+            self.stdout.write(f"  {s['source']:<30} reliability {s['reliability']:.3f} [{s['low']:.2f}, {s['high']:.2f}]  "
+                              f"weight {s['weight']:.3f}  ({s['agreements']}/{s['answers']} answers agree)")

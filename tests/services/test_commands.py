@@ -1,0 +1,47 @@
+"""The ask and estimate commands' output."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from core.models import Question
+from tests.services.corpus import build_corpus
+
+
+def test_ask_json_prints_one_object_with_the_answer_and_every_vote(db, embedder):
+    build_corpus(embedder, reliable=2)
+    out = StringIO()
+    call_command("ask", "Who wrote Hamlet?", "--strategy", "ra-rag-all", "--json", stdout=out)
+    data = json.loads(out.getvalue())
+    assert data["answer"] == "William Shakespeare"
+    assert data["strategy"] == "ra-rag-all" and data["backend"] == "extractive"
+    assert 0 < data["confidence"] <= 1
+    assert len(data["votes"]) == 3
+    assert set(data["votes"][0]) >= {"source", "response", "filtered", "align_score", "cluster", "weight"}
+    assert {v["response"] for v in data["votes"]} == {"William Shakespeare", "Christopher Marlowe"}
+
+
+def test_ask_refuses_a_bad_kappa_with_the_field_name(db):
+    with pytest.raises(CommandError, match="kappa"):
+        call_command("ask", "Who wrote Hamlet?", "--kappa", "0")
+    assert Question.objects.count() == 0
+
+
+def test_estimate_json_prints_per_source_scores_after_the_run(worker, embedder):
+    build_corpus(embedder, reliable=2)
+    out = StringIO()
+    call_command("estimate", "--queries", "demo", "--sources", "reliable-0", "misinformer", "--json", "--timeout", "240", stdout=out)
+    data = json.loads(out.getvalue())
+    assert data["state"] == "succeeded"
+    scores = {s["source"]: s for s in data["scores"]}
+    assert set(scores) == {"reliable-0", "misinformer"}
+    assert set(scores["misinformer"]) >= {"reliability", "weight", "low", "high", "answers", "agreements"}
+
+
+def test_estimate_names_an_unknown_source(db):
+    with pytest.raises(CommandError, match="Unknown source"):
+        call_command("estimate", "--sources", "nowhere")
