@@ -20,7 +20,7 @@ class SourceAdmin(admin.ModelAdmin):
     list_filter = ("kind", "active")
     search_fields = ("name", "description", "homepage")
     readonly_fields = ("chunk_count", "reliability", "reliability_low", "reliability_high", "reliability_answers", "reliability_updated_at", "created_at", "updated_at")
-    actions = ["activate", "deactivate", "reembed"]
+    actions = ["activate", "deactivate", "reembed", "start_estimation"]
     change_list_template = "admin/sources/source/change_list.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Source]:
@@ -53,6 +53,24 @@ class SourceAdmin(admin.ModelAdmin):
         ids = list(queryset.values_list("pk", flat=True))
         job = start_job(Job.Kind.REEMBED, reembed_source, {"source_ids": ids}, user=request.user, queue="ingest")
         self.message_user(request, format_html('Re-embedding started: <a href="/jobs/{}/">job {}</a>', job.pk, job.pk), messages.SUCCESS)
+
+    @admin.action(description="Start an estimation run on the selected sources")
+    def start_estimation(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        from django.core.exceptions import ValidationError
+
+        from core.services.estimation import start_estimation_run
+
+        try:
+            run = start_estimation_run(sources=list(queryset.order_by("id")), user=request.user)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                self.message_user(request, f"{field}: {' '.join(errors)}", messages.ERROR)
+            return
+        self.message_user(
+            request,
+            format_html('Estimation run {} started on {} source(s): <a href="/jobs/{}/">job {}</a>', run.pk, queryset.count(), run.job_id, run.job_id),
+            messages.SUCCESS,
+        )
 
     def get_urls(self) -> list[Any]:
         extra = [path("upload/", self.admin_site.admin_view(self.upload_view), name="sources_source_upload")]

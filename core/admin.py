@@ -1,0 +1,124 @@
+"""Admin for query sets, fact-checking queries, estimation runs and asked questions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Count, QuerySet as DjangoQuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from core.models import EstimationRun, FactQuery, QuerySet, ReliabilityScore, Question, Vote
+
+
+class FactQueryInline(admin.TabularInline):
+    model = FactQuery
+    fields = ("question", "reference_answers", "origin", "tags")
+    extra = 1
+    show_change_link = True
+
+
+@admin.register(QuerySet)
+class QuerySetAdmin(admin.ModelAdmin):
+    list_display = ("name", "query_count", "run_count", "created_at")
+    search_fields = ("name", "description", "queries__question")
+    inlines = [FactQueryInline]
+
+    def get_queryset(self, request: HttpRequest) -> DjangoQuerySet[QuerySet]:
+        return super().get_queryset(request).annotate(
+            n_queries=Count("queries", distinct=True), n_runs=Count("runs", distinct=True)
+        )
+
+    @admin.display(description="Queries", ordering="n_queries")
+    def query_count(self, obj: QuerySet) -> int:
+        return getattr(obj, "n_queries", 0)
+
+    @admin.display(description="Runs", ordering="n_runs")
+    def run_count(self, obj: QuerySet) -> int:
+        return getattr(obj, "n_runs", 0)
+
+
+@admin.register(FactQuery)
+class FactQueryAdmin(admin.ModelAdmin):
+    list_display = ("question", "query_set", "answers", "origin", "document", "created_at")
+    list_filter = ("query_set", "origin")
+    search_fields = ("question", "reference_answers", "tags")
+    list_select_related = ("query_set", "document")
+    raw_id_fields = ("document",)
+
+    @admin.display(description="Reference answers")
+    def answers(self, obj: FactQuery) -> str:
+        return ", ".join(str(a) for a in obj.reference_answers) or "—"
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReliabilityScoreInline(ReadOnlyInline):
+    model = ReliabilityScore
+    fields = readonly_fields = ("source", "reliability", "weight", "low", "high", "answers", "agreements")
+    ordering = ("-reliability",)
+
+
+@admin.register(EstimationRun)
+class EstimationRunAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "state", "query_set", "source_count", "backend", "iterations", "converged", "job_link", "created_at", "finished_at")
+    list_filter = ("state", "converged", "query_set", "backend", "created_at")
+    search_fields = ("query_set__name", "sources__name", "backend")
+    list_select_related = ("query_set", "job")
+    readonly_fields = ("state", "backend", "iterations", "converged", "job", "created_by", "created_at", "finished_at")
+    filter_horizontal = ("sources",)
+    date_hierarchy = "created_at"
+    inlines = [ReliabilityScoreInline]
+
+    def get_queryset(self, request: HttpRequest) -> DjangoQuerySet[EstimationRun]:
+        return super().get_queryset(request).annotate(n_sources=Count("sources", distinct=True))
+
+    @admin.display(description="Sources", ordering="n_sources")
+    def source_count(self, run: EstimationRun) -> int:
+        return getattr(run, "n_sources", 0)
+
+    @admin.display(description="Job")
+    def job_link(self, run: EstimationRun) -> str:
+        if not run.job_id:
+            return "—"
+        return format_html('<a href="/jobs/{}/">job {} ({})</a>', run.job_id, run.job_id, run.job.state)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # runs start from the Sources list action, the dashboard, the API or `estimate`
+
+
+class VoteInline(ReadOnlyInline):
+    model = Vote
+    fields = readonly_fields = ("rank", "source", "raw_response", "response", "filtered", "align_score", "cluster", "weight", "reliability")
+
+
+@admin.register(Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = ("short_text", "strategy", "answer", "confidence_display", "backend", "calls", "asked_by", "created_at")
+    list_filter = ("strategy", "backend", "created_at")
+    search_fields = ("text", "answer")
+    list_select_related = ("asked_by",)
+    readonly_fields = ("strategy", "params", "answer", "confidence", "backend", "clusters", "calls", "tokens", "seconds", "notes", "job", "asked_by", "created_at", "answered_at")
+    date_hierarchy = "created_at"
+    inlines = [VoteInline]
+
+    @admin.display(description="Question", ordering="text")
+    def short_text(self, q: Question) -> str:
+        return q.text if len(q.text) <= 80 else q.text[:79] + "…"
+
+    @admin.display(description="Confidence", ordering="confidence")
+    def confidence_display(self, q: Question) -> str:
+        return "—" if q.confidence is None else f"{q.confidence:.2f}"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # questions are asked from the dashboard, the API or `ask`

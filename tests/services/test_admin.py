@@ -1,0 +1,31 @@
+"""Admin pages of the engine's models and the Sources action that starts a run."""
+
+from __future__ import annotations
+
+from core.models import EstimationRun, QuerySet
+from core.services.asking import ask_now
+from tasks.models import Job
+from tests.services.corpus import build_corpus
+
+
+def test_the_admin_lists_query_sets_queries_runs_and_questions(db, admin_client, embedder):
+    build_corpus(embedder, reliable=1)
+    question = ask_now("What is the chemical symbol for gold?", strategy="ra-rag-all")
+    for url in ("/admin/core/queryset/", "/admin/core/factquery/?origin__exact=curated", "/admin/core/estimationrun/",
+                "/admin/core/question/?q=gold", f"/admin/core/question/{question.pk}/change/",
+                f"/admin/core/queryset/{QuerySet.objects.get().pk}/change/"):
+        response = admin_client.get(url)
+        assert response.status_code == 200, url
+    assert "Au" in admin_client.get(f"/admin/core/question/{question.pk}/change/").content.decode()
+
+
+def test_the_sources_action_starts_an_estimation_run_on_the_selected_sources(db, admin_client, embedder):
+    good, bad, _ = build_corpus(embedder, reliable=1)
+    response = admin_client.post(
+        "/admin/sources/source/", {"action": "start_estimation", "_selected_action": [good[0].pk, bad.pk]}, follow=True
+    )
+    assert response.status_code == 200
+    run = EstimationRun.objects.get()
+    assert set(run.sources.all()) == {good[0], bad}
+    assert run.job.kind == Job.Kind.ESTIMATE
+    assert f"Estimation run {run.pk} started" in response.content.decode()
