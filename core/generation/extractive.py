@@ -55,7 +55,8 @@ _VAGUE = frozenset({
     "regard", "terms", "aspect", "aspects", "feature", "features", "factor", "factors",
     "effect", "effects", "impact", "lesser", "greater", "higher", "lower",
     "numerous", "multiple", "single", "specific", "particular", "general", "overall",
-    "total", "whole", "entire", "full", "half",
+    "total", "whole", "entire", "full", "half", "among", "within", "without", "across",
+    "around", "toward", "towards", "upon", "whereas", "thus", "hence", "therefore", "found",
 })
 _ADJECTIVE_SUFFIXES = ("ous", "ive", "ful", "able", "ible", "ical", "less", "ary", "ish")
 _PLACE_PREPOSITIONS = {"in", "at", "to", "from", "near", "within", "into", "on", "towards",
@@ -118,7 +119,7 @@ def question_type(question: str) -> str:
     words = re.findall(r"[a-z']+", q)
     first = words[0] if words else ""
     if re.search(r"\bhow (many|much)\b|\bnumber of\b|\bpopulation\b|\bpercentage\b|\bage of\b"
-                 r"|\bhow old\b|\bhow (long|far|tall|big|large|high)\b|\btime difference\b", q):
+                 r"|\bhow old\b|\bwhat age\b|\bhow (long|far|tall|big|large|high)\b|\btime difference\b", q):
         return "number"
     if re.search(r"\bwhen\b|\b(what|which) (year|date|decade|century|day|month)\b"
                  r"|\bin what year\b|\bwhat time\b|\blast time\b", q):
@@ -186,6 +187,9 @@ class ExtractiveReader:
                 continue
             per_passage: dict[str, float] = {}
             for cand in _candidates(text, tokens, q_terms, question, kind):
+                if head and cand.key.endswith(" " + head):
+                    # "Summit County" and "Summit" are one answer to "what county".
+                    cand.key = cand.key[: -len(head) - 1]
                 score = _proximity(tokens, cand, q_terms) * _type_fit(kind, cand.kind)
                 score *= _prior(tokens, cand, q_terms, kind, head)
                 if score > per_passage.get(cand.key, 0.0):
@@ -302,7 +306,7 @@ def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
         factor *= 0.3  # a lone sentence-initial word is capitalised by position
     # Candidates that mostly repeat the question ("Kansas City Chiefs" for "who did the
     # chiefs play") are the topic, not the answer.
-    content = [t for t in span if t.text.lower() not in STOPWORDS and t.text.isalnum()]
+    content = [t for t in span if t.text.lower() not in STOPWORDS and _is_word(t.text)]
     if content:
         echoed = sum(t.stem in q_terms and t.stem != head_stem for t in content)
         factor *= 0.3 ** (echoed / len(content))
@@ -321,15 +325,26 @@ def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
                 factor *= 1.5  # "John Newton" rather than "Christmas"
             elif len(span) == 1 and span[0].text.isupper():
                 factor *= 0.4  # acronyms ("TV", "NFL") are rarely people
+            elif len(span) == 1:
+                factor *= 0.7
         if kind == "place":
+            if any(t.text == "," for t in span):
+                factor *= 1.1  # "Birmingham, Alabama" over "Birmingham" from the same place
             if before in _PLACE_PREPOSITIONS:
                 factor *= 1.4  # "in England", "to Rome"
             if len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) and not before:
                 factor *= 0.5
             elif len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) \
                     and before not in _PLACE_PREPOSITIONS:
-                factor *= 0.6  # "Roman mythology": an adjective, not the place
+                nxt = tokens[cand.end].text if cand.end < len(tokens) else ""
+                # "Roman mythology": an adjective before a noun, not the place.
+                factor *= 0.35 if nxt.isalpha() and nxt.islower() else 0.6
     return factor
+
+
+def _is_word(text: str) -> bool:
+    """Letters or digits, possibly joined by hyphens, apostrophes or dots ("Miami-Dade")."""
+    return bool(re.fullmatch(r"\w+(?:['’\-.&]\w+)*", text))
 
 
 def _verbish(word: str) -> bool:
@@ -357,7 +372,7 @@ def _candidates(
             last = span[-1]
             trimmed = _Token(last.text[:-2], last.start, last.end - 2, last.sentence, last.stem)
             span = [*span[:-1], trimmed]
-        content = [t for t in span if t.text.lower() not in STOPWORDS and t.text.isalnum()
+        content = [t for t in span if t.text.lower() not in STOPWORDS and _is_word(t.text)
                    or any(c.isdigit() for c in t.text)]
         if not content:
             return
