@@ -40,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--methods", nargs="+", default=None, help="default: every registered strategy + dawid-skene wawa")
     parser.add_argument("--collude", action="store_true", help="misinformation sources share one wrong answer (official code)")
     parser.add_argument("--max-questions", type=int, default=None, help="use only this many questions (quick runs)")
+    parser.add_argument("--no-memo", action="store_true", help="no reader/NLI memo across methods (honest ms/q per method)")
     parser.add_argument("--sweep", choices=["adversaries", "sources", "kappa", "coverage"], default=None)
     parser.add_argument("--sweep-values", type=str, default=None, help='e.g. "1-7" or "4,6,9"')
     parser.add_argument("--out", type=Path, default=None, help="write the JSON result here")
@@ -88,6 +89,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         estimation_queries=options["estimation_queries"],
         collude=bool(options.get("collude")),
         max_questions=options.get("max_questions"),
+        memo=not options.get("no_memo"),
         methods=options.get("methods"),
     )
     config.resolved_methods()  # fail fast on an unknown method name

@@ -39,6 +39,7 @@ class QAConfig:
     estimation_queries: int = 100
     collude: bool = False  # the paper: each misinformation source draws its own wrong answer
     max_questions: int | None = None
+    memo: bool = True  # share reader and NLI outputs between methods (faster; see docs)
     methods: list[str] | None = None  # None: every registered strategy + crowd-kit
 
     def resolved_methods(self) -> list[str]:
@@ -79,6 +80,43 @@ class SeedRun:
     def reliability_correlation(self) -> dict[str, float]:
         ids = sorted(self.true_reliability)
         return correlations([self.estimated_accuracy[i] for i in ids], [self.true_reliability[i] for i in ids])
+
+
+class MemoNLI:
+    """NLI with a per-pair memo: the strategies of one run judge the same (premise,
+    hypothesis) pairs over and over; a deterministic model gives the same answer each time."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.requires_answer_grounding = getattr(inner, "requires_answer_grounding", False)
+        self._memo: dict[tuple[str, str], Any] = {}
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Any]:
+        missing = list(dict.fromkeys(p for p in pairs if p not in self._memo))
+        if missing:
+            self._memo.update(zip(missing, self.inner.predict(missing), strict=True))
+        return [self._memo[p] for p in pairs]
+
+
+class MemoGenerator:
+    """A deterministic generator with a memo per request. The strategies still count every
+    call and its tokens from the returned Generation, so cost metrics are unchanged."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._memo: dict[tuple[str, tuple[str, ...], str | None], Any] = {}
+
+    def generate(self, requests: Sequence[Any]) -> list[Any]:
+        keys = [(r.question, tuple(r.passages), r.prompt) for r in requests]
+        missing = {k: r for k, r in zip(keys, requests, strict=True) if k not in self._memo}
+        if missing:
+            self._memo.update(zip(missing, self.inner.generate(list(missing.values())), strict=True))
+        return [self._memo[k] for k in keys]
+
+
+_MEMO: dict[str, Any] = {}
 
 
 def build_retriever(corpus: Corpus, embedder: Embedder) -> Any:
@@ -139,11 +177,17 @@ def run_seed(
     retriever = build_retriever(corpus, embedder)
     true = corpus.true_reliability
     params = EngineParams(kappa=config.kappa, k=config.k, tau=config.tau, oracle_reliabilities=true)
+    generator: Any = ExtractiveReader()
+    nli: Any = EmbeddingLexicalNLI(embedder)
+    if config.memo:
+        # Outputs depend only on the texts, so the memo is shared by seeds and sweep points.
+        generator = _MEMO.setdefault(f"gen:{embedder.name}", MemoGenerator(generator))
+        nli = _MEMO.setdefault(f"nli:{embedder.name}", MemoNLI(nli))
     ctx = EngineContext(
         retriever=retriever,
         embedder=embedder,
-        generator=ExtractiveReader(),
-        nli=EmbeddingLexicalNLI(embedder),
+        generator=generator,
+        nli=nli,
         sources=[SourceInfo(s.id, s.name) for s in sources],
         params=params,
     )
