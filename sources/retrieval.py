@@ -129,7 +129,12 @@ class PgRetriever:
         """Exact search (no index): the reference the HNSW results are measured against."""
         ids = [int(s) for s in sources]
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL enable_indexscan = off")
+            # SET LOCAL lasts until the end of the *outermost* transaction: restore the previous
+            # value, or every later query of a caller's transaction would lose its indexes
+            # (and the HNSW search would silently turn exact).
+            cursor.execute("SELECT current_setting('enable_indexscan'), set_config('enable_indexscan', 'off', true)")
+            previous = cursor.fetchone()[0]
             cursor.execute(_EXACT_SQL, {"q": _vector_literal(query_vector), "k": int(k), "ids": ids})
             rows = cursor.fetchall()
+            cursor.execute("SELECT set_config('enable_indexscan', %s, true)", [previous])
         return _group(_passages(rows), ids)
