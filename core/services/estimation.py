@@ -79,8 +79,10 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
     if "tau" in params:
         try:
             params["tau"] = float(params["tau"])
+            if not 0.0 <= params["tau"] <= 1.0:
+                raise ValueError
         except (TypeError, ValueError):
-            errors["tau"] = "tau must be a number."
+            errors["tau"] = "tau must be a number from 0 to 1."
     if "strict" in params and not isinstance(params["strict"], bool):
         errors["strict"] = "strict must be true or false."
     if errors:
