@@ -1,0 +1,175 @@
+"""Job records through the real Celery worker: states, progress, failures, reaping, status page."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from sources.services import start_ingest_job
+from tasks.jobs import fail_jobs_of_worker, reap_stale_jobs, start_job, wait_for_job
+from tasks.models import Job
+from tasks.progress import JobProgress
+from tasks.runner import JobFailed, job_task
+from tests.factories import SourceFactory
+
+
+@job_task("tests.platform.count_to")
+def count_to(progress: JobProgress, params: dict) -> dict:
+    """Reports progress step by step and records the state it saw while running."""
+    seen = Job.objects.get(pk=progress.job_id).state
+    progress.set_total(params["n"], "Counting")
+    for i in range(params["n"]):
+        progress.advance(1, f"at {i + 1}")
+    progress.log("counted")
+    return {"seen_state": seen, "counted": params["n"]}
+
+
+@job_task("tests.platform.explode")
+def explode(progress: JobProgress, params: dict) -> dict:
+    progress.set_total(4)
+    progress.advance(1)
+    raise RuntimeError("the disk caught fire")
+
+
+@job_task("tests.platform.give_up")
+def give_up(progress: JobProgress, params: dict) -> dict:
+    progress.set_total(3)
+    progress.advance(2)
+    raise JobFailed("2 of 3 steps done, the third was refused", {"done": 2})
+
+
+def test_a_job_goes_from_pending_through_running_to_succeeded_with_full_progress(worker):
+    job = start_job(Job.Kind.OTHER, count_to, {"n": 5})
+    assert job.state == Job.State.PENDING and job.percent == 0
+    job = wait_for_job(job.pk, timeout=60, poll=0.1)
+    assert job.state == Job.State.SUCCEEDED
+    assert job.result == {"seen_state": "running", "counted": 5}
+    assert (job.progress_current, job.progress_total, job.percent) == (5, 5, 100)
+    assert job.started_at and job.finished_at and job.started_at <= job.finished_at
+    assert job.worker and job.error == ""
+    assert job.log[-1].endswith("counted")
+
+
+def test_a_task_that_raises_ends_failed_with_the_error(worker):
+    job = wait_for_job(start_job(Job.Kind.OTHER, explode, {}).pk, timeout=60, poll=0.1)
+    assert job.state == Job.State.FAILED
+    assert job.error == "RuntimeError: the disk caught fire"
+    assert job.message == "Failed: RuntimeError: the disk caught fire"
+    assert job.finished_at is not None
+    assert job.percent == 25  # progress stays where the failure happened
+
+
+def test_job_failed_keeps_the_partial_result(worker):
+    job = wait_for_job(start_job(Job.Kind.OTHER, give_up, {}).pk, timeout=60, poll=0.1)
+    assert job.state == Job.State.FAILED
+    assert job.error == "2 of 3 steps done, the third was refused"
+    assert job.result == {"done": 2}
+
+
+def test_ingesting_a_path_that_does_not_exist_fails_the_job_naming_the_path(worker, tmp_path):
+    source = SourceFactory(name="nowhere")
+    missing = tmp_path / "missing.txt"
+    job = wait_for_job(start_ingest_job(source, [missing]).pk, timeout=60, poll=0.1)
+    assert job.state == Job.State.FAILED
+    assert job.error == f"{missing}: no such file or folder"
+    assert source.documents.count() == 0
+
+
+def test_a_finished_job_is_not_run_again_when_its_task_is_redelivered(worker):
+    job = wait_for_job(start_job(Job.Kind.OTHER, count_to, {"n": 2}).pk, timeout=60, poll=0.1)
+    finished_at = job.finished_at
+    count_to.apply(kwargs={"job_id": job.pk})  # a redelivery, run in this process
+    job.refresh_from_db()
+    assert job.finished_at == finished_at and job.state == Job.State.SUCCEEDED
+
+
+def running_job(worker_name: str = "celery@host-a", heartbeat_age_s: float = 0) -> Job:
+    now = timezone.now()
+    return Job.objects.create(
+        kind=Job.Kind.OTHER,
+        state=Job.State.RUNNING,
+        worker=worker_name,
+        started_at=now - dt.timedelta(seconds=heartbeat_age_s + 1),
+        heartbeat_at=now - dt.timedelta(seconds=heartbeat_age_s),
+    )
+
+
+def test_reaping_fails_running_jobs_with_an_old_heartbeat_and_leaves_fresh_ones_alone(db, settings):
+    settings.JOB_STALE_SECONDS = 600
+    stale = running_job(heartbeat_age_s=3600)
+    fresh = running_job(heartbeat_age_s=5)
+    finished = Job.objects.create(kind=Job.Kind.OTHER, state=Job.State.SUCCEEDED, heartbeat_at=timezone.now() - dt.timedelta(days=1))
+    assert reap_stale_jobs() == 1
+    for job in (stale, fresh, finished):
+        job.refresh_from_db()
+    assert stale.state == Job.State.FAILED
+    assert "stopped reporting for more than 600 s" in stale.error
+    assert stale.finished_at is not None
+    assert fresh.state == Job.State.RUNNING and fresh.error == ""
+    assert finished.state == Job.State.SUCCEEDED
+    assert reap_stale_jobs() == 0
+
+
+def test_a_restarted_worker_fails_only_its_own_running_jobs(db):
+    mine = running_job("celery@host-a")
+    other = running_job("celery@host-b")
+    pending = Job.objects.create(kind=Job.Kind.OTHER, worker="celery@host-a")
+    assert fail_jobs_of_worker("celery@host-a", "The worker restarted") == 1
+    for job in (mine, other, pending):
+        job.refresh_from_db()
+    assert (mine.state, mine.error, mine.message) == (Job.State.FAILED, "The worker restarted", "Failed: worker restarted")
+    assert other.state == Job.State.RUNNING
+    assert pending.state == Job.State.PENDING
+
+
+def test_progress_helpers_write_through_to_the_job_record(db):
+    job = Job.objects.create(kind=Job.Kind.OTHER)
+    progress = JobProgress(job.pk)
+    progress.start(total=10, message="go", worker="celery@w1")
+    progress.advance(3)
+    progress.advance(2, "halfway")
+    job.refresh_from_db()
+    assert (job.state, job.progress_current, job.progress_total, job.percent, job.message, job.worker) == (
+        Job.State.RUNNING, 5, 10, 50, "halfway", "celery@w1",
+    )
+    progress.set_progress(7)
+    progress.succeed({"ok": True})
+    job.refresh_from_db()
+    assert (job.state, job.progress_current, job.percent, job.result) == (Job.State.SUCCEEDED, 10, 100, {"ok": True})
+
+
+def test_the_job_log_keeps_only_the_newest_lines(db, monkeypatch):
+    monkeypatch.setattr("tasks.progress.MAX_LOG_LINES", 3)
+    job = Job.objects.create(kind=Job.Kind.OTHER)
+    progress = JobProgress(job.pk)
+    for i in range(5):
+        progress.log(f"line {i}")
+    job.refresh_from_db()
+    assert [entry.split(" ", 1)[1] for entry in job.log] == ["line 2", "line 3", "line 4"]
+
+
+@pytest.mark.parametrize(
+    "state, expected",
+    [(Job.State.PENDING, 200), (Job.State.RUNNING, 200), (Job.State.SUCCEEDED, 286), (Job.State.FAILED, 286)],
+)
+def test_the_status_partial_tells_htmx_to_stop_polling_once_the_job_has_finished(admin_client, state, expected):
+    job = Job.objects.create(kind=Job.Kind.OTHER, state=state, heartbeat_at=timezone.now(), message="Hello")
+    response = admin_client.get(f"/jobs/{job.pk}/status/")
+    assert response.status_code == expected
+
+
+def test_the_status_partial_reaps_a_stale_job_and_then_stops_polling(admin_client, settings):
+    settings.JOB_STALE_SECONDS = 60
+    job = running_job(heartbeat_age_s=3600)
+    response = admin_client.get(f"/jobs/{job.pk}/status/")
+    assert response.status_code == 286
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED
+
+
+def test_the_job_pages_need_a_login(client, db):
+    job = Job.objects.create(kind=Job.Kind.OTHER)
+    response = client.get(f"/jobs/{job.pk}/status/")
+    assert response.status_code == 302 and "/login" in response["Location"]
