@@ -74,7 +74,7 @@ def reliability_chart(history: Sequence[dict[str, Any]], width: int = 720, heigh
         "line": " ".join(f"{p['x']},{p['y']}" for p in points),
         "band": " ".join(upper + lower),
         "points": points,
-        "yticks": [{"y": _fmt(y(v)), "label": f"{v:.1f}"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
+        "yticks": [{"y": _fmt(y(v)), "label": f"{v:.1f}"} for v in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)],
         "xlabels": [{"x": p["x"], "label": f"#{p['run_id']}"} for i, p in enumerate(points) if i % label_every == 0],
     }
 
@@ -96,8 +96,8 @@ def mds_layout(ids: Sequence[int], distance: dict[tuple[int, int], float], *, de
     for (a, b), value in distance.items():
         if a in index and b in index:
             d[index[a], index[b]] = d[index[b], index[a]] = value
-    # Keep coincident points apart a little so every node stays visible.
-    d = np.where(np.eye(n, dtype=bool), 0.0, np.maximum(d, 0.04))
+    # Keep sources that always agree apart enough that every node and label stays visible.
+    d = np.where(np.eye(n, dtype=bool), 0.0, np.maximum(d, 0.18))
     j = np.eye(n) - np.ones((n, n)) / n
     b = -0.5 * j @ (d**2) @ j
     vals, vecs = np.linalg.eigh(b)

@@ -28,9 +28,15 @@ def conflict_graph(pairs: list[dict[str, Any]], sources: list[dict[str, Any]], *
     if edges == "auto":
         edges = "all" if len(ids) <= 15 else "strong"
 
+    # Crop the empty bands above and below a flat layout (e.g. two opposed blocs).
+    ys = [y for _, y in positions.values()] or [0.5]
+    y_low, y_span = min(ys), max(ys) - min(ys)
+    height = int(max(260, 2 * MARGIN + y_span * (HEIGHT - 2 * MARGIN)))
+
     def place(sid: int) -> tuple[float, float]:
         x, y = positions[sid]
-        return MARGIN + x * (WIDTH - 2 * MARGIN), MARGIN + y * (HEIGHT - 2 * MARGIN)
+        top = (height - y_span * (HEIGHT - 2 * MARGIN)) / 2
+        return MARGIN + x * (WIDTH - 2 * MARGIN), top + (y - y_low) * (HEIGHT - 2 * MARGIN)
 
     names = {sid: info.get(sid, {}).get("name") or next(
         (p["source_a_name"] if p["source_a"] == sid else p["source_b_name"]) for p in pairs if sid in (p["source_a"], p["source_b"])
@@ -69,7 +75,7 @@ def conflict_graph(pairs: list[dict[str, Any]], sources: list[dict[str, Any]], *
                 "title": f"{names[sid]}: reliability {rel:.2f}" if rel is not None else f"{names[sid]}: not estimated",
             }
         )
-    return {"width": WIDTH, "height": HEIGHT, "nodes": nodes, "edges": drawn, "mode": edges, "blocs": blocs(pairs, names)}
+    return {"width": WIDTH, "height": height, "nodes": nodes, "edges": drawn, "mode": edges, "blocs": blocs(pairs, names)}
 
 
 def blocs(pairs: list[dict[str, Any]], names: dict[int, str]) -> list[dict[str, Any]]:
@@ -121,10 +127,12 @@ def cluster_graph(clusters: dict[str, Any], width: int = 720, height: int = 300)
         cx, cy = slot * (gi + 0.5), height / 2
         radius = 14 + 18 * (group["weight"] / max_weight if group["id"] is not None else 0.3)
         ring = min(slot / 2 - 18, height / 2 - 24)
+        if ring < radius + 30:
+            ring = radius + 30
         out_clusters.append(
             {
                 "x": f"{cx:.1f}", "y": f"{cy:.1f}", "r": f"{radius:.1f}", "label": group["label"][:28],
-                "label_y": f"{cy + 4:.1f}",
+                "label_y": f"{cy + radius + 16:.1f}",
                 "chosen": group.get("chosen", False), "abstain": group["id"] is None,
                 "title": f"{group['label']}: summed weight {group['weight']:.2f} from {len(group['sources'])} source(s)",
             }

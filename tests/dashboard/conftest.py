@@ -30,14 +30,14 @@ PASSWORD = "correct horse battery staple"
 @pytest.fixture
 def analyst(db: Any) -> Any:
     user = UserFactory(username="ana")
-    user.groups.add(Group.objects.get(name=ANALYST))
+    user.groups.add(Group.objects.get_or_create(name=ANALYST)[0])
     return user
 
 
 @pytest.fixture
 def curator(db: Any) -> Any:
     user = UserFactory(username="cura")
-    user.groups.add(Group.objects.get(name=CURATOR))
+    user.groups.add(Group.objects.get_or_create(name=CURATOR)[0])
     return user
 
 
