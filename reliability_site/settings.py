@@ -125,6 +125,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 # WhiteNoise serves static files from the web process itself (no CDN, no separate server).
 WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # --- Celery ---------------------------------------------------------------------------
 # CELERY_BROKER_URL selects Redis or RabbitMQ; unset, kombu's filesystem transport
