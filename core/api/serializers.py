@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import URLValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -41,6 +42,8 @@ class ReliabilitySerializer(serializers.Serializer):
 
 
 class SourceSerializer(StrictModelSerializer):
+    # Blank is allowed, so not "format: uri" in the schema (an empty string is no URI).
+    homepage = Text(required=False, allow_blank=True, max_length=200, validators=[URLValidator()])
     reliability = serializers.SerializerMethodField()
     document_count = serializers.IntegerField(read_only=True)
 
@@ -95,6 +98,7 @@ class ReliabilityHistorySerializer(serializers.Serializer):
 
 
 class DocumentSerializer(serializers.ModelSerializer):
+    url = serializers.CharField(read_only=True)
     source_name = serializers.CharField(source="source.name", read_only=True)
     excerpt = serializers.SerializerMethodField()
 
