@@ -72,7 +72,9 @@ def _trends(source_ids: list[int] | None = None, points: int = TREND_POINTS) -> 
     if source_ids is not None:
         scores = scores.filter(source_id__in=source_ids)
     ranked = scores.annotate(
-        recent=Window(RowNumber(), partition_by=[F("source_id")], order_by=[F("run__created_at").desc(), F("run_id").desc()])
+        recent=Window(
+            RowNumber(), partition_by=[F("source_id")], order_by=[F("run__created_at").desc(), F("run_id").desc()]
+        )
     ).filter(recent__lte=points)
     series: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for source_id, recent, reliability in ranked.values_list("source_id", "recent", "reliability"):
@@ -178,12 +180,21 @@ def source_disagreements(source: Source | int, limit: int = 50) -> list[dict[str
     source_id = source if isinstance(source, int) else source.pk
     estimated = RunAnswer.objects.filter(run=OuterRef("run_id"), query=OuterRef("query_id"))
     rows = (
-        RunResponse.objects.filter(source_id=source_id, run__state=EstimationRun.State.SUCCEEDED, is_idk=False, agrees=False)
+        RunResponse.objects.filter(
+            source_id=source_id, run__state=EstimationRun.State.SUCCEEDED, is_idk=False, agrees=False
+        )
         .annotate(estimated=Subquery(estimated.values("answer")[:1]), support=Subquery(estimated.values("support")[:1]))
         .order_by("-run__created_at", "-run_id", "query_id")
-        .values("run_id", "run__created_at", "query_id", "query__question", "response", "align_score", "estimated", "support")[
-            :limit
-        ]
+        .values(
+            "run_id",
+            "run__created_at",
+            "query_id",
+            "query__question",
+            "response",
+            "align_score",
+            "estimated",
+            "support",
+        )[:limit]
     )
     return [
         {
@@ -215,8 +226,7 @@ def agreement_matrix(run: EstimationRun, *, limit: int | None = None) -> dict[st
     sources.sort(key=lambda s: (-(scores.get(s["id"]) if scores.get(s["id"]) is not None else -1.0), s["name"]))
     column = {s["id"]: i for i, s in enumerate(sources)}
     answers = {
-        a["query_id"]: a
-        for a in RunAnswer.objects.filter(run=run).values("query_id", "answer", "cluster", "support")
+        a["query_id"]: a for a in RunAnswer.objects.filter(run=run).values("query_id", "answer", "cluster", "support")
     }
     rows: dict[int, dict[str, Any]] = {}
     responses = (
@@ -262,7 +272,9 @@ def run_changes(run: EstimationRun) -> dict[str, Any]:
     previous = previous_finished_run(run)
     fields = ("source_id", "source__name", "reliability", "low", "high", "answers")
     now = {r["source_id"]: r for r in ReliabilityScore.objects.filter(run=run).values(*fields)}
-    before = {r["source_id"]: r for r in ReliabilityScore.objects.filter(run=previous).values(*fields)} if previous else {}
+    before = (
+        {r["source_id"]: r for r in ReliabilityScore.objects.filter(run=previous).values(*fields)} if previous else {}
+    )
     entries = []
     for source_id in set(now) | set(before):
         cur, old = now.get(source_id), before.get(source_id)
@@ -318,7 +330,12 @@ def question_clusters(question: Question) -> dict[str, Any]:
         cluster["weight"] += vote.weight
     for cid, info in stored.items():  # clusters recorded without votes (e.g. a strategy without per-source votes)
         if cid is not None and cid not in clusters:
-            clusters[cid] = {"id": cid, "label": info.get("label", ""), "weight": float(info.get("weight") or 0.0), "sources": []}
+            clusters[cid] = {
+                "id": cid,
+                "label": info.get("label", ""),
+                "weight": float(info.get("weight") or 0.0),
+                "sources": [],
+            }
     for cid, cluster in clusters.items():
         if cid in stored and stored[cid].get("weight") is not None:
             cluster["weight"] = float(stored[cid]["weight"])  # the strategy's own sum is authoritative

@@ -110,8 +110,11 @@ def _parse_date(value: str | None) -> date | None:
 
 @analyst_required
 def history(request: HttpRequest) -> HttpResponse:
-    questions = Question.objects.select_related("asked_by", "job").annotate(vote_count=Count("votes")).order_by("-created_at", "-id").defer(
-        "params", "notes", "clusters"
+    questions = (
+        Question.objects.select_related("asked_by", "job")
+        .annotate(vote_count=Count("votes"))
+        .order_by("-created_at", "-id")
+        .defer("params", "notes", "clusters")
     )
     strategy = request.GET.get("strategy", "")
     if strategy:

@@ -79,7 +79,9 @@ def reliability_chart(history: Sequence[dict[str, Any]], width: int = 720, heigh
     }
 
 
-def mds_layout(ids: Sequence[int], distance: dict[tuple[int, int], float], *, default: float = 0.5, iterations: int = 150) -> dict[int, tuple[float, float]]:
+def mds_layout(
+    ids: Sequence[int], distance: dict[tuple[int, int], float], *, default: float = 0.5, iterations: int = 150
+) -> dict[int, tuple[float, float]]:
     """2-D positions in [0, 1]^2 whose distances follow `distance` (symmetric, keyed by
     sorted id pairs; missing pairs get `default`). Classical MDS (the spectral embedding of
     the double-centred squared distances) gives the start, a few stress-majorisation steps

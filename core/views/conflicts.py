@@ -19,7 +19,11 @@ EDGE_MODES = ("auto", "all", "strong", "conflict", "agreement")
 def conflicts(request: HttpRequest) -> HttpResponse:
     runs = list(finished_runs().only("id", "created_at")[:30])
     run_id = request.GET.get("run")
-    run = get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED) if run_id and run_id.isdigit() else (runs[0] if runs else None)
+    run = (
+        get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED)
+        if run_id and run_id.isdigit()
+        else (runs[0] if runs else None)
+    )
     mode = request.GET.get("edges", "auto")
     mode = mode if mode in EDGE_MODES else "auto"
     pairs = pairwise_disagreement(run) if run else []
@@ -36,5 +40,13 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "core/conflicts.html",
-        {"run": run, "runs": runs, "graph": graph, "pairs": top_pairs, "mode": mode, "modes": EDGE_MODES, "contested": contested},
+        {
+            "run": run,
+            "runs": runs,
+            "graph": graph,
+            "pairs": top_pairs,
+            "mode": mode,
+            "modes": EDGE_MODES,
+            "contested": contested,
+        },
     )

@@ -18,7 +18,13 @@ from core.views.access import analyst_required, curator_required
 from sources.models import Source
 
 MATRIX_ROWS = 200  # the heat map shows at most this many queries; the API has them all
-DEFAULT_PARAMS = {"k": 3, "tau": 0.1, "alpha": 1.0, "beta": 1.0, "strict": False}  # shown in the form; the service validates
+DEFAULT_PARAMS = {
+    "k": 3,
+    "tau": 0.1,
+    "alpha": 1.0,
+    "beta": 1.0,
+    "strict": False,
+}  # shown in the form; the service validates
 
 
 def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -32,7 +38,11 @@ def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str
 
 @analyst_required
 def run_list(request: HttpRequest) -> HttpResponse:
-    runs = EstimationRun.objects.select_related("query_set", "job", "created_by").annotate(source_count=Count("sources")).order_by("-created_at", "-id")
+    runs = (
+        EstimationRun.objects.select_related("query_set", "job", "created_by")
+        .annotate(source_count=Count("sources"))
+        .order_by("-created_at", "-id")
+    )
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
     context = {"page": page, "can_start": is_curator(request.user)}
     if context["can_start"]:
@@ -78,7 +88,11 @@ def run_start(request: HttpRequest) -> HttpResponse:
                 return response
             return redirect("run-detail", pk=run.pk)
     form = {"params": {**DEFAULT_PARAMS, **params}, "sources": source_ids, "query_set": query_set_id}
-    runs = EstimationRun.objects.select_related("query_set", "job", "created_by").annotate(source_count=Count("sources")).order_by("-created_at", "-id")
+    runs = (
+        EstimationRun.objects.select_related("query_set", "job", "created_by")
+        .annotate(source_count=Count("sources"))
+        .order_by("-created_at", "-id")
+    )
     context = {"page": Paginator(runs, 25).get_page(1), "can_start": True, **_form_context(form, errors)}
     return render(request, "core/run_list.html", context, status=400)
 
@@ -108,9 +122,13 @@ def _result_context(run: EstimationRun) -> dict[str, Any]:
                 {"state": state or "none", "title": f"{name}: {response or 'no response'}"}
                 for state, response, name in zip(row["cells"], row["responses"], names, strict=True)
             ]
-        context.update(changes=changes, matrix=matrix, scores=sorted(
-            (c for c in changes["sources"] if c["status"] != "dropped"), key=lambda c: -(c["reliability"] or 0.0)
-        ))
+        context.update(
+            changes=changes,
+            matrix=matrix,
+            scores=sorted(
+                (c for c in changes["sources"] if c["status"] != "dropped"), key=lambda c: -(c["reliability"] or 0.0)
+            ),
+        )
     return context
 
 

@@ -48,7 +48,9 @@ QUERIES = [
 @pytest.fixture(scope="session")
 def chromium_available() -> None:
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        pytest.skip(f"browser tests need Debian's chromium and chromedriver ({CHROMIUM} is missing: apt-get install -y chromium chromium-driver)")
+        pytest.skip(
+            f"browser tests need Debian's chromium and chromedriver ({CHROMIUM} is missing: apt-get install -y chromium chromium-driver)"
+        )
 
 
 @pytest.fixture
@@ -60,9 +62,16 @@ def browser(chromium_available: None) -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--no-first-run", f"--user-data-dir={profile}", "--window-size=1400,1000",
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--window-size=1400,1000",
     ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -81,7 +90,10 @@ def screenshot(driver: Any, name: str) -> Path:
     height = 800
     for _ in range(3):  # the layout (vh units, wrapping) changes with the viewport: measure again
         height = min(max(int(driver.execute_script(script)), 800), 5000)
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1400, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
     path = ARTIFACTS / f"{name}.png"
     driver.save_screenshot(str(path))
     driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -33,7 +33,9 @@ def start_run(driver: Any, base: str, *, tau: str) -> None:
     field.send_keys(tau)
     driver.find_element(By.ID, "start-run-button").click()
     WebDriverWait(driver, 20).until(ec.presence_of_element_located((By.ID, "job-status")))
-    WebDriverWait(driver, WAIT).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#job-status .percent"), "100%"))
+    WebDriverWait(driver, WAIT).until(
+        ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#job-status .percent"), "100%")
+    )
     WebDriverWait(driver, 30).until(ec.presence_of_element_located((By.ID, "agreement-matrix")))
 
 
@@ -73,7 +75,10 @@ def test_a_curator_runs_an_estimation_and_reads_the_results(browser: Any, live_s
     # A second run (another alignment threshold) so the page can show what changed.
     start_run(browser, base, tau="0.05")
     assert "Changes against" in browser.find_element(By.ID, "run-result").text
-    assert browser.find_element(By.ID, "job-status").get_attribute("data-state") == "succeeded"
+    # The job may show 100% a moment before it records success; the panel polls until it does.
+    WebDriverWait(browser, 30).until(
+        lambda d: d.find_element(By.ID, "job-status").get_attribute("data-state") == "succeeded"
+    )
     scores = browser.find_element(By.ID, "score-table").text
     assert "encyclopedia" in scores and "rumour-mill" in scores
     cells = browser.find_elements(By.CSS_SELECTOR, "#agreement-matrix td.cell")

@@ -13,8 +13,8 @@ from django.utils import timezone
 from core.models import (
     EstimationRun,
     FactQuery,
-    Question,
     QuerySet,
+    Question,
     ReliabilityScore,
     RunAnswer,
     RunResponse,
@@ -62,7 +62,15 @@ class World:
     question: Question | None = None
 
 
-def make_run(world_sources: list[Source], queries: list[FactQuery], query_set: QuerySet, answers: dict[tuple[int, int], str | None], *, when: Any, shift: float = 0.0) -> EstimationRun:
+def make_run(
+    world_sources: list[Source],
+    queries: list[FactQuery],
+    query_set: QuerySet,
+    answers: dict[tuple[int, int], str | None],
+    *,
+    when: Any,
+    shift: float = 0.0,
+) -> EstimationRun:
     """A succeeded run in which answers[(query index, source index)] is the response (None: IDK)."""
     run = EstimationRun.objects.create(query_set=query_set, state=EstimationRun.State.SUCCEEDED, finished_at=when)
     EstimationRun.objects.filter(pk=run.pk).update(created_at=when)
@@ -73,18 +81,39 @@ def make_run(world_sources: list[Source], queries: list[FactQuery], query_set: Q
         labels = sorted({a for a in given.values() if a})
         counts = {label: sum(1 for a in given.values() if a == label) for label in labels}
         winner = max(labels, key=lambda label: counts[label]) if labels else ""
-        RunAnswer.objects.create(run=run, query=query, answer=winner, cluster=labels.index(winner) if winner else None, support=counts.get(winner, 0))
+        RunAnswer.objects.create(
+            run=run,
+            query=query,
+            answer=winner,
+            cluster=labels.index(winner) if winner else None,
+            support=counts.get(winner, 0),
+        )
         for si, source in enumerate(world_sources):
             a = given[si]
             RunResponse.objects.create(
-                run=run, query=query, source=source, response=a or "I don't know", is_idk=a is None,
-                cluster=labels.index(a) if a else None, agrees=(a == winner) if a else None, align_score=0.8,
+                run=run,
+                query=query,
+                source=source,
+                response=a or "I don't know",
+                is_idk=a is None,
+                cluster=labels.index(a) if a else None,
+                agrees=(a == winner) if a else None,
+                align_score=0.8,
             )
     for si, source in enumerate(world_sources):
         mine = [answers.get((qi, si)) for qi in range(len(queries))]
         answered = [a for a in mine if a]
         r = min(1.0, max(0.0, 0.5 + 0.1 * si + shift))
-        ReliabilityScore.objects.create(run=run, source=source, reliability=r, weight=r * 2, low=max(0, r - 0.1), high=min(1, r + 0.1), answers=len(answered), agreements=len(answered) // 2)
+        ReliabilityScore.objects.create(
+            run=run,
+            source=source,
+            reliability=r,
+            weight=r * 2,
+            low=max(0, r - 0.1),
+            high=min(1, r + 0.1),
+            answers=len(answered),
+            agreements=len(answered) // 2,
+        )
     return run
 
 
@@ -97,21 +126,69 @@ def world(db: Any) -> World:
     queries = [FactQuery.objects.create(query_set=qs, question=f"Question {i}?") for i in range(3)]
     # Sources 0 and 1 always agree; 2 and 3 collude on a different answer for query 0.
     answers: dict[tuple[int, int], str | None] = {
-        (0, 0): "paris", (0, 1): "paris", (0, 2): "lyon", (0, 3): "lyon",
-        (1, 0): "blue", (1, 1): "blue", (1, 2): "blue", (1, 3): None,
-        (2, 0): "4", (2, 1): "4", (2, 2): "5", (2, 3): "5",
+        (0, 0): "paris",
+        (0, 1): "paris",
+        (0, 2): "lyon",
+        (0, 3): "lyon",
+        (1, 0): "blue",
+        (1, 1): "blue",
+        (1, 2): "blue",
+        (1, 3): None,
+        (2, 0): "4",
+        (2, 1): "4",
+        (2, 2): "5",
+        (2, 3): "5",
     }
     now = timezone.now()
     first = make_run(sources, queries, qs, answers, when=now - timedelta(days=2))
     second = make_run(sources, queries, qs, answers, when=now - timedelta(days=1), shift=0.05)
-    for s, score in zip(sources, ReliabilityScore.objects.filter(run=second).order_by("source__name")):
-        Source.objects.filter(pk=s.pk).update(reliability=score.reliability, reliability_low=score.low, reliability_high=score.high, reliability_answers=score.answers)
+    for s, score in zip(sources, ReliabilityScore.objects.filter(run=second).order_by("source__name"), strict=True):
+        Source.objects.filter(pk=s.pk).update(
+            reliability=score.reliability,
+            reliability_low=score.low,
+            reliability_high=score.high,
+            reliability_answers=score.answers,
+        )
     question = Question.objects.create(
-        text="What is the capital?", strategy="ra-rag", answer="paris", confidence=0.7, backend="extractive",
-        clusters=[{"id": 0, "label": "paris", "members": [sources[0].pk, sources[1].pk], "weight": 2.2}, {"id": 1, "label": "lyon", "members": [sources[2].pk], "weight": 1.4}],
+        text="What is the capital?",
+        strategy="ra-rag",
+        answer="paris",
+        confidence=0.7,
+        backend="extractive",
+        clusters=[
+            {"id": 0, "label": "paris", "members": [sources[0].pk, sources[1].pk], "weight": 2.2},
+            {"id": 1, "label": "lyon", "members": [sources[2].pk], "weight": 1.4},
+        ],
         answered_at=now,
     )
-    for rank, (s, resp, cl) in enumerate([(sources[0], "paris", 0), (sources[1], "paris", 0), (sources[2], "lyon", 1), (sources[3], "I don't know", None)]):
-        Vote.objects.create(question=question, source=s, rank=rank, response=resp, raw_response=resp, cluster=cl, weight=1.1 if cl == 0 else (1.4 if cl == 1 else 0.0), reliability=0.6, filtered=cl is None, align_score=0.05 if cl is None else 0.9,
-                            passages=[{"chunk_id": 1, "document_id": 1, "title": "Doc", "url": "https://example.org/doc", "text": "Paris is the capital.", "distance": 0.2}])
+    for rank, (s, resp, cl) in enumerate(
+        [
+            (sources[0], "paris", 0),
+            (sources[1], "paris", 0),
+            (sources[2], "lyon", 1),
+            (sources[3], "I don't know", None),
+        ]
+    ):
+        Vote.objects.create(
+            question=question,
+            source=s,
+            rank=rank,
+            response=resp,
+            raw_response=resp,
+            cluster=cl,
+            weight=1.1 if cl == 0 else (1.4 if cl == 1 else 0.0),
+            reliability=0.6,
+            filtered=cl is None,
+            align_score=0.05 if cl is None else 0.9,
+            passages=[
+                {
+                    "chunk_id": 1,
+                    "document_id": 1,
+                    "title": "Doc",
+                    "url": "https://example.org/doc",
+                    "text": "Paris is the capital.",
+                    "distance": 0.2,
+                }
+            ],
+        )
     return World(sources=sources, query_set=qs, queries=queries, runs=[first, second], question=question)

@@ -32,7 +32,11 @@ def test_asking_returns_a_polling_panel(analyst_client: Any, db: Any, monkeypatc
         return Question.objects.create(text=text, strategy=kwargs["strategy"], params={"kappa": kwargs["kappa"]})
 
     monkeypatch.setattr("core.views.ask.start_question", fake_start)
-    response = analyst_client.post(reverse("ask"), {"text": "Who wrote Dracula?", "strategy": "ra-rag", "kappa": "3"}, headers={"HX-Request": "true"})
+    response = analyst_client.post(
+        reverse("ask"),
+        {"text": "Who wrote Dracula?", "strategy": "ra-rag", "kappa": "3"},
+        headers={"HX-Request": "true"},
+    )
     question = Question.objects.get()
     content = response.content.decode()
     assert f'hx-get="{reverse("question-panel", args=[question.pk])}"' in content

@@ -10,7 +10,9 @@ from django.core.management import call_command
 from core.roles import is_analyst, is_curator
 
 
-def test_demo_users_get_their_roles_and_the_env_password(db: Any, settings: Any, tmp_path: Path, monkeypatch: Any) -> None:
+def test_demo_users_get_their_roles_and_the_env_password(
+    db: Any, settings: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
     settings.DATA_DIR = tmp_path
     monkeypatch.setenv("DEMO_PASSWORD", "a demo password 42")
     out = io.StringIO()

@@ -13,7 +13,9 @@ def test_reliability_history_lists_finished_runs_oldest_first(world: Any, django
     assert {"created_at", "low", "high", "answers"} <= set(history[0])
 
 
-def test_source_overview_takes_two_queries_whatever_the_number_of_sources(world: Any, django_assert_max_num_queries: Any) -> None:
+def test_source_overview_takes_two_queries_whatever_the_number_of_sources(
+    world: Any, django_assert_max_num_queries: Any
+) -> None:
     with django_assert_max_num_queries(2):
         overview = insights.source_overview()
     assert [s["name"] for s in overview] == ["src-0", "src-1", "src-2", "src-3"]

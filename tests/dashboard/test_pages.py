@@ -46,24 +46,37 @@ def test_a_user_without_a_role_is_refused(client: Any, world: Any) -> None:
 
 
 @pytest.mark.parametrize("name", ["source-list", "conflicts", "history", "run-list"])
-def test_list_pages_do_not_grow_queries_with_more_sources(analyst_client: Any, world: Any, name: str, django_assert_max_num_queries: Any) -> None:
+def test_list_pages_do_not_grow_queries_with_more_sources(
+    analyst_client: Any, world: Any, name: str, django_assert_max_num_queries: Any
+) -> None:
     for i in range(30):
         SourceFactory(name=f"extra-{i}")
     with django_assert_max_num_queries(12):
         assert analyst_client.get(reverse(name)).status_code == 200
 
 
-def test_question_page_queries_do_not_grow_with_votes(analyst_client: Any, world: Any, django_assert_max_num_queries: Any) -> None:
+def test_question_page_queries_do_not_grow_with_votes(
+    analyst_client: Any, world: Any, django_assert_max_num_queries: Any
+) -> None:
     question = world.question
     for i in range(25):
-        Vote.objects.create(question=question, source=SourceFactory(name=f"voter-{i}"), rank=10 + i, response="paris", cluster=0, weight=0.5)
+        Vote.objects.create(
+            question=question,
+            source=SourceFactory(name=f"voter-{i}"),
+            rank=10 + i,
+            response="paris",
+            cluster=0,
+            weight=0.5,
+        )
     with django_assert_max_num_queries(10):
         response = analyst_client.get(reverse("question-detail", args=[question.pk]))
     assert response.status_code == 200
     assert response.content.count(b'class="vote') == 29
 
 
-def test_run_and_source_pages_have_bounded_queries(analyst_client: Any, world: Any, django_assert_max_num_queries: Any) -> None:
+def test_run_and_source_pages_have_bounded_queries(
+    analyst_client: Any, world: Any, django_assert_max_num_queries: Any
+) -> None:
     with django_assert_max_num_queries(14):
         assert analyst_client.get(reverse("run-detail", args=[world.runs[1].pk])).status_code == 200
     with django_assert_max_num_queries(12):

@@ -42,7 +42,13 @@ def test_a_curator_starts_a_run_and_is_sent_to_its_page(curator_client: Any, wor
     monkeypatch.setattr("core.services.estimation.start_estimation_run", fake_start)
     response = curator_client.post(
         reverse("run-start"),
-        {"query_set": world.query_set.pk, "sources": [world.sources[0].pk, world.sources[1].pk], "k": "2", "tau": "0.2", "strict": "on"},
+        {
+            "query_set": world.query_set.pk,
+            "sources": [world.sources[0].pk, world.sources[1].pk],
+            "k": "2",
+            "tau": "0.2",
+            "strict": "on",
+        },
     )
     assert response.status_code == 302 and response["Location"] == reverse("run-detail", args=[world.runs[0].pk])
     assert started["query_set"] == world.query_set
@@ -52,6 +58,8 @@ def test_a_curator_starts_a_run_and_is_sent_to_its_page(curator_client: Any, wor
 
 def test_the_services_validation_errors_are_shown(curator_client: Any, world: Any) -> None:
     # The world's sources hold no chunks, so the real service refuses them.
-    response = curator_client.post(reverse("run-start"), {"query_set": world.query_set.pk, "sources": [world.sources[0].pk]})
+    response = curator_client.post(
+        reverse("run-start"), {"query_set": world.query_set.pk, "sources": [world.sources[0].pk]}
+    )
     assert response.status_code == 400
     assert b"hold no documents" in response.content
