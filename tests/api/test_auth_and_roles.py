@@ -84,7 +84,10 @@ def test_a_token_acts_as_its_owner_whoever_sends_it(client, curator, analyst):
     client.force_login(curator)
     analyst_token = Token.objects.create(user=analyst)
     response = client.post(
-        "/api/sources/", {"name": "new"}, content_type="application/json", HTTP_AUTHORIZATION=f"Token {analyst_token.key}"
+        "/api/sources/",
+        {"name": "new"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {analyst_token.key}",
     )
     assert response.status_code == 403
 

@@ -14,7 +14,7 @@ from tests.factories import DocumentFactory, SourceFactory
 
 
 def utc(*args: int) -> dt.datetime:
-    return dt.datetime(*args, tzinfo=dt.timezone.utc)
+    return dt.datetime(*args, tzinfo=dt.UTC)
 
 
 def titles(response) -> list[str]:
@@ -69,7 +69,12 @@ def test_a_json_upload_is_validated_then_started_as_a_job(as_curator, curator):
     body = {
         "source": source.pk,
         "documents": [
-            {"text": "The Eiffel Tower is in Paris.", "title": "Eiffel", "url": "https://example.org/eiffel", "published": "2020-01-02"},
+            {
+                "text": "The Eiffel Tower is in Paris.",
+                "title": "Eiffel",
+                "url": "https://example.org/eiffel",
+                "published": "2020-01-02",
+            },
             {"text": "Mount Everest is 8849 metres high."},
         ],
     }
@@ -186,3 +191,10 @@ def test_a_body_that_is_not_json_is_a_400(as_curator):
     response = as_curator.post("/api/documents/", b"{not json", content_type="application/json")
     assert response.status_code == 400
     assert error_of(response)["code"] == "parse_error"
+
+
+def test_a_date_filter_with_an_offset_postgresql_cannot_store_is_read_as_utc(as_analyst):
+    DocumentFactory(title="dated", published_at=utc(2024, 1, 2))
+    response = as_analyst.get("/api/documents/", {"published_after": "2024-01-02T16:00:00+17:00"})
+    assert titles(response) == ["dated"]
+    assert as_analyst.get("/api/documents/", {"published_after": "0001-01-01T00:00:00+05:00"}).status_code == 400

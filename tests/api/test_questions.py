@@ -15,13 +15,37 @@ from tests.factories import SourceFactory
 def answered_question(text: str = "Where is the Eiffel Tower?", strategy: str = "ra-rag") -> Question:
     job = Job.objects.create(kind=Job.Kind.ASK, state=Job.State.SUCCEEDED)
     question = Question.objects.create(
-        text=text, strategy=strategy, answer="Paris", confidence=0.75, backend="extractive", job=job,
-        clusters=[{"id": 0, "label": "Paris", "members": [1], "weight": 1.5}], answered_at=timezone.now(),
+        text=text,
+        strategy=strategy,
+        answer="Paris",
+        confidence=0.75,
+        backend="extractive",
+        job=job,
+        clusters=[{"id": 0, "label": "Paris", "members": [1], "weight": 1.5}],
+        answered_at=timezone.now(),
     )
     wiki, blog = SourceFactory(name="wiki"), SourceFactory(name="blog")
-    passage = {"chunk_id": 1, "document_id": 2, "title": "Eiffel", "url": "", "text": "The tower is in Paris.", "distance": 0.12}
-    Vote.objects.create(question=question, source=wiki, rank=0, response="Paris", cluster=0, weight=1.5, align_score=0.9, passages=[passage])
-    Vote.objects.create(question=question, source=blog, rank=1, response="I don't know", filtered=True, align_score=0.02)
+    passage = {
+        "chunk_id": 1,
+        "document_id": 2,
+        "title": "Eiffel",
+        "url": "",
+        "text": "The tower is in Paris.",
+        "distance": 0.12,
+    }
+    Vote.objects.create(
+        question=question,
+        source=wiki,
+        rank=0,
+        response="Paris",
+        cluster=0,
+        weight=1.5,
+        align_score=0.9,
+        passages=[passage],
+    )
+    Vote.objects.create(
+        question=question, source=blog, rank=1, response="I don't know", filtered=True, align_score=0.02
+    )
     return question
 
 
@@ -71,7 +95,12 @@ def test_a_user_without_a_role_cannot_ask(as_nobody):
 def test_a_past_question_is_retrieved_with_every_vote(as_analyst):
     question = answered_question()
     body = as_analyst.get(f"/api/questions/{question.pk}/").json()
-    assert (body["answer"], body["confidence"], body["backend"], body["state"]) == ("Paris", 0.75, "extractive", "succeeded")
+    assert (body["answer"], body["confidence"], body["backend"], body["state"]) == (
+        "Paris",
+        0.75,
+        "extractive",
+        "succeeded",
+    )
     assert body["clusters"][0]["label"] == "Paris"
     first, second = body["votes"]
     assert (first["source_name"], first["response"], first["cluster"], first["weight"]) == ("wiki", "Paris", 0, 1.5)
@@ -91,7 +120,10 @@ def test_past_questions_are_filtered_by_strategy_and_date(as_analyst):
 
 
 def test_asking_is_throttled_per_user_by_its_own_scope(as_analyst, as_curator, settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"user": "1000/minute", "anon": "60/minute", "ask": "2/minute"}}
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"user": "1000/minute", "anon": "60/minute", "ask": "2/minute"},
+    }
     for _ in range(2):
         assert as_analyst.post("/api/questions/", {"text": "Why?"}, format="json").status_code == 202
     response = as_analyst.post("/api/questions/", {"text": "Why?"}, format="json")
@@ -103,7 +135,10 @@ def test_asking_is_throttled_per_user_by_its_own_scope(as_analyst, as_curator, s
 
 
 def test_every_request_is_throttled_per_user(as_analyst, as_curator, settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"user": "3/minute", "anon": "60/minute", "ask": "30/minute"}}
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"user": "3/minute", "anon": "60/minute", "ask": "30/minute"},
+    }
     for _ in range(3):
         assert as_analyst.get("/api/sources/").status_code == 200
     assert as_analyst.get("/api/sources/").status_code == 429

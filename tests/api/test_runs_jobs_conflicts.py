@@ -13,7 +13,16 @@ def finished_run(sources, reliabilities) -> EstimationRun:
     run = EstimationRun.objects.create(state=EstimationRun.State.SUCCEEDED, iterations=3, converged=True)
     run.sources.set(sources)
     for source, value in zip(sources, reliabilities, strict=True):
-        ReliabilityScore.objects.create(run=run, source=source, reliability=value, weight=value, low=value - 0.1, high=value + 0.1, answers=8, agreements=6)
+        ReliabilityScore.objects.create(
+            run=run,
+            source=source,
+            reliability=value,
+            weight=value,
+            low=value - 0.1,
+            high=value + 0.1,
+            answers=8,
+            agreements=6,
+        )
     return run
 
 
@@ -30,7 +39,10 @@ def test_a_run_is_retrieved_with_per_source_scores_and_changes(as_analyst):
     run = finished_run([wiki, blog], [0.8, 0.3])
     body = as_analyst.get(f"/api/estimation-runs/{run.pk}/").json()
     assert (body["state"], body["iterations"], body["converged"]) == ("succeeded", 3, True)
-    assert [(s["source_name"], s["reliability"], s["answers"]) for s in body["scores"]] == [("wiki", 0.8, 8), ("blog", 0.3, 8)]
+    assert [(s["source_name"], s["reliability"], s["answers"]) for s in body["scores"]] == [
+        ("wiki", 0.8, 8),
+        ("blog", 0.3, 8),
+    ]
     deltas = {c["source_name"]: round(c["delta"], 6) for c in body["changes"]["sources"]}
     assert deltas == {"wiki": 0.2, "blog": -0.1}
 
@@ -46,7 +58,9 @@ def test_runs_are_listed_newest_first_and_filtered_by_state(as_analyst):
 def test_a_curator_starts_a_run_and_gets_202_with_its_job(as_curator, curator):
     query_set = demo_query_set()
     wiki = SourceFactory(name="wiki", chunk_count=3)
-    response = as_curator.post("/api/estimation-runs/", {"query_set": query_set.pk, "sources": [wiki.pk], "params": {"k": 2}}, format="json")
+    response = as_curator.post(
+        "/api/estimation-runs/", {"query_set": query_set.pk, "sources": [wiki.pk], "params": {"k": 2}}, format="json"
+    )
     assert response.status_code == 202, response.content
     body = response.json()
     run = EstimationRun.objects.get(pk=body["run"]["id"])
@@ -60,7 +74,9 @@ def test_a_curator_starts_a_run_and_gets_202_with_its_job(as_curator, curator):
 def test_a_run_over_sources_without_documents_names_the_sources_and_stores_nothing(as_curator):
     query_set = demo_query_set()
     empty = SourceFactory(name="empty")
-    response = as_curator.post("/api/estimation-runs/", {"query_set": query_set.pk, "sources": [empty.pk]}, format="json")
+    response = as_curator.post(
+        "/api/estimation-runs/", {"query_set": query_set.pk, "sources": [empty.pk]}, format="json"
+    )
     assert response.status_code == 400
     assert "empty" in error_of(response)["fields"]["sources"][0]
     assert not EstimationRun.objects.exists()
@@ -70,18 +86,31 @@ def test_a_run_over_sources_without_documents_names_the_sources_and_stores_nothi
 def test_a_bad_run_parameter_is_named_inside_params(as_curator):
     query_set = demo_query_set()
     SourceFactory(name="wiki", chunk_count=3)
-    response = as_curator.post("/api/estimation-runs/", {"query_set": query_set.pk, "params": {"tau": "high", "speed": 9}}, format="json")
+    response = as_curator.post(
+        "/api/estimation-runs/", {"query_set": query_set.pk, "params": {"tau": "high", "speed": 9}}, format="json"
+    )
     assert response.status_code == 400
     assert set(error_of(response)["fields"]) == {"params", "params.tau"}
 
 
 def test_a_job_reports_state_progress_message_error_and_result(as_analyst):
-    job = Job.objects.create(kind=Job.Kind.INGEST, state=Job.State.FAILED, progress_current=1, progress_total=4,
-                             message="Failed", error="bad.jsonl, line 2: invalid JSON", result={"documents": 0})
+    job = Job.objects.create(
+        kind=Job.Kind.INGEST,
+        state=Job.State.FAILED,
+        progress_current=1,
+        progress_total=4,
+        message="Failed",
+        error="bad.jsonl, line 2: invalid JSON",
+        result={"documents": 0},
+    )
     body = as_analyst.get(f"/api/jobs/{job.pk}/").json()
     assert body["state"] == "failed"
     assert body["progress"] == {"current": 1, "total": 4, "percent": 25}
-    assert (body["message"], body["error"], body["result"]) == ("Failed", "bad.jsonl, line 2: invalid JSON", {"documents": 0})
+    assert (body["message"], body["error"], body["result"]) == (
+        "Failed",
+        "bad.jsonl, line 2: invalid JSON",
+        {"documents": 0},
+    )
     assert [j["id"] for j in as_analyst.get("/api/jobs/?kind=ingest").json()["results"]] == [job.pk]
     assert as_analyst.get("/api/jobs/?kind=ask").json()["count"] == 0
 
@@ -107,7 +136,9 @@ def test_conflicts_of_a_question_are_its_clusters_and_abstentions(as_analyst):
     question = answered_question()
     body = as_analyst.get(f"/api/conflicts/?question={question.pk}").json()
     assert body["question_id"] == question.pk
-    assert [(c["label"], c["chosen"], [m["source_name"] for m in c["sources"]]) for c in body["clusters"]] == [("Paris", True, ["wiki"])]
+    assert [(c["label"], c["chosen"], [m["source_name"] for m in c["sources"]]) for c in body["clusters"]] == [
+        ("Paris", True, ["wiki"])
+    ]
     assert [m["source_name"] for m in body["abstained"]] == ["blog"]
 
 
@@ -123,8 +154,16 @@ def test_the_openapi_schema_is_served_and_describes_every_endpoint(anonymous, db
     response = anonymous.get("/api/schema/?format=json")
     assert response.status_code == 200
     paths = response.json()["paths"]
-    for path in ("/api/sources/", "/api/sources/{id}/reliability/", "/api/documents/", "/api/questions/",
-                 "/api/estimation-runs/{id}/", "/api/jobs/{id}/", "/api/conflicts/", "/api/token/"):
+    for path in (
+        "/api/sources/",
+        "/api/sources/{id}/reliability/",
+        "/api/documents/",
+        "/api/questions/",
+        "/api/estimation-runs/{id}/",
+        "/api/jobs/{id}/",
+        "/api/conflicts/",
+        "/api/token/",
+    ):
         assert path in paths
     assert "413" in paths["/api/documents/"]["post"]["responses"]
 

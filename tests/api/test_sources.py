@@ -13,7 +13,9 @@ from tests.factories import DocumentFactory, SourceFactory
 
 
 def test_an_analyst_lists_sources_with_reliability_uncertainty_and_document_count(as_analyst):
-    wiki = SourceFactory(name="wiki", reliability=0.8, reliability_low=0.7, reliability_high=0.9, reliability_answers=40)
+    wiki = SourceFactory(
+        name="wiki", reliability=0.8, reliability_low=0.7, reliability_high=0.9, reliability_answers=40
+    )
     DocumentFactory.create_batch(3, source=wiki)
     SourceFactory(name="blog")
     response = as_analyst.get("/api/sources/")
@@ -46,7 +48,9 @@ def test_a_bad_filter_value_is_a_400_naming_the_parameter(as_analyst):
 
 
 def test_a_curator_creates_a_source(as_curator):
-    response = as_curator.post("/api/sources/", {"name": "gazette", "kind": "news", "homepage": "https://gazette.example"}, format="json")
+    response = as_curator.post(
+        "/api/sources/", {"name": "gazette", "kind": "news", "homepage": "https://gazette.example"}, format="json"
+    )
     assert response.status_code == 201
     assert response.json()["document_count"] == 0
     assert Source.objects.get(name="gazette").homepage == "https://gazette.example"
@@ -118,7 +122,9 @@ def test_the_reliability_history_lists_finished_runs_oldest_first(as_analyst):
     for offset, value, state in ((2, 0.6, "succeeded"), (1, 0.7, "failed"), (0, 0.75, "succeeded")):
         run = EstimationRun.objects.create(state=state)
         EstimationRun.objects.filter(pk=run.pk).update(created_at=now - dt.timedelta(days=offset))
-        ReliabilityScore.objects.create(run=run, source=source, reliability=value, weight=1, low=value - 0.1, high=value + 0.1, answers=10)
+        ReliabilityScore.objects.create(
+            run=run, source=source, reliability=value, weight=1, low=value - 0.1, high=value + 0.1, answers=10
+        )
     response = as_analyst.get(f"/api/sources/{source.pk}/reliability/")
     assert response.status_code == 200
     body = response.json()

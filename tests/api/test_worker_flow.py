@@ -25,8 +25,12 @@ def seed_corpus(embedder: Any) -> None:
     for name, texts in CORPUS.items():
         source = SourceFactory(name=name)
         store_documents(
-            source, [ParsedDocument(text=t, title=name) for t in texts], embedder,
-            chunk_size=120, chunk_overlap=20, outcome=FileOutcome(name=name),
+            source,
+            [ParsedDocument(text=t, title=name) for t in texts],
+            embedder,
+            chunk_size=120,
+            chunk_overlap=20,
+            outcome=FileOutcome(name=name),
         )
 
 
@@ -41,7 +45,9 @@ def poll(client: Any, url: str, timeout: float = 180) -> dict[str, Any]:
 
 def test_a_question_answered_by_the_worker_goes_from_202_to_a_polled_answer(worker, embedder, as_analyst):
     seed_corpus(embedder)
-    response = as_analyst.post("/api/questions/", {"text": "In which city is the Eiffel Tower?", "wait": 0}, format="json")
+    response = as_analyst.post(
+        "/api/questions/", {"text": "In which city is the Eiffel Tower?", "wait": 0}, format="json"
+    )
     assert response.status_code == 202
     accepted = response.json()
     job = poll(as_analyst, response["Location"])
@@ -66,7 +72,10 @@ def test_a_question_answered_by_the_worker_goes_from_202_to_a_polled_answer(work
 
 def test_an_upload_is_ingested_by_the_worker_and_its_job_reports_the_result(worker, as_curator):
     source = SourceFactory(name="wiki")
-    body = {"source": source.pk, "documents": [{"text": "Honey never spoils."}, {"text": "Water boils at 100 degrees Celsius."}]}
+    body = {
+        "source": source.pk,
+        "documents": [{"text": "Honey never spoils."}, {"text": "Water boils at 100 degrees Celsius."}],
+    }
     response = as_curator.post("/api/documents/", body, format="json")
     assert response.status_code == 202
     job = poll(as_curator, response["Location"])

@@ -51,8 +51,9 @@ def _parse_moment(value: str) -> dt.datetime:
             raise ValueError
         moment = dt.datetime(day.year, day.month, day.day)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return moment
+        return moment.replace(tzinfo=dt.UTC)
+    # PostgreSQL accepts offsets up to 15:59 only, so UTC it is (near year 1: OverflowError, a 400).
+    return moment.astimezone(dt.UTC)
 
 
 def _parse_bool(value: str) -> bool:
