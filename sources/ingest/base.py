@@ -88,6 +88,9 @@ def require_text(value: Any, *, line: int | None = None, field_name: str = "text
     text = value.strip()
     if not text:
         raise IngestError("empty text", line=line, field=field_name)
+    if "\x00" in text:
+        # A JSON "\u0000" escape passes the raw-bytes NUL check; PostgreSQL text refuses it.
+        raise IngestError("contains a NUL character", line=line, field=field_name)
     if len(text) > max_chars:
         raise IngestError(f"text longer than {max_chars} characters", line=line, field=field_name)
     return text
@@ -100,4 +103,6 @@ def optional_str(value: Any, *, line: int | None, field_name: str, max_chars: in
         raise IngestError(f"expected a string, got {type(value).__name__}", line=line, field=field_name)
     if len(value) > max_chars:
         raise IngestError(f"longer than {max_chars} characters", line=line, field=field_name)
+    if "\x00" in value:
+        raise IngestError("contains a NUL character", line=line, field=field_name)
     return value.strip()

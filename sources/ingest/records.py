@@ -10,6 +10,16 @@ from sources.ingest.base import IngestError, ParsedDocument, optional_str, parse
 DEFAULT_FIELDS = {"text": "text", "title": "title", "url": "url", "published": "published"}
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, Mapping):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 def field_mapping(options: Mapping[str, Any]) -> dict[str, str]:
     mapping = dict(DEFAULT_FIELDS)
     custom = options.get("mapping") or {}
@@ -36,11 +46,15 @@ def record_to_document(
     text_field = mapping["text"]
     if text_field not in record:
         raise IngestError("missing", line=line, field=text_field)
+    metadata = {k: v for k, v in record.items() if k not in used}
+    for key, value in metadata.items():
+        if _has_nul(key) or _has_nul(value):  # PostgreSQL jsonb cannot hold NUL
+            raise IngestError("contains a NUL character", line=line, field=key.replace("\x00", "\\u0000"))
     return ParsedDocument(
         text=require_text(record[text_field], line=line, field_name=text_field, max_chars=max_chars),
         title=optional_str(record.get(mapping["title"]), line=line, field_name=mapping["title"], max_chars=500),
         url=optional_str(record.get(mapping["url"]), line=line, field_name=mapping["url"]),
         published_at=parse_published(record.get(mapping["published"]), line=line, field_name=mapping["published"]),
-        metadata={k: v for k, v in record.items() if k not in used},
+        metadata=metadata,
         provenance={"file": filename, provenance_key: line if position is None else position},
     )
