@@ -262,6 +262,15 @@ def test_an_invalid_iso_date_names_the_field():
     assert message == "dates.jsonl, line 1, field 'published': not an ISO date: 'yesterday'"
 
 
+def test_a_nul_character_escaped_in_json_is_rejected_naming_the_field():
+    assert rejection('{"text": "ok"}\n{"text": "bad\\u0000byte"}\n', "nul.jsonl") == (
+        "nul.jsonl, line 2, field 'text': contains a NUL character"
+    )
+    assert rejection('{"text": "ok", "note": "x\\u0000"}\n', "meta.jsonl") == (
+        "meta.jsonl, line 1, field 'note': contains a NUL character"
+    )
+
+
 def test_validate_uploads_counts_documents_and_rejects_the_first_bad_file():
     assert validate_uploads([("a.txt", b"One."), ("b.jsonl", b'{"text": "x"}\n{"text": "y"}\n')]) == [1, 2]
     with pytest.raises(IngestError, match=r"c.csv, line 2: expected 1 columns, found 2"):
@@ -298,6 +307,7 @@ BAD_FILES = {
     "latin.txt": "Caf\xe9".encode("latin-1"),
     "empty.md": b"   ",
     "slides.pptx": b"x",
+    "nul.jsonl": b'{"text": "fine"}\n{"text": "nul \\u0000 inside"}\n',
 }
 
 
