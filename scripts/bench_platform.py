@@ -87,7 +87,7 @@ def load_texts(limit_docs: int) -> tuple[list[str], list[str]]:
     unique = []
     for text in passages:
         key = " ".join(text.split())
-        if key and key not in seen:
+        if key and key not in seen and "\x00" not in text:  # NUL is rejected by ingestion
             seen.add(key)
             unique.append(text)
     short = [t for t in unique if len(t.split()) < 80]
