@@ -7,10 +7,12 @@ predict(pairs) returns, per (premise, hypothesis), the probabilities
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from core.lexical import content_set, is_number
 from core.types import Embedder
@@ -40,10 +42,15 @@ class EmbeddingLexicalNLI:
 
     requires_answer_grounding = True
 
-    def __init__(self, embedder: Embedder | None = None, short_premise_words: int = 24) -> None:
+    def __init__(self, embedder: Embedder | None = None, short_premise_words: int = 24, cache_size: int = 20000) -> None:
         self.embedder = embedder
         self.short_premise_words = short_premise_words
         self.name = f"lexical+{embedder.name}" if embedder is not None else "lexical"
+        # Passages recur across sources' votes, clustering and later questions; encoding
+        # them again dominated an ask's time, so vectors are kept (bounded, LRU).
+        self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
 
     def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Probs]:
         if not pairs:
@@ -54,12 +61,25 @@ class EmbeddingLexicalNLI:
     def _similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         if self.embedder is None:
             return [1.0] * len(pairs)
-        texts = sorted({t for pair in pairs for t in pair})
-        index = {t: i for i, t in enumerate(texts)}
-        vectors = self.embedder.encode(texts)
-        return [
-            float(np.dot(vectors[index[p]], vectors[index[h]])) for p, h in pairs
-        ]
+        vectors = self._vectors({t for pair in pairs for t in pair})
+        return [float(np.dot(vectors[p], vectors[h])) for p, h in pairs]
+
+    def _vectors(self, texts: set[str]) -> dict[str, npt.NDArray[np.float32]]:
+        assert self.embedder is not None
+        with self._lock:
+            found = {t: self._cache[t] for t in texts if t in self._cache}
+            for t in found:
+                self._cache.move_to_end(t)
+        missing = sorted(texts - found.keys())
+        if missing:
+            encoded = self.embedder.encode(missing)
+            with self._lock:
+                for t, v in zip(missing, encoded, strict=True):
+                    found[t] = v
+                    self._cache[t] = v
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return found
 
     def _one(self, premise: str, hypothesis: str, similarity: float) -> Probs:
         p_words, h_words = content_set(premise), content_set(hypothesis)
