@@ -20,31 +20,30 @@ from core.types import Passage, SourceId, Vector
 # costs less than a filtered HNSW walk that must skip everyone else's chunks.
 EXACT_SEARCH_MAX_CHUNKS = 5000
 
-_PER_SOURCE_SQL = """
+def _per_source_sql(*, use_index: bool, source_filter: str) -> str:
+    """Top-k of each selected source through a LATERAL subquery. `+ 0` on the distance
+    hides it from the planner's index matching, forcing an exact scan of the source's rows."""
+    order = "ch.embedding <=> %(q)s::vector" if use_index else "(ch.embedding <=> %(q)s::vector) + 0"
+    return f"""
 SELECT s.id, c.id, c.document_id, c.text, c.distance, d.title, d.url
 FROM sources_source s
 CROSS JOIN LATERAL (
     SELECT ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
     FROM sources_chunk ch
     WHERE ch.source_id = s.id
-    ORDER BY ch.embedding <=> %(q)s::vector
+    ORDER BY {order}
     LIMIT %(k)s
 ) c
 JOIN sources_document d ON d.id = c.document_id
-WHERE s.id = ANY(%(ids)s) AND s.chunk_count > %(exact_below)s
-UNION ALL
-SELECT s.id, c.id, c.document_id, c.text, c.distance, d.title, d.url
-FROM sources_source s
-CROSS JOIN LATERAL (
-    SELECT ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
-    FROM sources_chunk ch
-    WHERE ch.source_id = s.id
-    ORDER BY (ch.embedding <=> %(q)s::vector) + 0
-    LIMIT %(k)s
-) c
-JOIN sources_document d ON d.id = c.document_id
-WHERE s.id = ANY(%(ids)s) AND s.chunk_count <= %(exact_below)s
+WHERE s.id = ANY(%(ids)s){source_filter}
 """
+
+
+_PER_SOURCE_SQL = (
+    _per_source_sql(use_index=True, source_filter=" AND s.chunk_count > %(exact_below)s")
+    + "UNION ALL"
+    + _per_source_sql(use_index=False, source_filter=" AND s.chunk_count <= %(exact_below)s")
+)
 
 _POOLED_SQL = """
 SELECT c.source_id, c.id, c.document_id, c.text, c.distance, d.title, d.url
@@ -59,19 +58,7 @@ JOIN sources_document d ON d.id = c.document_id
 ORDER BY c.distance
 """
 
-_EXACT_SQL = """
-SELECT s.id, c.id, c.document_id, c.text, c.distance, d.title, d.url
-FROM sources_source s
-CROSS JOIN LATERAL (
-    SELECT ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
-    FROM sources_chunk ch
-    WHERE ch.source_id = s.id
-    ORDER BY (ch.embedding <=> %(q)s::vector) + 0
-    LIMIT %(k)s
-) c
-JOIN sources_document d ON d.id = c.document_id
-WHERE s.id = ANY(%(ids)s)
-"""
+_EXACT_SQL = _per_source_sql(use_index=False, source_filter="")
 
 
 def _vector_literal(vector: Vector) -> str:
