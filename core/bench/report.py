@@ -35,7 +35,7 @@ def qa_table(summary: dict[str, Any]) -> str:
 def sweep_table(result: dict[str, Any]) -> str:
     sweep = result["sweep"]
     points = sweep["points"]
-    header = f"| method | " + " | ".join(f"{sweep['parameter']}={p['value']}" for p in points) + " |"
+    header = "| method | " + " | ".join(f"{sweep['parameter']}={p['value']}" for p in points) + " |"
     lines = [header, "| --- |" + " ---: |" * len(points)]
     for name in points[0]["methods"]:
         cells = []

@@ -124,10 +124,8 @@ def normalize_authors(raw: str) -> str | None:
     surnames: list[str] = []
     if _AUTHOR_SPLIT.search(text):
         for author in _AUTHOR_SPLIT.split(text):
-            if "," in author:
-                words = _clean_name(author.split(",", 1)[0])
-            else:
-                words = _clean_name(author)[-1:]
+            # "Last, First" names the surname first; "First Last" ends with it.
+            words = _clean_name(author.split(",", 1)[0]) if "," in author else _clean_name(author)[-1:]
             surnames.extend(words[-1:] if words else [])
     elif "," in text:
         parts = [p for p in text.split(",") if _clean_name(p)]

@@ -88,7 +88,8 @@ def truthfinder(
     trust = np.full(len(sources), initial_trust)
     confidence = np.zeros(len(facts))
     iterations = 0
-    for iterations in range(1, max_iterations + 1):
+    for iteration in range(1, max_iterations + 1):
+        iterations = iteration
         tau = -np.log(np.clip(1.0 - trust, 1e-12, None))
         sigma = np.array([tau[p].sum() for p in providers])
         adjusted = sigma.copy()

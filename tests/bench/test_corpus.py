@@ -58,7 +58,7 @@ def test_beta_prior_has_mean_point_six() -> None:
     rng = np.random.default_rng(0)
     draws = sample_reliabilities("beta", 20000, 0, rng)
     assert abs(float(np.mean(draws)) - 0.6) < 0.01
-    assert 0.0 < min(draws) and max(draws) < 1.0
+    assert min(draws) > 0.0 and max(draws) < 1.0
 
 
 def test_every_poisonedrag_document_comes_from_the_data(data_dir: Path, poisonedrag: list[BenchQuestion]) -> None:
