@@ -7,18 +7,17 @@ from collections.abc import Sequence
 
 from scipy import stats
 
+from core.reliability import wilson_interval as reliability_wilson
+
 Z95 = 1.959963984540054
 
 
 def wilson_interval(correct: int, total: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (used when there is a single seed)."""
+    """Wilson score interval of an accuracy (used when there is a single seed); an empty
+    question set reports (0, 0) where the reliability estimate reports "no evidence"."""
     if total <= 0:
         return (0.0, 0.0)
-    p = correct / total
-    denom = 1 + z * z / total
-    centre = (p + z * z / (2 * total)) / denom
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return reliability_wilson(correct, total, z)
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
