@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, render
 
 from tasks.jobs import reap_stale_jobs
 from tasks.models import Job
+from tasks.polling import render_poll
 
 
 @login_required
@@ -32,8 +33,4 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def job_status(request: HttpRequest, pk: int) -> HttpResponse:
     reap_stale_jobs()
     job = get_object_or_404(Job, pk=pk)
-    response = render(request, "tasks/_job_status.html", {"job": job})
-    if job.finished:
-        # htmx stops polling when the server answers 286.
-        response.status_code = 286
-    return response
+    return render_poll(request, "tasks/_job_status.html", {"job": job}, finished=job.finished)

@@ -19,6 +19,7 @@ from core.services.insights import question_clusters
 from core.strategies import available_strategies
 from core.views.access import analyst_required
 from core.views.graphs import cluster_graph
+from tasks.polling import render_poll
 
 DEFAULT_STRATEGY = "ra-rag"
 DEFAULT_KAPPA = 4
@@ -89,10 +90,7 @@ def question_panel(request: HttpRequest, pk: int) -> HttpResponse:
     """The result panel the ask page polls; 286 (htmx: stop polling) once answered."""
     question = _question(pk)
     context = _result_context(question)
-    response = render(request, "core/_question_panel.html", context)
-    if context["finished"]:
-        response.status_code = 286
-    return response
+    return render_poll(request, "core/_question_panel.html", context, finished=context["finished"])
 
 
 @analyst_required

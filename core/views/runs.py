@@ -16,6 +16,7 @@ from core.roles import is_curator
 from core.services.insights import agreement_matrix, run_changes
 from core.views.access import analyst_required, curator_required
 from sources.models import Source
+from tasks.polling import render_poll
 
 MATRIX_ROWS = 200  # the heat map shows at most this many queries; the API has them all
 DEFAULT_PARAMS = {
@@ -145,7 +146,4 @@ def run_result(request: HttpRequest, pk: int) -> HttpResponse:
     """The result section the run page polls; 286 (htmx: stop polling) once the run ended."""
     run = _run(pk)
     context = _result_context(run)
-    response = render(request, "core/_run_result.html", context)
-    if context["finished"]:
-        response.status_code = 286
-    return response
+    return render_poll(request, "core/_run_result.html", context, finished=context["finished"])
