@@ -85,3 +85,12 @@ def query_param(request: Any, name: str, kind: str) -> Any:
         return parse(raw)
     except (ValueError, OverflowError):
         raise exceptions.ValidationError({name: [message]}) from None
+
+
+def filter_by_query(request: Any, queryset: Any, filters: dict[str, tuple[str, str]]) -> Any:
+    """Apply `{lookup: (query parameter, kind)}` filters for each parameter present."""
+    for lookup, (name, kind) in filters.items():
+        value = query_param(request, name, kind)
+        if value is not None:
+            queryset = queryset.filter(**{lookup: value})
+    return queryset

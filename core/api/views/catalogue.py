@@ -18,7 +18,7 @@ from rest_framework.reverse import reverse
 
 from core.api import serializers as s
 from core.api.exceptions import PayloadTooLarge
-from core.api.views.base import UPLOAD_PARSERS, ApiViewMixin, query_param
+from core.api.views.base import UPLOAD_PARSERS, ApiViewMixin, filter_by_query
 from sources.ingest import IngestError
 from sources.models import Document, Source
 from sources.services import start_upload_ingest, validate_uploads
@@ -49,16 +49,11 @@ class SourceViewSet(ApiViewMixin, viewsets.ModelViewSet):  # type: ignore[misc]
         sources = Source.objects.annotate(document_count=Count("documents")).order_by("name")
         if self.action != "list":
             return sources
-        active = query_param(self.request, "active", "bool")
-        if active is not None:
-            sources = sources.filter(active=active)
-        kind = query_param(self.request, "kind", "text")
-        if kind is not None:
-            sources = sources.filter(kind=kind)
-        name = query_param(self.request, "q", "text")
-        if name is not None:
-            sources = sources.filter(name__icontains=name)
-        return sources
+        return filter_by_query(
+            self.request,
+            sources,
+            {"active": ("active", "bool"), "kind": ("kind", "text"), "name__icontains": ("q", "text")},
+        )
 
     def perform_create(self, serializer: Any) -> None:
         with transaction.atomic():
@@ -128,11 +123,7 @@ class DocumentViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
             "ingested_at__gte": ("ingested_after", "moment"),
             "ingested_at__lt": ("ingested_before", "moment"),
         }
-        for lookup, (name, kind) in filters.items():
-            value = query_param(self.request, name, kind)
-            if value is not None:
-                documents = documents.filter(**{lookup: value})
-        return documents
+        return filter_by_query(self.request, documents, filters)
 
     @extend_schema(
         summary="Upload documents into a source (curators); all or nothing",

@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 
 from core.api import serializers as s
 from core.api.throttles import AskThrottle
-from core.api.views.base import ApiViewMixin, query_param
+from core.api.views.base import ApiViewMixin, filter_by_query, query_param
 from core.models import EstimationRun, Question, ReliabilityScore, Vote
 from tasks.jobs import wait_for_job
 from tasks.models import Job
@@ -58,16 +58,12 @@ class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
             return questions.prefetch_related(
                 Prefetch("votes", Vote.objects.select_related("source").order_by("rank", "id"))
             )
-        strategy = query_param(self.request, "strategy", "text")
-        if strategy is not None:
-            questions = questions.filter(strategy=strategy)
-        after = query_param(self.request, "asked_after", "moment")
-        if after is not None:
-            questions = questions.filter(created_at__gte=after)
-        before = query_param(self.request, "asked_before", "moment")
-        if before is not None:
-            questions = questions.filter(created_at__lt=before)
-        return questions
+        filters = {
+            "strategy": ("strategy", "text"),
+            "created_at__gte": ("asked_after", "moment"),
+            "created_at__lt": ("asked_before", "moment"),
+        }
+        return filter_by_query(self.request, questions, filters)
 
     @extend_schema(
         summary="Ask a question (analysts and curators)",
@@ -126,10 +122,7 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
             return runs.prefetch_related(
                 Prefetch("scores", ReliabilityScore.objects.select_related("source").order_by("-reliability"))
             )
-        state = query_param(self.request, "state", "text")
-        if state is not None:
-            runs = runs.filter(state=state)
-        return runs
+        return filter_by_query(self.request, runs, {"state": ("state", "text")})
 
     @extend_schema(
         summary="Start an estimation run (curators)",
@@ -176,9 +169,7 @@ class JobViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         jobs = Job.objects.all()
         if self.action == "list":
             jobs = jobs.defer("log", "params")
-            kind = query_param(self.request, "kind", "text")
-            if kind is not None:
-                jobs = jobs.filter(kind=kind)
+            jobs = filter_by_query(self.request, jobs, {"kind": ("kind", "text")})
         return jobs
 
     def get_serializer_class(self) -> Any:
