@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count, QuerySet as DjangoQuerySet
+from django.db.models import Count
+from django.db.models import QuerySet as DjangoQuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from core.models import EstimationRun, FactQuery, QuerySet, ReliabilityScore, Question, Vote
+from core.models import EstimationRun, FactQuery, QuerySet, Question, ReliabilityScore, Vote
 
 
 class FactQueryInline(admin.TabularInline):
@@ -26,8 +27,10 @@ class QuerySetAdmin(admin.ModelAdmin):
     inlines = [FactQueryInline]
 
     def get_queryset(self, request: HttpRequest) -> DjangoQuerySet[QuerySet]:
-        return super().get_queryset(request).annotate(
-            n_queries=Count("queries", distinct=True), n_runs=Count("runs", distinct=True)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(n_queries=Count("queries", distinct=True), n_runs=Count("runs", distinct=True))
         )
 
     @admin.display(description="Queries", ordering="n_queries")
@@ -71,7 +74,18 @@ class ReliabilityScoreInline(ReadOnlyInline):
 
 @admin.register(EstimationRun)
 class EstimationRunAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "state", "query_set", "source_count", "backend", "iterations", "converged", "job_link", "created_at", "finished_at")
+    list_display = (
+        "__str__",
+        "state",
+        "query_set",
+        "source_count",
+        "backend",
+        "iterations",
+        "converged",
+        "job_link",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("state", "converged", "query_set", "backend", "created_at")
     search_fields = ("query_set__name", "sources__name", "backend")
     list_select_related = ("query_set", "job")
@@ -99,16 +113,50 @@ class EstimationRunAdmin(admin.ModelAdmin):
 
 class VoteInline(ReadOnlyInline):
     model = Vote
-    fields = readonly_fields = ("rank", "source", "raw_response", "response", "filtered", "align_score", "cluster", "weight", "reliability")
+    fields = readonly_fields = (
+        "rank",
+        "source",
+        "raw_response",
+        "response",
+        "filtered",
+        "align_score",
+        "cluster",
+        "weight",
+        "reliability",
+    )
 
 
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
-    list_display = ("short_text", "strategy", "answer", "confidence_display", "backend", "calls", "asked_by", "created_at")
+    list_display = (
+        "short_text",
+        "strategy",
+        "answer",
+        "confidence_display",
+        "backend",
+        "calls",
+        "asked_by",
+        "created_at",
+    )
     list_filter = ("strategy", "backend", "created_at")
     search_fields = ("text", "answer")
     list_select_related = ("asked_by",)
-    readonly_fields = ("strategy", "params", "answer", "confidence", "backend", "clusters", "calls", "tokens", "seconds", "notes", "job", "asked_by", "created_at", "answered_at")
+    readonly_fields = (
+        "strategy",
+        "params",
+        "answer",
+        "confidence",
+        "backend",
+        "clusters",
+        "calls",
+        "tokens",
+        "seconds",
+        "notes",
+        "job",
+        "asked_by",
+        "created_at",
+        "answered_at",
+    )
     date_hierarchy = "created_at"
     inlines = [VoteInline]
 

@@ -35,7 +35,9 @@ class FactQuery(models.Model):
     reference_answers = models.JSONField(default=list, blank=True)
     tags = models.JSONField(default=list, blank=True)
     origin = models.CharField(max_length=20, choices=Origin.choices, default=Origin.CURATED)
-    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="fact_queries")
+    document = models.ForeignKey(
+        Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="fact_queries"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -55,7 +57,9 @@ class EstimationRun(models.Model):
 
     query_set = models.ForeignKey(QuerySet, null=True, on_delete=models.SET_NULL, related_name="runs")
     sources = models.ManyToManyField(Source, related_name="estimation_runs")
-    job = models.OneToOneField("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="estimation_run")
+    job = models.OneToOneField(
+        "tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="estimation_run"
+    )
     params = models.JSONField(default=dict, blank=True)  # k, tau, strict clustering, prior, tolerance
     state = models.CharField(max_length=20, choices=State.choices, default=State.PENDING, db_index=True)
     backend = models.CharField(max_length=200, blank=True)
@@ -92,6 +96,9 @@ class RunResponse(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "query", "source"], name="run_response_unique")]
         indexes = [models.Index(fields=["run", "source"])]
 
+    def __str__(self) -> str:
+        return f"run {self.run_id}, query {self.query_id}, source {self.source_id}: {self.response[:60]}"
+
 
 class RunAnswer(models.Model):
     """The estimated true answer of one query in one run."""
@@ -104,6 +111,9 @@ class RunAnswer(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "query"], name="run_answer_unique")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}, query {self.query_id}: {self.answer[:60]}"
 
 
 class ReliabilityScore(models.Model):
@@ -122,6 +132,9 @@ class ReliabilityScore(models.Model):
     class Meta:
         ordering = ["created_at"]
         constraints = [models.UniqueConstraint(fields=["run", "source"], name="reliability_score_unique")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}, source {self.source_id}: accuracy {self.reliability:.2f}"
 
 
 class Question(models.Model):
@@ -168,3 +181,6 @@ class Vote(models.Model):
     class Meta:
         ordering = ["question_id", "rank"]
         constraints = [models.UniqueConstraint(fields=["question", "source"], name="vote_unique_per_source")]
+
+    def __str__(self) -> str:
+        return f"question {self.question_id}, source {self.source_id}: {self.response[:60]}"

@@ -1,6 +1,6 @@
 """Engine micro-benchmark: RA-RAG latency and generator calls, IWMV against crowd-kit.
 
-Runs entirely in memory (core.memory_retriever.InMemoryRetriever), no Django and no
+Runs entirely in memory (core.engine.steps.memory_retriever.InMemoryRetriever), no Django and no
 database: the corpus is the paper's protocol on PoisonedRAG (core.bench.corpus: simulated
 sources with reliability p_i from Beta(2w/(1-w), 2), coverage 0.6), embedded with the real
 offline MiniLM (embeddings cached under var/cache/bench), answered by the offline
@@ -30,20 +30,26 @@ from core.bench.datasets import load_questions  # noqa: E402
 from core.bench.embedding_cache import cached_default_embedder  # noqa: E402
 from core.bench.paths import default_cache_dir, default_data_dir  # noqa: E402
 from core.bench.qa import build_retriever  # noqa: E402
-from core.generation.extractive import ExtractiveReader  # noqa: E402
-from core.nli import EmbeddingLexicalNLI  # noqa: E402
-from core.reliability import iwmv  # noqa: E402
-from core.strategies import EngineContext, EngineParams, get_strategy  # noqa: E402
-from core.types import SourceInfo  # noqa: E402
+from core.engine.backends.generation.extractive import ExtractiveReader  # noqa: E402
+from core.engine.backends.nli import EmbeddingLexicalNLI  # noqa: E402
+from core.engine.reliability.iwmv import iwmv  # noqa: E402
+from core.engine.strategies import EngineContext, EngineParams, get_strategy  # noqa: E402
+from core.engine.types import SourceInfo  # noqa: E402
 
 
-def context(n_sources: int, n_questions: int, seed: int, embedder: Any, questions: Any) -> tuple[EngineContext, list[str]]:
+def context(
+    n_sources: int, n_questions: int, seed: int, embedder: Any, questions: Any
+) -> tuple[EngineContext, list[str]]:
     sources = make_sources("beta", n_sources, 0, 0.6, seed)
     corpus = build_corpus(questions, sources, seed, estimation_queries=1, max_questions=n_questions + 1)
     infos = [SourceInfo(s.id, s.name, max(n_sources * s.reliability - 1.0, 1e-3)) for s in sources]
     ctx = EngineContext(
-        retriever=build_retriever(corpus, embedder), embedder=embedder, generator=ExtractiveReader(),
-        nli=EmbeddingLexicalNLI(embedder), sources=infos, params=EngineParams(kappa=4),
+        retriever=build_retriever(corpus, embedder),
+        embedder=embedder,
+        generator=ExtractiveReader(),
+        nli=EmbeddingLexicalNLI(embedder),
+        sources=infos,
+        params=EngineParams(kappa=4),
     )
     asked = [corpus.question(qid).question for qid in corpus.test_ids]
     return ctx, asked
@@ -66,7 +72,9 @@ def run_strategy(name: str, ctx: EngineContext, questions: list[str], repeats: i
     return statistics.median(seconds), statistics.mean(calls)
 
 
-def synthetic_votes(n_queries: int, n_sources: int, seed: int, n_labels: int = 5, coverage: float = 0.6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def synthetic_votes(
+    n_queries: int, n_sources: int, seed: int, n_labels: int = 5, coverage: float = 0.6
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Queries x sources labels (-1 = IDK), the true label per query, and p_i ~ Beta(3, 2).
 
     The true label is drawn per query (a constant truth makes DawidSkene's class-conditional
@@ -94,7 +102,14 @@ def truth_discovery(n_queries: int, n_sources: int, seed: int) -> list[tuple[str
     result = iwmv(labels)
     seconds = time.perf_counter() - started
     estimate = np.array([-1 if a is None else a for a in result.answers])
-    rows.append(("IWMV (core.reliability)", seconds, float((estimate == truth).mean()), float(spearmanr(result.accuracies, p)[0])))
+    rows.append(
+        (
+            "IWMV (core.engine.reliability.iwmv)",
+            seconds,
+            float((estimate == truth).mean()),
+            float(spearmanr(result.accuracies, p)[0]),
+        )
+    )
 
     q, s = np.nonzero(labels >= 0)
     frame = pd.DataFrame({"task": q, "worker": s, "label": labels[q, s]})
@@ -108,7 +123,9 @@ def truth_discovery(n_queries: int, n_sources: int, seed: int) -> list[tuple[str
     seconds = time.perf_counter() - started
     predicted = wawa_labels.reindex(range(n_queries))
     skill = skills.reindex(range(n_sources)).fillna(0).to_numpy()
-    rows.append(("crowd-kit Wawa", seconds, float((predicted.to_numpy() == truth).mean()), float(spearmanr(skill, p)[0])))
+    rows.append(
+        ("crowd-kit Wawa", seconds, float((predicted.to_numpy() == truth).mean()), float(spearmanr(skill, p)[0]))
+    )
     return rows
 
 
@@ -143,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     for n, (with_k, without) in calls.items():
         print(f"| {n} | {with_k:.2f} | {without:.2f} | {100 * (1 - with_k / without):.0f}% |")
 
-    print("\n## Truth discovery on a synthetic 1,000-query x 100-source vote matrix (5 labels, coverage 0.6, p ~ Beta(3,2), true label drawn per query)\n")
+    print(
+        "\n## Truth discovery on a synthetic 1,000-query x 100-source vote matrix (5 labels, coverage 0.6, p ~ Beta(3,2), true label drawn per query)\n"
+    )
     print("| method | seconds | answer accuracy | Spearman(reliability, true p) |")
     print("|---|---:|---:|---:|")
     for name, seconds, accuracy, rho in truth_discovery(1000, 100, args.seed):

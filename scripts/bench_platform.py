@@ -19,7 +19,6 @@ BENCH_DATABASE_URL (a URL whose database this script may drop and recreate).
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import platform
@@ -73,8 +72,10 @@ def load_texts(limit_docs: int) -> tuple[list[str], list[str]]:
     """Real passages and real questions from the shared data sets."""
     passages: list[str] = []
     questions: list[str] = []
-    for path in sorted(glob.glob("/work/shared/data/poisonedrag/*.json")):
-        for item in json.load(open(path)).values():
+    for path in sorted(
+        Path(__file__).resolve().parent.parent.joinpath("..", "shared", "data", "poisonedrag").glob("*.json")
+    ):
+        for item in json.loads(path.read_text(encoding="utf-8")).values():
             passages.extend(item.get("adv_texts", []))
             questions.append(item["question"])
     with open("/work/shared/data/ramdocs/RAMDocs_test.jsonl") as fh:
@@ -92,7 +93,7 @@ def load_texts(limit_docs: int) -> tuple[list[str], list[str]]:
             unique.append(text)
     short = [t for t in unique if len(t.split()) < 80]
     long = [t for t in unique if len(t.split()) >= 80]
-    mixed = [t for pair in zip(short, long) for t in pair] + short[len(long):] + long[len(short):]
+    mixed = [t for pair in zip(short, long, strict=False) for t in pair] + short[len(long) :] + long[len(short) :]
     return mixed[:limit_docs], questions
 
 
@@ -102,7 +103,7 @@ def load_texts(limit_docs: int) -> tuple[list[str], list[str]]:
 def bench_ingestion(texts: list[str], files: int) -> dict:
     from django.conf import settings
 
-    from core.chunking import chunk_text
+    from core.engine.chunking import chunk_text
     from sources.embedding import configured_embedder
     from sources.models import Chunk, Source
     from sources.services import ingest_files
@@ -116,7 +117,9 @@ def bench_ingestion(texts: list[str], files: int) -> dict:
 
     def raw() -> float:
         start = time.perf_counter()
-        model.encode(chunk_texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        model.encode(
+            chunk_texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         return time.perf_counter() - start
 
     raw_first = raw()
@@ -191,14 +194,22 @@ def load_corpus(base_vectors, base_texts, total: int, n_sources: int, noise: flo
         ids.append(source.pk)
         n_docs = max(1, size // 40)
         docs = Document.objects.bulk_create(
-            [Document(source=source, title=f"src{index} doc {d}", text=f"src{index} doc {d}", content_hash=f"{index}-{d}") for d in range(n_docs)]
+            [
+                Document(
+                    source=source, title=f"src{index} doc {d}", text=f"src{index} doc {d}", content_hash=f"{index}-{d}"
+                )
+                for d in range(n_docs)
+            ]
         )
         picks = rng.integers(0, len(base_vectors), size)
         vectors = base_vectors[picks] + rng.standard_normal((size, base_vectors.shape[1])).astype(np.float32) * noise
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        with conn.cursor() as cur, cur.copy(
-            "COPY sources_chunk (document_id, source_id, ordinal, text, embedding) FROM STDIN WITH (FORMAT BINARY)"
-        ) as copy:
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY sources_chunk (document_id, source_id, ordinal, text, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy,
+        ):
             copy.set_types(["int8", "int8", "int4", "text", "vector"])
             for i in range(size):
                 copy.write_row((docs[i % n_docs].pk, source.pk, i // n_docs, base_texts[picks[i]][:300], vectors[i]))
@@ -263,7 +274,7 @@ def bench_retrieval(queries, ids: list[int], k: int, ef_values: list[int], exact
             retriever = PgRetriever(exact_below=exact_below)
             retriever.top_k_per_source(queries[0], ids, k)  # warm
             times, hits, total, short = [], 0, 0, 0
-            for q, exact in zip(queries, exact_results):
+            for q, exact in zip(queries, exact_results, strict=False):
                 start = time.perf_counter()
                 result = retriever.top_k_per_source(q, ids, k)
                 times.append(time.perf_counter() - start)
@@ -371,28 +382,43 @@ def main() -> int:
         "hnsw": "m=16, ef_construction=64, iterative_scan=relaxed_order",
         "settings_hnsw_ef_search": settings.HNSW_EF_SEARCH,
     }
-    report = {"machine": machine, "ingestion": ingestion, "retrieval": retrieval, "total_s": round(time.perf_counter() - began, 1)}
+    report = {
+        "machine": machine,
+        "ingestion": ingestion,
+        "retrieval": retrieval,
+        "total_s": round(time.perf_counter() - began, 1),
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
 
     print()
-    print(f"Machine: {machine['cpus']} CPUs, {machine['memory_gib']} GiB, GPU: {machine['gpu']}; "
-          f"{machine['postgres']}, pgvector {machine['pgvector']}")
+    print(
+        f"Machine: {machine['cpus']} CPUs, {machine['memory_gib']} GiB, GPU: {machine['gpu']}; "
+        f"{machine['postgres']}, pgvector {machine['pgvector']}"
+    )
     print()
     print("| ingestion | chunks | seconds | chunks/s |")
     print("|---|---:|---:|---:|")
-    print(f"| raw sentence-transformers encode | {ingestion['chunks']} | {sum(ingestion['raw_encode_s']) / 2:.1f} | {ingestion['raw_encode_chunks_per_s']} |")
-    print(f"| ingest_files (parse, chunk, embed, store) | {ingestion['chunks']} | {ingestion['ingest_s']} | {ingestion['ingest_chunks_per_s']} |")
+    print(
+        f"| raw sentence-transformers encode | {ingestion['chunks']} | {sum(ingestion['raw_encode_s']) / 2:.1f} | {ingestion['raw_encode_chunks_per_s']} |"
+    )
+    print(
+        f"| ingest_files (parse, chunk, embed, store) | {ingestion['chunks']} | {ingestion['ingest_s']} | {ingestion['ingest_chunks_per_s']} |"
+    )
     print(f"| **ratio** (goal >= 0.8) | | | **{ingestion['ratio']}** |")
     print()
-    print(f"Retrieval: {args.sources} sources, {total_chunks} chunks, top-3, {len(queries)} queries; "
-          f"exact search median {retrieval['exact_median_ms']} ms, p95 {retrieval['exact_p95_ms']} ms")
+    print(
+        f"Retrieval: {args.sources} sources, {total_chunks} chunks, top-3, {len(queries)} queries; "
+        f"exact search median {retrieval['exact_median_ms']} ms, p95 {retrieval['exact_p95_ms']} ms"
+    )
     print()
     print("| exact_below | ef_search | median ms | p95 ms | recall@3 | HNSW walks/query | speed-up vs exact |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for c in retrieval["configs"]:
-        print(f"| {c['exact_below']} | {c['ef_search']} | {c['median_ms']} | {c['p95_ms']} | {c['recall_at_k']} | "
-              f"{c['hnsw_walks_per_query']} | {c['speedup_vs_exact']}x |")
+        print(
+            f"| {c['exact_below']} | {c['ef_search']} | {c['median_ms']} | {c['p95_ms']} | {c['recall_at_k']} | "
+            f"{c['hnsw_walks_per_query']} | {c['speedup_vs_exact']}x |"
+        )
     print(f"\nTotal {report['total_s']} s; JSON written to {args.out}")
     return 0
 

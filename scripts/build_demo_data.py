@@ -62,8 +62,14 @@ def build(data_dir: Path, out_dir: Path) -> dict[str, int]:
                 fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         counts[name] = len(records)
         manifest["sources"].append(
-            {"name": name, "kind": kind, "file": filename, "description": description,
-             "simulated_reliability": reliability, "coverage": coverage}
+            {
+                "name": name,
+                "kind": kind,
+                "file": filename,
+                "description": description,
+                "simulated_reliability": reliability,
+                "coverage": coverage,
+            }
         )
     queries = [
         {"question": q.question, "reference_answers": q.gold, "tags": ["demo", q.qid.split(":")[0]]}

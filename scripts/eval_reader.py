@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.generation.extractive import ExtractiveReader  # noqa: E402
-from core.text import answer_contains_gold, is_idk  # noqa: E402
+from core.engine.backends.generation.extractive import ExtractiveReader  # noqa: E402
+from core.engine.text import answer_contains_gold, is_idk  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "poisonedrag"
 RAMDOCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"
@@ -72,8 +72,7 @@ def eval_poisonedrag(reader: ExtractiveReader, args: argparse.Namespace) -> None
                 n_nyn += 1
                 hits["factual_nyn"] += answer_contains_gold(a_fact, good)
             if args.verbose and not (
-                answer_contains_gold(a_fact, good) and answer_contains_gold(a_adv, bad)
-                and is_idk(a_other)
+                answer_contains_gold(a_fact, good) and answer_contains_gold(a_adv, bad) and is_idk(a_other)
             ):
                 print(f"  [{name}] {q!r} gold={good!r}/{bad!r} -> {a_fact!r} / {a_adv!r} / {a_other!r}")
         n = len(items)

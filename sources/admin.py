@@ -16,10 +16,28 @@ from sources.services import start_upload_ingest
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "active", "reliability_display", "reliability_answers", "documents", "chunk_count", "reliability_updated_at")
+    list_display = (
+        "name",
+        "kind",
+        "active",
+        "reliability_display",
+        "reliability_answers",
+        "documents",
+        "chunk_count",
+        "reliability_updated_at",
+    )
     list_filter = ("kind", "active")
     search_fields = ("name", "description", "homepage")
-    readonly_fields = ("chunk_count", "reliability", "reliability_low", "reliability_high", "reliability_answers", "reliability_updated_at", "created_at", "updated_at")
+    readonly_fields = (
+        "chunk_count",
+        "reliability",
+        "reliability_low",
+        "reliability_high",
+        "reliability_answers",
+        "reliability_updated_at",
+        "created_at",
+        "updated_at",
+    )
     actions = ["activate", "deactivate", "reembed", "start_estimation"]
     change_list_template = "admin/sources/source/change_list.html"
 
@@ -52,7 +70,11 @@ class SourceAdmin(admin.ModelAdmin):
 
         ids = list(queryset.values_list("pk", flat=True))
         job = start_job(Job.Kind.REEMBED, reembed_source, {"source_ids": ids}, user=request.user, queue="ingest")
-        self.message_user(request, format_html('Re-embedding started: <a href="/jobs/{}/">job {}</a>', job.pk, job.pk), messages.SUCCESS)
+        self.message_user(
+            request,
+            format_html('Re-embedding started: <a href="/jobs/{}/">job {}</a>', job.pk, job.pk),
+            messages.SUCCESS,
+        )
 
     @admin.action(description="Start an estimation run on the selected sources")
     def start_estimation(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
@@ -68,7 +90,13 @@ class SourceAdmin(admin.ModelAdmin):
             return
         self.message_user(
             request,
-            format_html('Estimation run {} started on {} source(s): <a href="/jobs/{}/">job {}</a>', run.pk, queryset.count(), run.job_id, run.job_id),
+            format_html(
+                'Estimation run {} started on {} source(s): <a href="/jobs/{}/">job {}</a>',
+                run.pk,
+                queryset.count(),
+                run.job_id,
+                run.job_id,
+            ),
             messages.SUCCESS,
         )
 
@@ -83,17 +111,26 @@ class SourceAdmin(admin.ModelAdmin):
         form = UploadDocumentsForm(request.POST or None, request.FILES or None, initial=initial)
         if request.method == "POST" and form.is_valid():
             job = start_upload_ingest(
-                form.cleaned_data["source"], form.cleaned_data["blobs"],
-                options={"mapping": form.cleaned_data["csv_mapping"]}, user=request.user,
+                form.cleaned_data["source"],
+                form.cleaned_data["blobs"],
+                options={"mapping": form.cleaned_data["csv_mapping"]},
+                user=request.user,
             )
             total = sum(form.cleaned_data["document_counts"])
             self.message_user(
                 request,
-                format_html('Ingestion of {} document(s) started: <a href="/jobs/{}/">job {}</a>', total, job.pk, job.pk),
+                format_html(
+                    'Ingestion of {} document(s) started: <a href="/jobs/{}/">job {}</a>', total, job.pk, job.pk
+                ),
                 messages.SUCCESS,
             )
             return redirect(reverse("admin:sources_source_changelist"))
-        context = {**self.admin_site.each_context(request), "form": form, "title": "Upload documents", "opts": self.model._meta}
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "title": "Upload documents",
+            "opts": self.model._meta,
+        }
         return render(request, "admin/sources/upload.html", context)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from core.embeddings import get_embedder
-from core.types import Embedder
+from core.engine.backends.embeddings import get_embedder
+from core.engine.types import Embedder
 
 
 def configured_embedder() -> Embedder:

@@ -57,9 +57,7 @@ class Document(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     content_hash = models.CharField(max_length=64, editable=False)
     ingested_at = models.DateTimeField(auto_now_add=True)
-    job = models.ForeignKey(
-        "tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="documents"
-    )
+    job = models.ForeignKey("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="documents")
 
     class Meta:
         ordering = ["-ingested_at", "id"]
@@ -81,9 +79,7 @@ class Chunk(models.Model):
 
     class Meta:
         ordering = ["document_id", "ordinal"]
-        constraints = [
-            models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_unique_ordinal")
-        ]
+        constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_unique_ordinal")]
         indexes = [
             HnswIndex(
                 name="chunk_embedding_hnsw",

@@ -1,4 +1,4 @@
-"""PostgreSQL + pgvector implementation of core.types.Retriever.
+"""PostgreSQL + pgvector implementation of core.engine.types.Retriever.
 
 Per-source top-k runs as ONE statement: a LATERAL subquery per source. Sources with many
 chunks use the HNSW index with pgvector's iterative index scan (hnsw.iterative_scan), so
@@ -14,11 +14,12 @@ from collections.abc import Sequence
 import numpy as np
 from django.db import connection, transaction
 
-from core.types import Passage, SourceId, Vector
+from core.engine.types import Passage, SourceId, Vector
 
 # Below this many chunks a source is searched exactly: scanning a few thousand vectors
 # costs less than a filtered HNSW walk that must skip everyone else's chunks.
 EXACT_SEARCH_MAX_CHUNKS = 5000
+
 
 def _per_source_sql(*, use_index: bool, source_filter: str) -> str:
     """Top-k of each selected source through a LATERAL subquery. `+ 0` on the distance
@@ -94,7 +95,9 @@ class PgRetriever:
     def __init__(self, exact_below: int = EXACT_SEARCH_MAX_CHUNKS) -> None:
         self.exact_below = exact_below
 
-    def top_k_per_source(self, query_vector: Vector, sources: Sequence[SourceId], k: int) -> dict[SourceId, list[Passage]]:
+    def top_k_per_source(
+        self, query_vector: Vector, sources: Sequence[SourceId], k: int
+    ) -> dict[SourceId, list[Passage]]:
         """One statement for all sources. hnsw.iterative_scan and hnsw.ef_search are set per
         connection (reliability_site.settings), so no extra round trip is spent on them."""
         if not sources:
@@ -112,7 +115,9 @@ class PgRetriever:
             rows = cursor.fetchall()
         return _passages(rows)
 
-    def exact_top_k_per_source(self, query_vector: Vector, sources: Sequence[SourceId], k: int) -> dict[SourceId, list[Passage]]:
+    def exact_top_k_per_source(
+        self, query_vector: Vector, sources: Sequence[SourceId], k: int
+    ) -> dict[SourceId, list[Passage]]:
         """Exact search (no index): the reference the HNSW results are measured against."""
         ids = [int(s) for s in sources]
         with transaction.atomic(), connection.cursor() as cursor:

@@ -12,10 +12,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from core.chunking import chunk_text
-from core.types import Embedder
-from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes
-from sources.ingest import read_limited
+from core.engine.chunking import chunk_text
+from core.engine.types import Embedder
+from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash
 
 
@@ -28,12 +27,20 @@ class FileOutcome:
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"file": self.name, "documents": self.documents, "duplicates": self.duplicates, "chunks": self.chunks, "error": self.error}
+        return {
+            "file": self.name,
+            "documents": self.documents,
+            "duplicates": self.duplicates,
+            "chunks": self.chunks,
+            "error": self.error,
+        }
 
 
 def chunk_options(params: dict[str, Any]) -> tuple[int, int]:
     size = int(params.get("chunk_size") or settings.CHUNK_SIZE_WORDS)
-    overlap = int(params.get("chunk_overlap") if params.get("chunk_overlap") is not None else settings.CHUNK_OVERLAP_WORDS)
+    overlap = int(
+        params.get("chunk_overlap") if params.get("chunk_overlap") is not None else settings.CHUNK_OVERLAP_WORDS
+    )
     return size, min(overlap, size - 1)
 
 
@@ -52,7 +59,9 @@ def store_documents(
     for doc in documents:
         unique.setdefault(content_hash(doc.text), doc)
     outcome.duplicates += len(documents) - len(unique)
-    known = set(Document.objects.filter(source=source, content_hash__in=list(unique)).values_list("content_hash", flat=True))
+    known = set(
+        Document.objects.filter(source=source, content_hash__in=list(unique)).values_list("content_hash", flat=True)
+    )
     fresh = {h: d for h, d in unique.items() if h not in known}
     outcome.duplicates += len(known)
     if not fresh:
@@ -89,7 +98,15 @@ def store_documents(
                 job_id=job_id,
             )
             for chunk in chunks:
-                rows.append(Chunk(document=stored, source=source, ordinal=chunk.ordinal, text=chunk.text, embedding=vectors[position]))
+                rows.append(
+                    Chunk(
+                        document=stored,
+                        source=source,
+                        ordinal=chunk.ordinal,
+                        text=chunk.text,
+                        embedding=vectors[position],
+                    )
+                )
                 position += 1
             outcome.documents += 1
         Chunk.objects.bulk_create(rows, batch_size=1000)
@@ -124,7 +141,9 @@ def ingest_files(
         outcome = FileOutcome(name=name)
         try:
             documents = parse_bytes(read_limited(path), name, opts)
-            store_documents(source, documents, embedder, chunk_size=size, chunk_overlap=overlap, job_id=job_id, outcome=outcome)
+            store_documents(
+                source, documents, embedder, chunk_size=size, chunk_overlap=overlap, job_id=job_id, outcome=outcome
+            )
         except IngestError as exc:
             exc.located(name)
             outcome = FileOutcome(name=name, error=str(exc))
@@ -147,7 +166,7 @@ def reembed(source_ids: Sequence[int], embedder: Embedder, progress: Any = None,
         if not rows:
             break
         vectors = embedder.encode([r.text for r in rows], batch_size=settings.EMBEDDING_BATCH_SIZE)
-        for row, vector in zip(rows, vectors):
+        for row, vector in zip(rows, vectors, strict=False):
             row.embedding = vector
         with transaction.atomic():
             Chunk.objects.bulk_update(rows, ["embedding"], batch_size=500)
@@ -159,8 +178,13 @@ def reembed(source_ids: Sequence[int], embedder: Embedder, progress: Any = None,
 
 
 def start_ingest_job(
-    source: Source, paths: Sequence[str | Path], *, options: dict[str, Any] | None = None, user: Any = None,
-    display_names: dict[str, str] | None = None, upload_dir: str | None = None,
+    source: Source,
+    paths: Sequence[str | Path],
+    *,
+    options: dict[str, Any] | None = None,
+    user: Any = None,
+    display_names: dict[str, str] | None = None,
+    upload_dir: str | None = None,
 ) -> Any:
     """Create the ingestion job and enqueue it; returns at once (used by CLI, admin, API)."""
     from tasks.jobs import start_job
@@ -180,7 +204,9 @@ def start_ingest_job(
     return start_job(Job.Kind.INGEST, ingest_task, params, user=user, queue="ingest")
 
 
-def start_upload_ingest(source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None) -> Any:
+def start_upload_ingest(
+    source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None
+) -> Any:
     """Keep uploaded files in DATA_DIR/uploads until the worker has ingested them."""
     import uuid
 

@@ -64,7 +64,9 @@ def estimation_run(self: Any, job_id: int, step: int = 0) -> str:
         JobProgress(job_id).fail("The estimation run was deleted.")
         return "gone"
     if job.state == Job.State.PENDING:
-        JobProgress(job_id).start(message="Started", celery_task_id=self.request.id or "", worker=self.request.hostname or "")
+        JobProgress(job_id).start(
+            message="Started", celery_task_id=self.request.id or "", worker=self.request.hostname or ""
+        )
 
     def reschedule() -> None:
         poll = float(getattr(settings, "ESTIMATION_POLL_SECONDS", POLL_SECONDS))

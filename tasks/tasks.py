@@ -32,13 +32,20 @@ def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any
         if outcome.error:
             progress.log(f"rejected {outcome.error}")
         else:
-            progress.log(f"{outcome.name}: {outcome.documents} new documents, {outcome.chunks} chunks, {outcome.duplicates} already held")
+            progress.log(
+                f"{outcome.name}: {outcome.documents} new documents, {outcome.chunks} chunks, {outcome.duplicates} already held"
+            )
         progress.advance(1, f"Processed {outcome.name}")
 
     try:
         outcomes = ingest(
-            source, files, embedder, options=params.get("options") or {}, job_id=progress.job_id,
-            on_file_done=file_done, display_names=params.get("display_names"),
+            source,
+            files,
+            embedder,
+            options=params.get("options") or {},
+            job_id=progress.job_id,
+            on_file_done=file_done,
+            display_names=params.get("display_names"),
         )
     finally:
         upload_dir = params.get("upload_dir")
@@ -53,7 +60,10 @@ def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any
     }
     rejected = [o.error for o in outcomes if o.error]
     if rejected:
-        raise JobFailed(f"{len(rejected)} of {len(outcomes)} file(s) rejected, nothing of them stored:\n" + "\n".join(rejected), result)
+        raise JobFailed(
+            f"{len(rejected)} of {len(outcomes)} file(s) rejected, nothing of them stored:\n" + "\n".join(rejected),
+            result,
+        )
     return result
 
 
@@ -65,6 +75,7 @@ def reembed_source(progress: JobProgress, params: dict[str, Any]) -> dict[str, A
 
     embedder = configured_embedder()
     return reembed(params["source_ids"], embedder, progress)
+
 
 # Engine tasks live in their own module; importing it here registers them with Celery.
 from tasks import engine_tasks  # noqa: E402,F401

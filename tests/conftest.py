@@ -54,8 +54,9 @@ def celery_worker_session(django_db_setup: Any, django_db_blocker: Any) -> Itera
 
     from reliability_site.celery import app
 
-    with django_db_blocker.unblock():
-        with start_worker(
+    with (
+        django_db_blocker.unblock(),
+        start_worker(
             app,
             pool="solo",
             concurrency=1,
@@ -63,8 +64,9 @@ def celery_worker_session(django_db_setup: Any, django_db_blocker: Any) -> Itera
             perform_ping_check=False,
             loglevel="WARNING",
             shutdown_timeout=30,
-        ) as worker:
-            yield worker
+        ) as worker,
+    ):
+        yield worker
 
 
 @pytest.fixture

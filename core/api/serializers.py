@@ -9,9 +9,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import StrictModelSerializer, StrictSerializer, Text
+from core.engine.strategies import available_strategies
 from core.models import EstimationRun, QuerySet, Question, ReliabilityScore, Vote
 from core.services.asking import MAX_KAPPA, MAX_QUESTION_CHARS
-from core.strategies import available_strategies
 from sources.ingest import ADAPTERS
 from sources.models import Document, Source
 from tasks.models import Job

@@ -18,7 +18,7 @@ TRUTH_DATASETS = ("flights", "books")
 
 
 def _ints(text: str) -> list[int]:
-    """"1,2,3" or "1-7"."""
+    """ "1,2,3" or "1-7"."""
     if "-" in text and "," not in text:
         lo, hi = text.split("-", 1)
         return list(range(int(lo), int(hi) + 1))
@@ -37,10 +37,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--estimation-queries", type=int, default=100, help="M fact-checking queries")
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1)")
     parser.add_argument("--seed", type=int, default=None, help="run this one seed only")
-    parser.add_argument("--methods", nargs="+", default=None, help="default: every registered strategy + dawid-skene wawa")
-    parser.add_argument("--collude", action="store_true", help="misinformation sources share one wrong answer (official code)")
+    parser.add_argument(
+        "--methods", nargs="+", default=None, help="default: every registered strategy + dawid-skene wawa"
+    )
+    parser.add_argument(
+        "--collude", action="store_true", help="misinformation sources share one wrong answer (official code)"
+    )
     parser.add_argument("--max-questions", type=int, default=None, help="use only this many questions (quick runs)")
-    parser.add_argument("--no-memo", action="store_true", help="no reader/NLI memo across methods (honest ms/q per method)")
+    parser.add_argument(
+        "--no-memo", action="store_true", help="no reader/NLI memo across methods (honest ms/q per method)"
+    )
     parser.add_argument("--sweep", choices=["adversaries", "sources", "kappa", "coverage"], default=None)
     parser.add_argument("--sweep-values", type=str, default=None, help='e.g. "1-7" or "4,6,9"')
     parser.add_argument("--out", type=Path, default=None, help="write the JSON result here")

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.text import normalize_answer
+from core.engine.text import normalize_answer
 
 POISONEDRAG_SUBSETS = ("nq", "hotpotqa", "msmarco")
 MIN_PASSAGES = 3  # a source that holds documents for a question holds three (the paper's k)

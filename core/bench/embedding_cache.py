@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from core.types import Embedder
+from core.engine.types import Embedder
 
 
 def text_key(model: str, text: str) -> str:
@@ -62,6 +62,6 @@ class CachedEmbedder:
 
 
 def cached_default_embedder(cache_dir: Path, model: str | None = None) -> CachedEmbedder:
-    from core.embeddings import get_embedder
+    from core.engine.backends.embeddings import get_embedder
 
     return CachedEmbedder(get_embedder(model), cache_dir)

@@ -40,7 +40,9 @@ def plot_qa(summary: dict[str, Any], out_dir: Path, stem: str, fmt: str = "svg")
     fig, ax = plt.subplots(figsize=(4, 4))
     for seed in summary["reliability"]["per_seed"]:
         ids = list(seed["true"])
-        ax.scatter([seed["true"][i] for i in ids], [seed["estimated_accuracy"][i] for i in ids], label=f"seed {seed['seed']}")
+        ax.scatter(
+            [seed["true"][i] for i in ids], [seed["estimated_accuracy"][i] for i in ids], label=f"seed {seed['seed']}"
+        )
     ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
     ax.set_xlabel("true reliability p_i")
     ax.set_ylabel("IWMV estimate w_i")

@@ -1,7 +1,7 @@
 """Question answering over a simulated multi-source corpus: every method side by side.
 
 One seed: build the sources and their corpus, embed it (cached), estimate reliabilities by
-IWMV over the estimation queries (the engine's ``core.estimation``), then answer every test
+IWMV over the estimation queries (the engine's ``core.engine.estimation``), then answer every test
 question with every method. Methods are the engine's registered strategies (so a strategy
 added later shows up here without edits) plus two crowd-kit aggregators, DawidSkene and
 Wawa, fed with the same per-source answers that MV votes on.
@@ -19,8 +19,8 @@ from core.bench.corpus import Corpus, build_corpus, make_sources
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
 from core.bench.metrics import correlations
-from core.text import IDK, answer_contains_gold
-from core.types import Embedder, Passage, SourceInfo
+from core.engine.text import IDK, answer_contains_gold
+from core.engine.types import Embedder, Passage, SourceInfo
 
 CROWD_METHODS = ("dawid-skene", "wawa")
 CROWD_BASE = "mv"  # the strategy whose per-source votes the crowd-kit methods aggregate
@@ -43,7 +43,7 @@ class QAConfig:
     methods: list[str] | None = None  # None: every registered strategy + crowd-kit
 
     def resolved_methods(self) -> list[str]:
-        from core.strategies import available_strategies
+        from core.engine.strategies import available_strategies
 
         registered = available_strategies()
         if self.methods is None:
@@ -120,7 +120,7 @@ _MEMO: dict[str, Any] = {}
 
 
 def build_retriever(corpus: Corpus, embedder: Embedder) -> Any:
-    from core.memory_retriever import InMemoryRetriever
+    from core.engine.steps.memory_retriever import InMemoryRetriever
 
     retriever = InMemoryRetriever()
     passages = [Passage(d.id, d.source_id, d.text, document_id=d.id) for d in corpus.documents]
@@ -161,19 +161,15 @@ def crowd_answers(votes_per_task: Sequence[Sequence[tuple[int, str]]], method: s
     return answers
 
 
-def run_seed(
-    config: QAConfig, questions: Sequence[BenchQuestion], embedder: Embedder, seed: int
-) -> SeedRun:
-    from core.estimation import estimate
-    from core.generation.extractive import ExtractiveReader
-    from core.nli import EmbeddingLexicalNLI
-    from core.strategies import EngineContext, EngineParams, get_strategy
+def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Embedder, seed: int) -> SeedRun:
+    from core.engine.backends.generation.extractive import ExtractiveReader
+    from core.engine.backends.nli import EmbeddingLexicalNLI
+    from core.engine.estimation import estimate
+    from core.engine.strategies import EngineContext, EngineParams, get_strategy
 
     methods = config.resolved_methods()
     sources = make_sources(config.prior, config.sources, config.adversaries, config.coverage, seed)
-    corpus = build_corpus(
-        questions, sources, seed, config.estimation_queries, config.collude, config.max_questions
-    )
+    corpus = build_corpus(questions, sources, seed, config.estimation_queries, config.collude, config.max_questions)
     retriever = build_retriever(corpus, embedder)
     true = corpus.true_reliability
     params = EngineParams(kappa=config.kappa, k=config.k, tau=config.tau, oracle_reliabilities=true)

@@ -44,9 +44,7 @@ def sweep_table(result: dict[str, Any]) -> str:
             half = (m["ci95"][1] - m["ci95"][0]) / 2
             cells.append(f"{_num(m['accuracy'])} ± {_num(half)}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append(
-        "| *Pearson(w, p)* | " + " | ".join(_num(p["reliability"]["pearson"]) for p in points) + " |"
-    )
+    lines.append("| *Pearson(w, p)* | " + " | ".join(_num(p["reliability"]["pearson"]) for p in points) + " |")
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from core.bench.datasets import load_questions
 from core.bench.metrics import accuracy_interval, mean_ignoring_nan
 from core.bench.qa import QAConfig, SeedRun, run_seed
-from core.types import Embedder
+from core.engine.types import Embedder
 
 Log = Callable[[str], None]
 
@@ -93,7 +93,8 @@ def run_sweep(
     points = []
     for value in values:
         log(f"{parameter} = {value}")
-        summary = run_qa(replace(config, **{parameter: value}), seeds, embedder, data_dir, log)
+        changes: dict[str, Any] = {parameter: value}
+        summary = run_qa(replace(config, **changes), seeds, embedder, data_dir, log)
         points.append({"value": value, **summary})
     return {
         "config": {**asdict(config), "sweep": parameter, "values": list(values), "seeds": list(seeds)},

@@ -104,7 +104,21 @@ def load_flights(data_dir: Path) -> ClaimSet:
 
 
 _AUTHOR_SPLIT = re.compile(r";|/|&|\band\b|\|")
-_NOT_A_NAME = {"none", "not", "available", "edited", "editor", "editors", "ed", "eds", "by", "author", "phd", "jr", "sr"}
+_NOT_A_NAME = {
+    "none",
+    "not",
+    "available",
+    "edited",
+    "editor",
+    "editors",
+    "ed",
+    "eds",
+    "by",
+    "author",
+    "phd",
+    "jr",
+    "sr",
+}
 
 
 def _clean_name(text: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 Every method maps a claim set to one value per task and one estimated accuracy per source:
 - majority vote (ties to the smallest value);
-- IWMV, the engine's reliability estimator (:func:`core.reliability.iwmv`) on a
+- IWMV, the engine's reliability estimator (:func:`core.engine.reliability.iwmv.iwmv`) on a
   tasks x sources matrix of per-task value indices;
 - crowd-kit's DawidSkene and Wawa. Their label space is global, so values are recoded per
   task by descending popularity (0 = most claimed value); that keeps DawidSkene's
@@ -64,7 +64,7 @@ def majority_vote(claims: ClaimSet) -> TruthOutput:
 def iwmv_truths(claims: ClaimSet) -> TruthOutput:
     import numpy as np
 
-    from core.reliability import MISSING, iwmv
+    from core.engine.reliability.iwmv import MISSING, iwmv
 
     values, rows = _value_codes(claims)
     tasks = sorted(values)
@@ -74,9 +74,7 @@ def iwmv_truths(claims: ClaimSet) -> TruthOutput:
     for t_index, source, code in rows:
         matrix[t_index, s_index[source]] = code
     result = iwmv(matrix)
-    truths = {
-        task: values[task][label] for task, label in zip(tasks, result.answers, strict=True) if label is not None
-    }
+    truths = {task: values[task][label] for task, label in zip(tasks, result.answers, strict=True) if label is not None}
     return TruthOutput(truths, {s: result.sources[i].accuracy for s, i in s_index.items()})
 
 

@@ -42,6 +42,7 @@ def set_similarity(a: str, b: str, sep: str = ";") -> float:
 
 def time_similarity(a: str, b: str, scale_minutes: float = 5.0) -> float:
     """Times "HH:MM" a few minutes apart support each other; distant ones conflict."""
+
     def minutes(t: str) -> int:
         h, m = t.split(":")
         return int(h) * 60 + int(m)
@@ -76,7 +77,10 @@ def truthfinder(
             facts.append((task, value))
             providers.append([source_index[c.source] for c in task_claims if c.value == value])
         imp = np.array(
-            [[0.0 if i == j else similarity(vi, vj) - base_sim for j, vj in enumerate(values)] for i, vi in enumerate(values)]
+            [
+                [0.0 if i == j else similarity(vi, vj) - base_sim for j, vj in enumerate(values)]
+                for i, vi in enumerate(values)
+            ]
         )  # imp[i, j] = imp(f_i -> f_j)
         task_slices.append((start, len(facts), imp))
 

@@ -14,9 +14,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.engine.strategies import StrategyResult, available_strategies, get_strategy
+from core.engine.text import IDK, is_idk
 from core.models import Question, Vote
-from core.strategies import StrategyResult, available_strategies, get_strategy
-from core.text import IDK, is_idk
 
 MAX_QUESTION_CHARS = 2000
 MAX_KAPPA = 50
@@ -68,7 +68,14 @@ def ask_now(text: str, *, strategy: str = "ra-rag", kappa: int | None = None, us
 
 def _passages_json(vote: Any) -> list[dict[str, Any]]:
     return [
-        {"chunk_id": p.chunk_id, "document_id": p.document_id, "title": p.title, "url": p.url, "text": p.text, "distance": round(float(p.distance), 6)}
+        {
+            "chunk_id": p.chunk_id,
+            "document_id": p.document_id,
+            "title": p.title,
+            "url": p.url,
+            "text": p.text,
+            "distance": round(float(p.distance), 6),
+        }
         for p in vote.passages
     ]
 
@@ -118,7 +125,8 @@ def answer_question(question: Question, progress: Any = None) -> Question:
         question.confidence = float(result.confidence)
         question.backend = result.backend
         question.clusters = [
-            {"id": c.id, "label": c.label, "members": list(c.members), "weight": float(c.weight)} for c in result.clusters
+            {"id": c.id, "label": c.label, "members": list(c.members), "weight": float(c.weight)}
+            for c in result.clusters
         ]
         question.calls = result.stats.calls
         question.tokens = result.stats.tokens

@@ -1,4 +1,4 @@
-"""Build the engine's context (core.strategies.EngineContext) from Django settings and the database.
+"""Build the engine's context (core.engine.strategies.EngineContext) from Django settings and the database.
 
 Model backends (generator, NLI, embedder) are expensive to load, so they are built once per
 process and cached by their settings. The source list is read fresh for every question or
@@ -21,13 +21,13 @@ from typing import Any
 
 from django.conf import settings
 
-from core.generation.base import Generator
-from core.nli import NLI
-from core.strategies.base import EngineContext, EngineParams
-from core.types import Embedder, SourceInfo
+from core.engine.backends.generation.base import Generator
+from core.engine.backends.nli import NLI
+from core.engine.strategies.base import EngineContext, EngineParams
+from core.engine.types import Embedder, SourceInfo
 
 PRIOR_ACCURACY = 0.5  # mean of the Beta(1, 1) prior that IWMV smooths with
-MIN_WEIGHT = 1e-3  # same floor as core.reliability.iwmv
+MIN_WEIGHT = 1e-3  # same floor as core.engine.reliability.iwmv.iwmv
 
 
 class BackendNotConfigured(RuntimeError):
@@ -41,21 +41,25 @@ def voting_weight(accuracy: float | None, n_sources: int) -> float:
 
 
 @functools.lru_cache(maxsize=4)
-def _generator(backend: str, base_url: str, model: str, api_key: str, timeout: float, retries: int, concurrency: int) -> Generator:
+def _generator(
+    backend: str, base_url: str, model: str, api_key: str, timeout: float, retries: int, concurrency: int
+) -> Generator:
     if backend == "extractive":
-        from core.generation.extractive import ExtractiveReader
+        from core.engine.backends.generation.extractive import ExtractiveReader
 
         return ExtractiveReader()
     if backend == "openai":
         if not base_url or not model:
             raise BackendNotConfigured("GENERATOR_BACKEND=openai needs LLM_BASE_URL and LLM_MODEL")
-        from core.generation.openai_chat import OpenAIChatGenerator
+        from core.engine.backends.generation.openai_chat import OpenAIChatGenerator
 
-        return OpenAIChatGenerator(base_url, model, api_key, timeout=timeout, max_retries=retries, concurrency=concurrency)
+        return OpenAIChatGenerator(
+            base_url, model, api_key, timeout=timeout, max_retries=retries, concurrency=concurrency
+        )
     if backend == "transformers":
         if not model:
             raise BackendNotConfigured("GENERATOR_BACKEND=transformers needs LLM_MODEL (a model name or path)")
-        from core.generation.local_transformers import TransformersGenerator
+        from core.engine.backends.generation.local_transformers import TransformersGenerator
 
         return TransformersGenerator(model)
     raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
@@ -63,8 +67,13 @@ def _generator(backend: str, base_url: str, model: str, api_key: str, timeout: f
 
 def configured_generator() -> Generator:
     return _generator(
-        settings.GENERATOR_BACKEND, settings.LLM_BASE_URL, settings.LLM_MODEL, settings.LLM_API_KEY,
-        settings.LLM_TIMEOUT_SECONDS, settings.LLM_MAX_RETRIES, settings.LLM_CONCURRENCY,
+        settings.GENERATOR_BACKEND,
+        settings.LLM_BASE_URL,
+        settings.LLM_MODEL,
+        settings.LLM_API_KEY,
+        settings.LLM_TIMEOUT_SECONDS,
+        settings.LLM_MAX_RETRIES,
+        settings.LLM_CONCURRENCY,
     )
 
 
@@ -73,10 +82,10 @@ def _nli(backend: str, model: str, embedder_name: str) -> NLI:
     if backend == "cross-encoder":
         if not model:
             raise BackendNotConfigured("NLI_BACKEND=cross-encoder needs NLI_MODEL (a model name or path)")
-        from core.nli import CrossEncoderNLI
+        from core.engine.backends.nli import CrossEncoderNLI
 
         return CrossEncoderNLI(model)
-    from core.nli import EmbeddingLexicalNLI
+    from core.engine.backends.nli import EmbeddingLexicalNLI
     from sources.embedding import configured_embedder
 
     return EmbeddingLexicalNLI(configured_embedder())
@@ -104,7 +113,10 @@ def source_infos(source_ids: list[int] | None = None) -> tuple[list[SourceInfo],
     rows = rows.order_by("id").values_list("id", "name", "reliability", "reliability_answers")
     listed = list(rows)
     n = len(listed)
-    infos = [SourceInfo(id=i, name=name, reliability=voting_weight(rel, n), answers_count=answers) for i, name, rel, answers in listed]
+    infos = [
+        SourceInfo(id=i, name=name, reliability=voting_weight(rel, n), answers_count=answers)
+        for i, name, rel, answers in listed
+    ]
     return infos, {i: rel for i, _, rel, _ in listed}
 
 

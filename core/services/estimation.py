@@ -7,7 +7,7 @@ How a run executes (robust with one worker of concurrency 1 on the filesystem br
    stored responses; if some (query, source) pairs are missing and no batch is in flight, it
    enqueues `tasks.generate_batch` tasks (queue "gpu") for them, then re-enqueues itself
    with a short countdown and returns, freeing its worker slot for the batches.
-3. A batch answers its pairs (core.estimation.answer_pairs) and stores RunResponse rows
+3. A batch answers its pairs (core.engine.estimation.answer_pairs) and stores RunResponse rows
    with ON CONFLICT DO NOTHING: the unique (run, query, source) constraint makes every
    batch idempotent and a run resumable: re-running it skips what exists.
 4. When every pair has a response, `finish_run` clusters each query's responses, runs
@@ -91,7 +91,11 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def start_estimation_run(
-    *, query_set: QuerySet | None = None, sources: Iterable[Source] | None = None, params: dict[str, Any] | None = None, user: Any = None
+    *,
+    query_set: QuerySet | None = None,
+    sources: Iterable[Source] | None = None,
+    params: dict[str, Any] | None = None,
+    user: Any = None,
 ) -> EstimationRun:
     """Validate, store the run and its Job, enqueue `tasks.estimation_run` on "default"."""
     from tasks.engine_tasks import estimation_run as run_task
@@ -124,7 +128,9 @@ def start_estimation_run(
 
     with transaction.atomic():
         run = EstimationRun.objects.create(
-            query_set=query_set, params=cleaned, backend=configured_generator().name,
+            query_set=query_set,
+            params=cleaned,
+            backend=configured_generator().name,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         run.sources.set(chosen)
@@ -174,7 +180,7 @@ def batches(pairs: Sequence[tuple[int, int]], size: int) -> list[list[tuple[int,
 
 def generate_batch(run_id: int, pairs: Sequence[Sequence[int]]) -> int:
     """Answer (query id, source id) pairs of a run and store them; returns rows stored."""
-    from core.estimation import answer_pairs
+    from core.engine.estimation import answer_pairs
     from core.services.engine_context import build_context
 
     run = EstimationRun.objects.filter(pk=run_id).first()
@@ -190,12 +196,18 @@ def generate_batch(run_id: int, pairs: Sequence[Sequence[int]]) -> int:
     index = {q: i for i, q in enumerate(query_ids)}
     ctx = build_context(source_ids=sorted({s for _, s in todo}), k=run.params.get("k"), tau=run.params.get("tau"))
     records = answer_pairs([texts[q] for q in query_ids], [(index[q], s) for q, s in todo], ctx)
-    from core.text import is_idk
+    from core.engine.text import is_idk
 
     rows = [
         RunResponse(
-            run=run, query_id=query_ids[r.query_index], source_id=r.source_id, raw_response=r.raw_response,
-            response=r.response, is_idk=is_idk(r.response), filtered=r.filtered, align_score=float(r.score),
+            run=run,
+            query_id=query_ids[r.query_index],
+            source_id=r.source_id,
+            raw_response=r.raw_response,
+            response=r.response,
+            is_idk=is_idk(r.response),
+            filtered=r.filtered,
+            align_score=float(r.score),
         )
         for r in records
     ]
@@ -259,7 +271,7 @@ def _representative(responses: list[str]) -> str:
 
 def finish_run(run: EstimationRun) -> dict[str, Any]:
     """Cluster, IWMV, and store answers, scores and the sources' current reliability."""
-    from core.estimation import ResponseRecord, estimate_from_records
+    from core.engine.estimation import ResponseRecord, estimate_from_records
     from core.services.engine_context import configured_nli
 
     queries, source_ids = run_layout(run)
@@ -267,23 +279,33 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
     responses = list(RunResponse.objects.filter(run=run).order_by("query_id", "source_id"))
     records = [
         ResponseRecord(index[r.query_id], r.source_id, r.raw_response, r.response, r.filtered, r.align_score)
-        for r in responses if r.query_id in index
+        for r in responses
+        if r.query_id in index
     ]
-    by_record = {id(rec): resp for rec, resp in zip(records, [r for r in responses if r.query_id in index])}
+    by_record = {
+        id(rec): resp for rec, resp in zip(records, [r for r in responses if r.query_id in index], strict=False)
+    }
     alpha = float(run.params.get("alpha", 1.0))
     beta = float(run.params.get("beta", 1.0))
     result, records = estimate_from_records(
-        [q.question for q in queries], source_ids, records, configured_nli(),
-        strict=bool(run.params.get("strict", False)), alpha=alpha, beta=beta,
+        [q.question for q in queries],
+        source_ids,
+        records,
+        configured_nli(),
+        strict=bool(run.params.get("strict", False)),
+        alpha=alpha,
+        beta=beta,
     )
-    weight = dict(zip(source_ids, result.weights))
+    weight = dict(zip(source_ids, result.weights, strict=False))
     answers = []
     for q, query in enumerate(queries):
         winner = result.answers[q]
         members = [rec for rec in records if rec.query_index == q and rec.cluster is not None and rec.cluster == winner]
         answers.append(
             RunAnswer(
-                run=run, query=query, cluster=winner,
+                run=run,
+                query=query,
+                cluster=winner,
                 answer=_representative([m.response for m in members]) if members else "",
                 support=float(sum(weight[m.source_id] for m in members)),
             )
@@ -300,19 +322,33 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         RunAnswer.objects.bulk_create(answers)
         ReliabilityScore.objects.filter(run=run).delete()
         scores = []
-        for sid, rel in zip(source_ids, result.sources):
+        for sid, rel in zip(source_ids, result.sources, strict=False):
             low, high = rel.interval
-            scores.append(ReliabilityScore(
-                run=run, source_id=sid, reliability=rel.accuracy, weight=rel.weight, low=low, high=high,
-                answers=rel.answers, agreements=rel.agreements,
-            ))
+            scores.append(
+                ReliabilityScore(
+                    run=run,
+                    source_id=sid,
+                    reliability=rel.accuracy,
+                    weight=rel.weight,
+                    low=low,
+                    high=high,
+                    answers=rel.answers,
+                    agreements=rel.agreements,
+                )
+            )
             Source.objects.filter(pk=sid).update(
-                reliability=rel.accuracy, reliability_low=low, reliability_high=high,
-                reliability_answers=rel.answers, reliability_updated_at=now,
+                reliability=rel.accuracy,
+                reliability_low=low,
+                reliability_high=high,
+                reliability_answers=rel.answers,
+                reliability_updated_at=now,
             )
         ReliabilityScore.objects.bulk_create(scores)
         EstimationRun.objects.filter(pk=run.pk).update(
-            state=EstimationRun.State.SUCCEEDED, iterations=result.iterations, converged=result.converged, finished_at=now,
+            state=EstimationRun.State.SUCCEEDED,
+            iterations=result.iterations,
+            converged=result.converged,
+            finished_at=now,
         )
     names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
     summary = {
@@ -323,9 +359,17 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         "iterations": result.iterations,
         "converged": result.converged,
         "scores": [
-            {"source": names[sid], "source_id": sid, "reliability": round(rel.accuracy, 4), "weight": round(rel.weight, 4),
-             "low": round(rel.interval[0], 4), "high": round(rel.interval[1], 4), "answers": rel.answers, "agreements": rel.agreements}
-            for sid, rel in zip(source_ids, result.sources)
+            {
+                "source": names[sid],
+                "source_id": sid,
+                "reliability": round(rel.accuracy, 4),
+                "weight": round(rel.weight, 4),
+                "low": round(rel.interval[0], 4),
+                "high": round(rel.interval[1], 4),
+                "answers": rel.answers,
+                "agreements": rel.agreements,
+            }
+            for sid, rel in zip(source_ids, result.sources, strict=False)
         ],
     }
     progress = _progress_of(run)
@@ -346,8 +390,16 @@ def fail_run(run_id: int, error: BaseException | str) -> None:
 
 def run_scores(run: EstimationRun) -> list[dict[str, Any]]:
     return [
-        {"source": s.source.name, "source_id": s.source_id, "reliability": round(s.reliability, 4), "weight": round(s.weight, 4),
-         "low": round(s.low, 4), "high": round(s.high, 4), "answers": s.answers, "agreements": s.agreements}
+        {
+            "source": s.source.name,
+            "source_id": s.source_id,
+            "reliability": round(s.reliability, 4),
+            "weight": round(s.weight, 4),
+            "low": round(s.low, 4),
+            "high": round(s.high, 4),
+            "answers": s.answers,
+            "agreements": s.agreements,
+        }
         for s in run.scores.select_related("source").order_by("source__name")
     ]
 
@@ -378,8 +430,8 @@ def generate_queries(documents: Iterable[Document], query_set: QuerySet, generat
     """Fact-checking queries from documents, as in the RA-RAG paper: a question whose answer
     the document states ("What causes COVID-19?") and a yes/no claim check ("Is it true that
     {claim}?"). Needs an LLM backend; the offline extractive reader cannot write questions."""
-    from core.generation.base import GenerationRequest
-    from core.text import is_idk
+    from core.engine.backends.generation.base import GenerationRequest
+    from core.engine.text import is_idk
 
     if getattr(generator, "name", "").startswith("extractive"):
         raise QueryGenerationUnavailable(
@@ -403,9 +455,13 @@ def generate_queries(documents: Iterable[Document], query_set: QuerySet, generat
             question = match.group(1).strip()
             answer = (match.group(2) or "").strip().splitlines()[0] if match.group(2) else ""
             query, made = FactQuery.objects.get_or_create(
-                query_set=query_set, question=question[:2000],
-                defaults={"origin": FactQuery.Origin.GENERATED, "document": doc,
-                          "reference_answers": [answer] if answer and not is_idk(answer) else []},
+                query_set=query_set,
+                question=question[:2000],
+                defaults={
+                    "origin": FactQuery.Origin.GENERATED,
+                    "document": doc,
+                    "reference_answers": [answer] if answer and not is_idk(answer) else [],
+                },
             )
             if made:
                 created.append(query)
@@ -413,7 +469,8 @@ def generate_queries(documents: Iterable[Document], query_set: QuerySet, generat
         if claim:
             claim = claim[0].lower() + claim[1:] if len(claim) > 1 and not claim[:2].isupper() else claim
             query, made = FactQuery.objects.get_or_create(
-                query_set=query_set, question=f"Is it true that {claim}?"[:2000],
+                query_set=query_set,
+                question=f"Is it true that {claim}?"[:2000],
                 defaults={"origin": FactQuery.Origin.YES_NO, "document": doc, "reference_answers": ["yes"]},
             )
             if made:

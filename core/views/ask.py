@@ -13,12 +13,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from core.engine.graphs.conflict import cluster_graph
+from core.engine.strategies import available_strategies
 from core.models import Question
 from core.services.asking import start_question
 from core.services.insights import question_clusters
-from core.strategies import available_strategies
 from core.views.access import analyst_required
-from core.views.graphs import cluster_graph
 from tasks.polling import render_poll
 
 DEFAULT_STRATEGY = "ra-rag"

@@ -6,10 +6,10 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from core.engine.graphs.conflict import conflict_graph
 from core.models import EstimationRun, Question
 from core.services.insights import finished_runs, pairwise_disagreement
 from core.views.access import analyst_required
-from core.views.graphs import conflict_graph
 from sources.models import Source
 
 EDGE_MODES = ("auto", "all", "strong", "conflict", "agreement")

@@ -15,10 +15,25 @@ from sources.ingest.jsonld import JsonLdAdapter
 from sources.ingest.text import TextAdapter
 from sources.ingest.xml_adapter import XmlAdapter
 
-ADAPTERS: tuple[Adapter, ...] = (TextAdapter(), CsvAdapter(), JsonAdapter(), JsonLinesAdapter(), XmlAdapter(), JsonLdAdapter())
+ADAPTERS: tuple[Adapter, ...] = (
+    TextAdapter(),
+    CsvAdapter(),
+    JsonAdapter(),
+    JsonLinesAdapter(),
+    XmlAdapter(),
+    JsonLdAdapter(),
+)
 SUPPORTED_EXTENSIONS = tuple(ext for adapter in ADAPTERS for ext in adapter.extensions)
 
-__all__ = ["ADAPTERS", "IngestError", "ParsedDocument", "SUPPORTED_EXTENSIONS", "adapter_for", "parse_bytes", "expand_paths"]
+__all__ = [
+    "ADAPTERS",
+    "IngestError",
+    "ParsedDocument",
+    "SUPPORTED_EXTENSIONS",
+    "adapter_for",
+    "parse_bytes",
+    "expand_paths",
+]
 
 
 def adapter_for(filename: str, format_name: str | None = None) -> Adapter:
@@ -26,7 +41,9 @@ def adapter_for(filename: str, format_name: str | None = None) -> Adapter:
         for adapter in ADAPTERS:
             if adapter.name == format_name:
                 return adapter
-        raise IngestError(f"unknown format {format_name!r}; known: {', '.join(a.name for a in ADAPTERS)}", filename=filename)
+        raise IngestError(
+            f"unknown format {format_name!r}; known: {', '.join(a.name for a in ADAPTERS)}", filename=filename
+        )
     suffix = PurePath(filename).suffix.lower()
     for adapter in ADAPTERS:
         if suffix in adapter.extensions:
@@ -75,7 +92,9 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            result.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_EXTENSIONS))
+            result.extend(
+                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_EXTENSIONS)
+            )
         elif path.is_file():
             result.append(path)
         else:

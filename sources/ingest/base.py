@@ -74,7 +74,7 @@ def parse_published(value: Any, *, line: int | None = None, field_name: str = "p
     if parsed is None:
         raise IngestError(f"not an ISO date: {text[:40]!r}", line=line, field=field_name)
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+        parsed = parsed.replace(tzinfo=dt.UTC)
     return parsed
 
 

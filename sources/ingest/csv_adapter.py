@@ -44,7 +44,11 @@ class CsvAdapter:
                 raise IngestError(f"expected {len(header)} columns, found {len(row)}", line=line)
             rows += 1
             yield record_to_document(
-                dict(zip(header, row)), mapping, filename=filename, line=line, max_chars=options["max_chars"]
+                dict(zip(header, row, strict=False)),
+                mapping,
+                filename=filename,
+                line=line,
+                max_chars=options["max_chars"],
             )
         if rows == 0:
             raise IngestError("no data rows", line=1)

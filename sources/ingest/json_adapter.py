@@ -33,8 +33,13 @@ class JsonAdapter:
         for index, record in enumerate(data):
             try:
                 yield record_to_document(
-                    record, mapping, filename=filename, line=None, max_chars=options["max_chars"],
-                    provenance_key="record", position=index,
+                    record,
+                    mapping,
+                    filename=filename,
+                    line=None,
+                    max_chars=options["max_chars"],
+                    provenance_key="record",
+                    position=index,
                 )
             except IngestError as exc:
                 # Name the record: a JSON array has no useful line numbers once parsed.

@@ -56,7 +56,11 @@ class JsonLdAdapter:
                 published_at=parse_published(node.get("datePublished"), field_name=f"{where}.datePublished"),
                 metadata={
                     k: v
-                    for k, v in {"@type": node_type, "author": _author(node), "publisher": node.get("publisher")}.items()
+                    for k, v in {
+                        "@type": node_type,
+                        "author": _author(node),
+                        "publisher": node.get("publisher"),
+                    }.items()
                     if v
                 },
                 provenance={"file": filename, "node": index},

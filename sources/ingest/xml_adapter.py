@@ -47,7 +47,9 @@ class XmlAdapter:
             raise IngestError(f"refused unsafe XML ({type(exc).__name__}): DTDs and entities are not allowed") from None
         except ParseError as exc:
             line, column = exc.position
-            raise IngestError(f"malformed XML: {exc.msg if hasattr(exc, 'msg') else exc} (column {column})", line=line) from None
+            raise IngestError(
+                f"malformed XML: {exc.msg if hasattr(exc, 'msg') else exc} (column {column})", line=line
+            ) from None
         records = [el for el in root.iter() if _local(el.tag) in RECORD_TAGS]
         if not records:
             records = [root]

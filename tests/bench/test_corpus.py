@@ -8,7 +8,7 @@ import numpy as np
 
 from core.bench.corpus import build_corpus, make_sources, sample_reliabilities
 from core.bench.datasets import BenchQuestion, answer_type, substitute
-from core.text import normalize_answer
+from core.engine.text import normalize_answer
 
 
 def _raw_poisonedrag(data_dir: Path) -> dict[str, dict[str, object]]:
@@ -97,7 +97,9 @@ def test_colluding_misinformation_sources_push_the_same_wrong_answer(poisonedrag
     sources = make_sources("adversary-hammer", 9, 9, 1.0, seed=2)
     corpus = build_corpus(poisonedrag, sources, seed=2, estimation_queries=50, collude=True)
     for q in corpus.questions:
-        wrong = {corpus.holdings[(s.id, q.qid)].answer for s in sources if corpus.holdings[(s.id, q.qid)].kind == "misinfo"}
+        wrong = {
+            corpus.holdings[(s.id, q.qid)].answer for s in sources if corpus.holdings[(s.id, q.qid)].kind == "misinfo"
+        }
         assert len(wrong) <= 1
 
 
@@ -105,7 +107,9 @@ def test_non_colluding_misinformation_sources_draw_their_own_wrong_answers(poiso
     sources = make_sources("adversary-hammer", 9, 9, 1.0, seed=2)
     corpus = build_corpus(poisonedrag, sources, seed=2, estimation_queries=50, collude=False)
     distinct = Counter(
-        len({corpus.holdings[(s.id, q.qid)].answer for s in sources if corpus.holdings[(s.id, q.qid)].kind == "misinfo"})
+        len(
+            {corpus.holdings[(s.id, q.qid)].answer for s in sources if corpus.holdings[(s.id, q.qid)].kind == "misinfo"}
+        )
         for q in corpus.questions
     )
     assert max(distinct) >= 4

@@ -32,12 +32,25 @@ def test_isbn13_converts_to_isbn10() -> None:
 
 
 def test_truthfinder_follows_the_source_that_is_right_elsewhere() -> None:
-    claims = [Claim(s, t, v) for s, t, v in [
-        ("good", "a", "1"), ("good", "b", "1"), ("good", "c", "1"), ("good", "d", "x"),
-        ("ok", "a", "1"), ("ok", "b", "1"), ("ok", "c", "1"),
-        ("bad", "a", "2"), ("bad", "b", "2"), ("bad", "c", "2"), ("bad", "d", "y"),
-        ("worse", "a", "3"), ("worse", "b", "3"), ("worse", "c", "3"),
-    ]]
+    claims = [
+        Claim(s, t, v)
+        for s, t, v in [
+            ("good", "a", "1"),
+            ("good", "b", "1"),
+            ("good", "c", "1"),
+            ("good", "d", "x"),
+            ("ok", "a", "1"),
+            ("ok", "b", "1"),
+            ("ok", "c", "1"),
+            ("bad", "a", "2"),
+            ("bad", "b", "2"),
+            ("bad", "c", "2"),
+            ("bad", "d", "y"),
+            ("worse", "a", "3"),
+            ("worse", "b", "3"),
+            ("worse", "c", "3"),
+        ]
+    ]
     result = truthfinder(claims)
     assert result.truths["d"] == "x"
     assert result.trust["good"] > result.trust["bad"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
-from core.views.graphs import conflict_graph
+from core.engine.graphs.conflict import conflict_graph
 
 
 def _pairs(n: int, bloc: set[int]) -> list[dict]:

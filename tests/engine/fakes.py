@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from core.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.base import Generation, GenerationRequest
 
 
 class HashEmbedder:

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
-from core.alignment import align, declarative_form
-from core.nli import EmbeddingLexicalNLI
-from core.text import is_idk
+from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.steps.alignment import align, declarative_form
+from core.engine.text import is_idk
 from tests.engine.fakes import HashEmbedder
 
 NLI = EmbeddingLexicalNLI(HashEmbedder())
 QUESTION = "who recorded i can't help falling in love with you"
-PASSAGES = ["Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961.",
-            "The weather in Memphis is humid in summer."]
+PASSAGES = [
+    "Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961.",
+    "The weather in Memphis is humid in summer.",
+]
 
 
 def test_it_rewrites_wh_questions_as_statements() -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from core.clustering import cluster_answers
-from core.nli import EmbeddingLexicalNLI
+from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.steps.clustering import cluster_answers
 from tests.engine.fakes import HashEmbedder
 
 NLI = EmbeddingLexicalNLI(HashEmbedder())
@@ -9,8 +9,14 @@ QUESTION = "Where does the synthesis of new dna from existing dna occur?"
 
 
 def test_it_merges_paraphrased_answers_and_keeps_different_ones_apart() -> None:
-    answers = ["origins of replication", "At origins of replication", "nucleus", "cell nucleus",
-               "mitochondria", "I don't know"]
+    answers = [
+        "origins of replication",
+        "At origins of replication",
+        "nucleus",
+        "cell nucleus",
+        "mitochondria",
+        "I don't know",
+    ]
     result = cluster_answers(answers, NLI, QUESTION)
     labels = result.labels
     assert labels[0] == labels[1]
@@ -26,8 +32,7 @@ def test_it_merges_plural_forms_and_separates_different_numbers() -> None:
 
 
 def test_it_picks_the_most_weighted_member_as_representative() -> None:
-    result = cluster_answers(["Sinatra", "Frank Sinatra", "Frank Sinatra"], NLI, "who sang it",
-                             weights=[1.0, 0.4, 0.4])
+    result = cluster_answers(["Sinatra", "Frank Sinatra", "Frank Sinatra"], NLI, "who sang it", weights=[1.0, 0.4, 0.4])
     assert result.labels == [0, 0, 0]
     assert result.representatives == ["Sinatra"]
 

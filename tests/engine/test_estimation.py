@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from core.estimation import answer_pairs, estimate, estimate_from_records
-from core.generation import ExtractiveReader
-from core.memory_retriever import InMemoryRetriever
-from core.nli import EmbeddingLexicalNLI
-from core.strategies import EngineContext
-from core.types import SourceInfo
+from core.engine.backends.generation import ExtractiveReader
+from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.estimation import answer_pairs, estimate, estimate_from_records
+from core.engine.steps.memory_retriever import InMemoryRetriever
+from core.engine.strategies import EngineContext
+from core.engine.types import SourceInfo
 from tests.engine.fakes import HashEmbedder
 
 QUESTIONS = [

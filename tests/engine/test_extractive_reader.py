@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from core.generation import ExtractiveReader, GenerationRequest
-from core.text import answer_contains_gold, is_idk
+from core.engine.backends.generation import ExtractiveReader, GenerationRequest
+from core.engine.text import answer_contains_gold, is_idk
 
 READER = ExtractiveReader()
 
@@ -17,16 +17,16 @@ def test_it_answers_who_questions_with_a_name() -> None:
 
 
 def test_it_answers_how_many_questions_with_a_number() -> None:
-    passages = ["The fourth season of Chicago Fire contains a total of 23 episodes.",
-                "Season 4 of Chicago Fire has 23 episodes in total."]
-    assert answer_contains_gold(READER.answer("how many episodes are in chicago fire season 4",
-                                              passages), "23")
+    passages = [
+        "The fourth season of Chicago Fire contains a total of 23 episodes.",
+        "Season 4 of Chicago Fire has 23 episodes in total.",
+    ]
+    assert answer_contains_gold(READER.answer("how many episodes are in chicago fire season 4", passages), "23")
 
 
 def test_it_answers_when_questions_with_a_year() -> None:
     passages = ["The Winnie the Pooh books by A. A. Milne were written in 1926 in England."]
-    assert answer_contains_gold(READER.answer("when were the winnie the pooh books written", passages),
-                                "1926")
+    assert answer_contains_gold(READER.answer("when were the winnie the pooh books written", passages), "1926")
 
 
 def test_it_says_idk_on_irrelevant_passages() -> None:

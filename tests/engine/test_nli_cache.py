@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.nli import EmbeddingLexicalNLI
+from core.engine.backends.nli import EmbeddingLexicalNLI
 
 
 class CountingEmbedder:

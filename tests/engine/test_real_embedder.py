@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.embeddings import get_embedder
-from core.generation import ExtractiveReader
-from core.memory_retriever import InMemoryRetriever
-from core.nli import EmbeddingLexicalNLI
-from core.strategies import EngineContext, get_strategy
-from core.text import answer_contains_gold
-from core.types import SourceInfo
+from core.engine.backends.embeddings import get_embedder
+from core.engine.backends.generation import ExtractiveReader
+from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.steps.memory_retriever import InMemoryRetriever
+from core.engine.strategies import EngineContext, get_strategy
+from core.engine.text import answer_contains_gold
+from core.engine.types import SourceInfo
 
 
 def test_it_returns_normalised_384_dim_vectors_and_caches_the_model() -> None:
@@ -25,15 +25,20 @@ def test_it_answers_through_real_retrieval() -> None:
     embedder = get_embedder()
     retriever = InMemoryRetriever()
     corpus = {
-        0: ["Elvis Presley recorded I Can't Help Falling in Love with You in 1961.",
-            "Photosynthesis happens in the chloroplasts of plant cells."],
-        1: ["The song I Can't Help Falling in Love with You was recorded by Elvis Presley.",
-            "The Eiffel Tower is in Paris."],
+        0: [
+            "Elvis Presley recorded I Can't Help Falling in Love with You in 1961.",
+            "Photosynthesis happens in the chloroplasts of plant cells.",
+        ],
+        1: [
+            "The song I Can't Help Falling in Love with You was recorded by Elvis Presley.",
+            "The Eiffel Tower is in Paris.",
+        ],
     }
     for sid, texts in corpus.items():
         retriever.add_texts(sid, texts, embedder)
-    ctx = EngineContext(retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder),
-                        [SourceInfo(0, "a"), SourceInfo(1, "b")])
+    ctx = EngineContext(
+        retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), [SourceInfo(0, "a"), SourceInfo(1, "b")]
+    )
     result = get_strategy("ra-rag").answer("who recorded i can't help falling in love with you", ctx)
     assert answer_contains_gold(result.answer, "Elvis Presley")
     assert all(v.passages[0].distance < v.passages[-1].distance for v in result.votes)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import spearmanr
 
-from core.reliability import iwmv, wilson_interval
+from core.engine.reliability.iwmv import iwmv, wilson_interval
 
 MATRIX = [[0, 0, 1], [0, 0, 0], [0, 1, 1], [None, 0, 0]]
 

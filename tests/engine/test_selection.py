@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from core.selection import kappa_rrss, kappa_rss
-from core.types import SourceInfo
+from core.engine.steps.selection import kappa_rrss, kappa_rss
+from core.engine.types import SourceInfo
 
 SOURCES = [SourceInfo(i, f"s{i}", reliability=r) for i, r in enumerate([0.2, 0.9, 0.5, 0.7, 0.8])]
 

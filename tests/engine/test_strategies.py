@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from core.generation import ExtractiveReader
-from core.memory_retriever import InMemoryRetriever
-from core.nli import EmbeddingLexicalNLI
-from core.strategies import (
+from core.engine.backends.generation import ExtractiveReader
+from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.steps.memory_retriever import InMemoryRetriever
+from core.engine.strategies import (
     AnswerStrategy,
     EngineContext,
     EngineParams,
@@ -12,8 +12,8 @@ from core.strategies import (
     get_strategy,
     register,
 )
-from core.text import answer_contains_gold, is_idk
-from core.types import SourceInfo
+from core.engine.text import answer_contains_gold, is_idk
+from core.engine.types import SourceInfo
 from tests.engine.fakes import HashEmbedder
 
 QUESTION = "who recorded i can't help falling in love with you"
@@ -36,17 +36,27 @@ def _context(reliabilities: list[float], texts: list[str], **params: object) -> 
     embedder = HashEmbedder()
     retriever = CountingRetriever()
     sources = []
-    for i, (r, text) in enumerate(zip(reliabilities, texts)):
+    for i, (r, text) in enumerate(zip(reliabilities, texts, strict=False)):
         retriever.add_texts(i, [text, NOISE], embedder)
         sources.append(SourceInfo(i, f"source {i}", reliability=r))
-    return EngineContext(retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder),
-                         sources, EngineParams(**params))  # type: ignore[arg-type]
+    return EngineContext(
+        retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), sources, EngineParams(**params)
+    )  # type: ignore[arg-type]
 
 
 def test_it_lists_the_builtin_strategies() -> None:
     names = available_strategies()
-    for name in ["ra-rag", "ra-rag-rss", "ra-rag-all", "ra-rag-nofilter", "mv", "wmv-oracle",
-                 "vanilla-rag", "vanilla-llm", "robust-rag"]:
+    for name in [
+        "ra-rag",
+        "ra-rag-rss",
+        "ra-rag-all",
+        "ra-rag-nofilter",
+        "mv",
+        "wmv-oracle",
+        "vanilla-rag",
+        "vanilla-llm",
+        "robust-rag",
+    ]:
         assert name in names
 
 
@@ -72,8 +82,7 @@ def test_it_retrieves_all_sources_in_one_call_and_stops_at_kappa() -> None:
 
 
 def test_it_uses_oracle_reliabilities_for_wmv_oracle() -> None:
-    ctx = _context([1.0, 1.0, 1.0], [TRUE, FALSE, FALSE],
-                   oracle_reliabilities={0: 0.95, 1: 0.3, 2: 0.3})
+    ctx = _context([1.0, 1.0, 1.0], [TRUE, FALSE, FALSE], oracle_reliabilities={0: 0.95, 1: 0.3, 2: 0.3})
     result = get_strategy("wmv-oracle").answer(QUESTION, ctx)
     assert answer_contains_gold(result.answer, "Elvis Presley")
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from core.text import answer_contains_gold, is_idk, normalize_answer
+from core.engine.text import answer_contains_gold, is_idk, normalize_answer
 
 
 def test_it_normalizes_like_squad() -> None:
@@ -9,8 +9,16 @@ def test_it_normalizes_like_squad() -> None:
 
 
 def test_it_recognises_idk_variants() -> None:
-    for text in ["", "  ", "I don't know", "I don’t know.", "i do not know", "Unknown", "No answer",
-                 "I don't know based on the context."]:
+    for text in [
+        "",
+        "  ",
+        "I don't know",
+        "I don’t know.",
+        "i do not know",
+        "Unknown",
+        "No answer",
+        "I don't know based on the context.",
+    ]:
         assert is_idk(text), text
     for text in ["Paris", "not Paris", "unknown soldier tomb"]:
         assert not is_idk(text), text

@@ -6,16 +6,32 @@ from pathlib import Path
 
 import pytest
 
-from core.generation import GenerationRequest, TransformersGenerator
-from core.nli import CrossEncoderNLI, label_order
+from core.engine.backends.generation import GenerationRequest, TransformersGenerator
+from core.engine.backends.nli import CrossEncoderNLI, label_order
 
-WORDS = "who what is the answer question context passage paris france i don't know yes no".split()
+WORDS = [
+    "who",
+    "what",
+    "is",
+    "the",
+    "answer",
+    "question",
+    "context",
+    "passage",
+    "paris",
+    "france",
+    "i",
+    "don't",
+    "know",
+    "yes",
+    "no",
+]
 
 
 def _tokenizer(path: Path):  # type: ignore[no-untyped-def]
     from transformers import BertTokenizerFast
 
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ":", "?", ".", "\"", "[", "]"]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ":", "?", ".", '"', "[", "]"]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     return BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
 
@@ -29,9 +45,15 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> str:
     tokenizer = _tokenizer(path)
     tokenizer.eos_token = "[SEP]"
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=tokenizer.vocab_size, n_layer=1, n_head=2, n_embd=32,
-                        n_positions=2048, eos_token_id=tokenizer.sep_token_id,
-                        bos_token_id=tokenizer.cls_token_id)
+    config = GPT2Config(
+        vocab_size=tokenizer.vocab_size,
+        n_layer=1,
+        n_head=2,
+        n_embd=32,
+        n_positions=2048,
+        eos_token_id=tokenizer.sep_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+    )
     GPT2LMHeadModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
@@ -45,10 +67,16 @@ def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("nli")
     tokenizer = _tokenizer(path)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, num_labels=3,
-                        id2label={0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"},
-                        label2id={"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2})
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=3,
+        id2label={0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"},
+        label2id={"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2},
+    )
     BertForSequenceClassification(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
@@ -56,8 +84,7 @@ def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_it_generates_greedily_with_a_local_causal_model(tiny_gpt2: str) -> None:
     gen = TransformersGenerator(tiny_gpt2, device="cpu", max_new_tokens=4)
-    requests = [GenerationRequest("who is it?", ["paris france"]),
-                GenerationRequest("what is the answer?", [])]
+    requests = [GenerationRequest("who is it?", ["paris france"]), GenerationRequest("what is the answer?", [])]
     first, second = gen.generate(requests), gen.generate(requests)
     assert [g.text for g in first] == [g.text for g in second]  # greedy is deterministic
     assert all(g.backend == f"transformers:{tiny_gpt2}" for g in first)

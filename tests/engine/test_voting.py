@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from core.clustering import cluster_answers
-from core.voting import majority_vote, weighted_vote
+from core.engine.steps.clustering import cluster_answers
+from core.engine.steps.voting import majority_vote, weighted_vote
 
 # Paper, Appendix F, first example.
-OUTPUTS = ["judges", "i don't know", "president", "senators", "i don't know", "president",
-           "president", "senators"]
+OUTPUTS = ["judges", "i don't know", "president", "senators", "i don't know", "president", "president", "senators"]
 TRUE_RELIABILITY = [0.83, 0.67, 0.47, 0.84, 0.57, 0.64, 0.47, 0.79]
 
 

@@ -13,7 +13,7 @@ from sources.models import Chunk, Document
 from sources.services import FileOutcome, ingest_files, store_documents, validate_uploads
 from tests.factories import SourceFactory
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def parse(data: str | bytes, name: str, **options):
@@ -72,7 +72,12 @@ def test_a_csv_record_with_a_quoted_line_break_is_located_at_its_first_line():
 def test_a_json_array_of_objects_becomes_one_document_per_object():
     data = json.dumps(
         [
-            {"text": "Mount Everest is 8849 metres high.", "title": "Everest", "url": "https://e.org/ev", "published": "2023-05-29"},
+            {
+                "text": "Mount Everest is 8849 metres high.",
+                "title": "Everest",
+                "url": "https://e.org/ev",
+                "published": "2023-05-29",
+            },
             {"text": "K2 is the second highest mountain.", "title": "K2", "lang": "en"},
         ]
     )
@@ -94,7 +99,10 @@ def test_a_json_object_with_a_documents_list_is_read_like_an_array():
 def test_json_lines_give_one_document_per_line_with_its_line_number():
     data = '{"text": "First fact.", "title": "One"}\n\n{"text": "Second fact.", "title": "Two", "url": "https://x.org/2"}\n'
     docs = parse(data, "facts.jsonl")
-    assert [(d.title, d.text, d.url) for d in docs] == [("One", "First fact.", ""), ("Two", "Second fact.", "https://x.org/2")]
+    assert [(d.title, d.text, d.url) for d in docs] == [
+        ("One", "First fact.", ""),
+        ("Two", "Second fact.", "https://x.org/2"),
+    ]
     assert [d.provenance["line"] for d in docs] == [1, 3]
 
 
@@ -207,7 +215,10 @@ def test_a_json_line_that_is_not_an_object_is_rejected_with_its_line():
 @pytest.mark.parametrize(
     "name, data",
     [
-        ("dtd.xml", '<?xml version="1.0"?>\n<!DOCTYPE feed [<!ELEMENT feed ANY>]>\n<feed><document><text>x</text></document></feed>'),
+        (
+            "dtd.xml",
+            '<?xml version="1.0"?>\n<!DOCTYPE feed [<!ELEMENT feed ANY>]>\n<feed><document><text>x</text></document></feed>',
+        ),
         (
             "laughs.xml",
             '<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">\n'
@@ -366,7 +377,9 @@ def test_store_documents_keeps_one_copy_of_texts_repeated_inside_one_file(db):
 def test_stored_documents_keep_their_provenance_and_fields(db, tmp_path):
     source = SourceFactory(name="prov")
     path = tmp_path / "feed.jsonl"
-    path.write_text('{"text": "Tides follow the moon.", "title": "Tides", "url": "https://x.org/t", "published": "2022-07-01", "lang": "en"}\n')
+    path.write_text(
+        '{"text": "Tides follow the moon.", "title": "Tides", "url": "https://x.org/t", "published": "2022-07-01", "lang": "en"}\n'
+    )
     [outcome] = ingest_files(source, [path], CountingEmbedder())
     assert outcome.error == "" and outcome.documents == 1
     doc = Document.objects.get(source=source)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.chunking import chunk_text, split_sentences
+from core.engine.chunking import chunk_text, split_sentences
 
 SENTENCES = [
     "The Eiffel Tower is a wrought-iron lattice tower in Paris.",
@@ -41,7 +41,7 @@ def test_windows_hold_whole_sentences():
 def test_the_overlap_carries_whole_trailing_sentences_into_the_next_window():
     chunks = chunk_text(TEXT, 30, 15)
     assert len(chunks) > 2
-    for previous, current in zip(chunks, chunks[1:]):
+    for previous, current in zip(chunks, chunks[1:], strict=False):
         carried = [s for s in SENTENCES if s in previous.text and s in current.text]
         assert carried, "consecutive windows share at least one sentence"
         assert sum(len(words(s)) for s in carried) <= 15
@@ -85,7 +85,10 @@ def test_closing_quotes_and_brackets_stay_with_their_sentence():
 
 
 def test_blank_lines_end_a_sentence():
-    assert split_sentences("A heading without a stop\n\nThe body follows") == ["A heading without a stop", "The body follows"]
+    assert split_sentences("A heading without a stop\n\nThe body follows") == [
+        "A heading without a stop",
+        "The body follows",
+    ]
 
 
 @pytest.mark.parametrize("size, overlap", [(0, 0), (-5, 0), (10, 10), (10, 11), (10, -1)])
@@ -113,7 +116,11 @@ def test_paraphrases_are_closer_than_unrelated_sentences(embedder):
     pairs = [
         ("The Eiffel Tower is in Paris.", "Paris is where the Eiffel Tower stands.", "Bananas are rich in potassium."),
         ("How tall is Mount Everest?", "What is the height of Everest?", "The train leaves at seven."),
-        ("The company reported record profits.", "The firm announced its highest earnings ever.", "My dog likes to swim."),
+        (
+            "The company reported record profits.",
+            "The firm announced its highest earnings ever.",
+            "My dog likes to swim.",
+        ),
     ]
     for anchor, paraphrase, unrelated in pairs:
         a, p, u = embedder.encode([anchor, paraphrase, unrelated])

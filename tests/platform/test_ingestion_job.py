@@ -65,7 +65,9 @@ def test_an_upload_through_the_admin_creates_a_job_that_the_worker_completes(wor
 
     source = SourceFactory(name="uploads")
     upload = SimpleUploadedFile("notes.csv", b"title,text\nA,The sky is blue.\nB,Grass is green.\n")
-    response = admin_client.post("/admin/sources/source/upload/", {"source": source.pk, "files": [upload], "csv_mapping": ""})
+    response = admin_client.post(
+        "/admin/sources/source/upload/", {"source": source.pk, "files": [upload], "csv_mapping": ""}
+    )
     assert response.status_code == 302
     job = wait_for_job(last_job().pk, timeout=120)
     assert job.state == Job.State.SUCCEEDED

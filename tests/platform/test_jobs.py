@@ -100,7 +100,9 @@ def test_reaping_fails_running_jobs_with_an_old_heartbeat_and_leaves_fresh_ones_
     settings.JOB_STALE_SECONDS = 600
     stale = running_job(heartbeat_age_s=3600)
     fresh = running_job(heartbeat_age_s=5)
-    finished = Job.objects.create(kind=Job.Kind.OTHER, state=Job.State.SUCCEEDED, heartbeat_at=timezone.now() - dt.timedelta(days=1))
+    finished = Job.objects.create(
+        kind=Job.Kind.OTHER, state=Job.State.SUCCEEDED, heartbeat_at=timezone.now() - dt.timedelta(days=1)
+    )
     assert reap_stale_jobs() == 1
     for job in (stale, fresh, finished):
         job.refresh_from_db()
@@ -119,7 +121,11 @@ def test_a_restarted_worker_fails_only_its_own_running_jobs(db):
     assert fail_jobs_of_worker("celery@host-a", "The worker restarted") == 1
     for job in (mine, other, pending):
         job.refresh_from_db()
-    assert (mine.state, mine.error, mine.message) == (Job.State.FAILED, "The worker restarted", "Failed: worker restarted")
+    assert (mine.state, mine.error, mine.message) == (
+        Job.State.FAILED,
+        "The worker restarted",
+        "Failed: worker restarted",
+    )
     assert other.state == Job.State.RUNNING
     assert pending.state == Job.State.PENDING
 
@@ -132,7 +138,12 @@ def test_progress_helpers_write_through_to_the_job_record(db):
     progress.advance(2, "halfway")
     job.refresh_from_db()
     assert (job.state, job.progress_current, job.progress_total, job.percent, job.message, job.worker) == (
-        Job.State.RUNNING, 5, 10, 50, "halfway", "celery@w1",
+        Job.State.RUNNING,
+        5,
+        10,
+        50,
+        "halfway",
+        "celery@w1",
     )
     progress.set_progress(7)
     progress.succeed({"ok": True})

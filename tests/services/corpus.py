@@ -12,11 +12,36 @@ from sources.services import FileOutcome, store_documents
 
 FACTS = [
     ("What is the capital of France?", "Paris", "The capital of France is Paris.", "The capital of France is Lyon."),
-    ("Who wrote Hamlet?", "William Shakespeare", "Hamlet was written by William Shakespeare.", "Hamlet was written by Christopher Marlowe."),
-    ("What is the largest planet in the solar system?", "Jupiter", "The largest planet in the solar system is Jupiter.", "The largest planet in the solar system is Saturn."),
-    ("Who painted the Mona Lisa?", "Leonardo da Vinci", "The Mona Lisa was painted by Leonardo da Vinci.", "The Mona Lisa was painted by Michelangelo."),
-    ("What is the chemical symbol for gold?", "Au", "The chemical symbol for gold is Au.", "The chemical symbol for gold is Ag."),
-    ("Which ocean is the largest?", "Pacific Ocean", "The largest ocean on Earth is the Pacific Ocean.", "The largest ocean on Earth is the Atlantic Ocean."),
+    (
+        "Who wrote Hamlet?",
+        "William Shakespeare",
+        "Hamlet was written by William Shakespeare.",
+        "Hamlet was written by Christopher Marlowe.",
+    ),
+    (
+        "What is the largest planet in the solar system?",
+        "Jupiter",
+        "The largest planet in the solar system is Jupiter.",
+        "The largest planet in the solar system is Saturn.",
+    ),
+    (
+        "Who painted the Mona Lisa?",
+        "Leonardo da Vinci",
+        "The Mona Lisa was painted by Leonardo da Vinci.",
+        "The Mona Lisa was painted by Michelangelo.",
+    ),
+    (
+        "What is the chemical symbol for gold?",
+        "Au",
+        "The chemical symbol for gold is Au.",
+        "The chemical symbol for gold is Ag.",
+    ),
+    (
+        "Which ocean is the largest?",
+        "Pacific Ocean",
+        "The largest ocean on Earth is the Pacific Ocean.",
+        "The largest ocean on Earth is the Atlantic Ocean.",
+    ),
 ]
 
 

@@ -11,9 +11,14 @@ from tests.services.corpus import build_corpus
 def test_the_admin_lists_query_sets_queries_runs_and_questions(db, admin_client, embedder):
     build_corpus(embedder, reliable=1)
     question = ask_now("What is the chemical symbol for gold?", strategy="ra-rag-all")
-    for url in ("/admin/core/queryset/", "/admin/core/factquery/?origin__exact=curated", "/admin/core/estimationrun/",
-                "/admin/core/question/?q=gold", f"/admin/core/question/{question.pk}/change/",
-                f"/admin/core/queryset/{QuerySet.objects.get().pk}/change/"):
+    for url in (
+        "/admin/core/queryset/",
+        "/admin/core/factquery/?origin__exact=curated",
+        "/admin/core/estimationrun/",
+        "/admin/core/question/?q=gold",
+        f"/admin/core/question/{question.pk}/change/",
+        f"/admin/core/queryset/{QuerySet.objects.get().pk}/change/",
+    ):
         response = admin_client.get(url)
         assert response.status_code == 200, url
     assert "Au" in admin_client.get(f"/admin/core/question/{question.pk}/change/").content.decode()

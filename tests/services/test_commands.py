@@ -34,7 +34,18 @@ def test_ask_refuses_a_bad_kappa_with_the_field_name(db):
 def test_estimate_json_prints_per_source_scores_after_the_run(worker, embedder):
     build_corpus(embedder, reliable=2)
     out = StringIO()
-    call_command("estimate", "--queries", "demo", "--sources", "reliable-0", "misinformer", "--json", "--timeout", "240", stdout=out)
+    call_command(
+        "estimate",
+        "--queries",
+        "demo",
+        "--sources",
+        "reliable-0",
+        "misinformer",
+        "--json",
+        "--timeout",
+        "240",
+        stdout=out,
+    )
     data = json.loads(out.getvalue())
     assert data["state"] == "succeeded"
     scores = {s["source"]: s for s in data["scores"]}

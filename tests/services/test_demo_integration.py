@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from statistics import mean
 
 from django.core.management import call_command
@@ -17,7 +18,7 @@ from tasks.models import Job
 
 def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(worker):
     call_command("load_demo", "--wait", "--timeout", "600")
-    manifest = json.loads(open("sources/demo_data/manifest.json").read())
+    manifest = json.loads(Path("sources/demo_data/manifest.json").read_text(encoding="utf-8"))
     truth = {s["name"]: s["simulated_reliability"] for s in manifest["sources"]}
     run = start_estimation_run()
     job = wait_for_job(run.job_id, timeout=600)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
+from core.engine.backends.generation.extractive import ExtractiveReader
 from core.models import EstimationRun, QuerySet, ReliabilityScore, RunAnswer, RunResponse
-from core.services.estimation import generate_queries, QueryGenerationUnavailable, resume_estimation_run, start_estimation_run
-from core.generation.extractive import ExtractiveReader
-from sources.models import Source
+from core.services.estimation import (
+    QueryGenerationUnavailable,
+    generate_queries,
+    resume_estimation_run,
+    start_estimation_run,
+)
 from tasks.jobs import wait_for_job
 from tasks.models import Job
 from tests.factories import SourceFactory
@@ -64,7 +68,9 @@ def test_starting_a_run_without_queries_or_with_empty_sources_names_the_fields(d
     assert set(caught.value.message_dict) == {"query_set", "sources"}
     empty_set = QuerySet.objects.create(name="empty")
     with pytest.raises(ValidationError) as caught:
-        start_estimation_run(query_set=empty_set, sources=[SourceFactory(name="nothing")], params={"batch_size": 0, "bogus": 1})
+        start_estimation_run(
+            query_set=empty_set, sources=[SourceFactory(name="nothing")], params={"batch_size": 0, "bogus": 1}
+        )
     assert set(caught.value.message_dict) == {"query_set", "sources", "batch_size", "params"}
     assert EstimationRun.objects.count() == 0 and Job.objects.count() == 0
 
@@ -76,7 +82,7 @@ def test_generating_queries_offline_says_an_llm_backend_is_needed(db):
 
 
 def test_generating_queries_with_an_llm_makes_a_question_and_a_yes_no_claim_check(db):
-    from core.generation.base import Generation
+    from core.engine.backends.generation.base import Generation
     from tests.factories import DocumentFactory
 
     class FakeLlm:
@@ -84,7 +90,12 @@ def test_generating_queries_with_an_llm_makes_a_question_and_a_yes_no_claim_chec
 
         def generate(self, requests):
             return [
-                Generation("Question: What causes COVID-19?\nAnswer: SARS-CoV-2" if "QUESTION" in r.prompt.upper().split("\n")[0] else "COVID-19 is caused by SARS-CoV-2", self.name)
+                Generation(
+                    "Question: What causes COVID-19?\nAnswer: SARS-CoV-2"
+                    if "QUESTION" in r.prompt.upper().split("\n")[0]
+                    else "COVID-19 is caused by SARS-CoV-2",
+                    self.name,
+                )
                 for r in requests
             ]
 

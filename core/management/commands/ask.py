@@ -8,9 +8,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.engine.strategies import available_strategies
 from core.models import Question
 from core.services.asking import ask_now
-from core.strategies import available_strategies
 
 
 def question_json(question: Question) -> dict[str, Any]:
@@ -63,10 +63,14 @@ class Command(BaseCommand):
             return
         self.stdout.write(self.style.SUCCESS(f"Answer: {data['answer']}"))
         confidence = f"{data['confidence']:.2f}" if data["confidence"] is not None else "-"
-        self.stdout.write(f"strategy {data['strategy']}, backend {data['backend']}, confidence {confidence}, "
-                          f"{data['calls']} generator call(s), {data['seconds']} s")
+        self.stdout.write(
+            f"strategy {data['strategy']}, backend {data['backend']}, confidence {confidence}, "
+            f"{data['calls']} generator call(s), {data['seconds']} s"
+        )
         for vote in data["votes"]:
             flag = " (filtered)" if vote["filtered"] else ""
-            self.stdout.write(f"  {vote['source']:<30} cluster {vote['cluster']!s:<4} weight {vote['weight']:<8} {vote['response']}{flag}")
+            self.stdout.write(
+                f"  {vote['source']:<30} cluster {vote['cluster']!s:<4} weight {vote['weight']:<8} {vote['response']}{flag}"
+            )
         for note in data["notes"]:
             self.stdout.write(f"note: {note}")

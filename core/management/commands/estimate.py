@@ -18,7 +18,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--queries", default="", help='query set name (default: "demo", or the only set)')
-        parser.add_argument("--sources", nargs="+", default=None, help="source names (default: every active source with documents)")
+        parser.add_argument(
+            "--sources", nargs="+", default=None, help="source names (default: every active source with documents)"
+        )
         parser.add_argument("--batch-size", type=int, default=None, help="(query, source) pairs per generation task")
         parser.add_argument("--wait", action="store_true", help="block until the run ends; exit non-zero if it fails")
         parser.add_argument("--timeout", type=float, default=None, help="with --wait: give up after this many seconds")
@@ -37,7 +39,9 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
         if not opts["json"]:
-            self.stdout.write(f"Estimation run {run.pk} queued (job {run.job_id}): query set {run.query_set}, {run.sources.count()} source(s).")
+            self.stdout.write(
+                f"Estimation run {run.pk} queued (job {run.job_id}): query set {run.query_set}, {run.sources.count()} source(s)."
+            )
         if not (opts["wait"] or opts["json"]):
             return
         job = wait_for_job(run.job_id, timeout=opts["timeout"])
@@ -48,13 +52,25 @@ class Command(BaseCommand):
         run.refresh_from_db()
         scores = run_scores(run)
         if opts["json"]:
-            self.stdout.write(json.dumps({
-                "run": run.pk, "state": run.state, "query_set": str(run.query_set), "backend": run.backend,
-                "iterations": run.iterations, "converged": run.converged, "scores": scores,
-            }, ensure_ascii=False))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "run": run.pk,
+                        "state": run.state,
+                        "query_set": str(run.query_set),
+                        "backend": run.backend,
+                        "iterations": run.iterations,
+                        "converged": run.converged,
+                        "scores": scores,
+                    },
+                    ensure_ascii=False,
+                )
+            )
             return
         self.stdout.write(self.style.SUCCESS(f"run {run.pk} succeeded after {run.iterations} IWMV iteration(s)"))
         self.stdout.write("  reliability = estimated accuracy w_i (shown); weight = voting weight v_i")
         for s in sorted(scores, key=lambda s: -s["reliability"]):
-            self.stdout.write(f"  {s['source']:<30} reliability {s['reliability']:.3f} [{s['low']:.2f}, {s['high']:.2f}]  "
-                              f"weight {s['weight']:.3f}  ({s['agreements']}/{s['answers']} answers agree)")
+            self.stdout.write(
+                f"  {s['source']:<30} reliability {s['reliability']:.3f} [{s['low']:.2f}, {s['high']:.2f}]  "
+                f"weight {s['weight']:.3f}  ({s['agreements']}/{s['answers']} answers agree)"
+            )

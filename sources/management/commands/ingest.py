@@ -19,7 +19,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", help="files or folders")
         parser.add_argument("--source", required=True, help="source name")
-        parser.add_argument("--kind", default=Source.Kind.OTHER, choices=Source.Kind.values, help="kind, for a new source")
+        parser.add_argument(
+            "--kind", default=Source.Kind.OTHER, choices=Source.Kind.values, help="kind, for a new source"
+        )
         parser.add_argument("--mapping", default="", help='CSV/JSON field mapping as JSON, e.g. {"text": "body"}')
         parser.add_argument("--format", default="", help="force an adapter (text, csv, json, jsonl, xml, jsonld)")
         parser.add_argument("--chunk-size", type=int, default=None, help="words per chunk")
@@ -48,7 +50,9 @@ class Command(BaseCommand):
             options["chunk_overlap"] = opts["chunk_overlap"]
         source, created = Source.objects.get_or_create(name=opts["source"], defaults={"kind": opts["kind"]})
         job = start_ingest_job(source, files, options=options)
-        self.stdout.write(f"{'Created source' if created else 'Source'} {source.name!r}; ingestion job {job.pk} queued for {len(files)} file(s).")
+        self.stdout.write(
+            f"{'Created source' if created else 'Source'} {source.name!r}; ingestion job {job.pk} queued for {len(files)} file(s)."
+        )
         if not opts["wait"]:
             return
         job = wait_for_job(job.pk, timeout=opts["timeout"])
@@ -57,7 +61,9 @@ class Command(BaseCommand):
         if job.state == job.State.FAILED:
             raise CommandError(f"job {job.pk} failed: {job.error}")
         result = job.result
-        self.stdout.write(self.style.SUCCESS(
-            f"job {job.pk} succeeded: {result.get('documents', 0)} new documents, {result.get('chunks', 0)} chunks, "
-            f"{result.get('duplicates', 0)} already held"
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"job {job.pk} succeeded: {result.get('documents', 0)} new documents, {result.get('chunks', 0)} chunks, "
+                f"{result.get('duplicates', 0)} already held"
+            )
+        )

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.types import Embedder, Passage, SourceId, Vector
+from core.engine.types import Embedder, Passage, SourceId, Vector
 
 
 class InMemoryRetriever:
@@ -40,9 +40,7 @@ class InMemoryRetriever:
         if self._matrix is None:
             dim = len(self._vectors[0]) if self._vectors else 0
             self._matrix = (
-                np.vstack(self._vectors).astype(np.float32)
-                if self._vectors
-                else np.zeros((0, dim), dtype=np.float32)
+                np.vstack(self._vectors).astype(np.float32) if self._vectors else np.zeros((0, dim), dtype=np.float32)
             )
             groups: dict[SourceId, list[int]] = {}
             for row, passage in enumerate(self._passages):
@@ -58,10 +56,7 @@ class InMemoryRetriever:
         out = []
         for i in top:
             p = self._passages[int(rows[i])]
-            out.append(
-                Passage(p.chunk_id, p.source_id, p.text, float(1.0 - local[i]), p.document_id,
-                        p.title, p.url)
-            )
+            out.append(Passage(p.chunk_id, p.source_id, p.text, float(1.0 - local[i]), p.document_id, p.title, p.url))
         return out
 
     def top_k_per_source(

@@ -69,9 +69,7 @@ def to_matrix(votes: Sequence[Sequence[int | None]]) -> npt.NDArray[np.int64]:
     ).reshape(len(votes), -1)
 
 
-def _estimate_answers(
-    labels: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
-) -> npt.NDArray[np.int64]:
+def _estimate_answers(labels: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """WMV per query; ties go to the larger count, then to the smaller label (deterministic)."""
     n_queries = labels.shape[0]
     if labels.size == 0:
@@ -90,7 +88,7 @@ def _estimate_answers(
     # Lexicographic (score, count) argmax: count only matters on an exact weight tie.
     key = score + 1e-9 * count / (count.sum(axis=1, keepdims=True) + 1.0)
     key[count == 0] = -np.inf
-    estimate = key.argmax(axis=1).astype(np.int64)
+    estimate: npt.NDArray[np.int64] = np.asarray(key.argmax(axis=1), dtype=np.int64)
     estimate[~answered.any(axis=1)] = MISSING
     return estimate
 
@@ -126,9 +124,7 @@ def iwmv(
         agreements = ((labels == estimate[:, None]) & answered).sum(axis=0)
         denom = answers + alpha + beta
         # No evidence and no prior: fall back to a coin flip instead of 0/0.
-        accuracy = np.divide(
-            agreements + alpha, denom, out=np.full(n_sources, 0.5), where=denom > 0
-        )
+        accuracy = np.divide(agreements + alpha, denom, out=np.full(n_sources, 0.5), where=denom > 0)
         new_weights = np.maximum(n_sources * accuracy - 1.0, min_weight)
         change = float(np.abs(new_weights - weights).max()) if n_sources else 0.0
         weights = new_weights

@@ -6,8 +6,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from core.generation.base import Generation, GenerationRequest
-from core.generation.prompts import SYSTEM, answer_prompt, clean_completion
+from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion
 
 
 class TransformersGenerator:
@@ -39,9 +39,8 @@ class TransformersGenerator:
                 if tokenizer.pad_token is None:
                     tokenizer.pad_token = tokenizer.eos_token
                 dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-                model = AutoModelForCausalLM.from_pretrained(
-                    self.model_name_or_path, torch_dtype=dtype
-                ).to(device)
+                model = AutoModelForCausalLM.from_pretrained(self.model_name_or_path, torch_dtype=dtype)
+                model = model.to(device)  # type: ignore[arg-type]
                 model.eval()
                 self._loaded = (tokenizer, model)
             return self._loaded
@@ -54,14 +53,10 @@ class TransformersGenerator:
                 {"role": "user", "content": prompt},
             ]
             try:
-                rendered: str = tokenizer.apply_chat_template(
-                    messages, tokenize=False, add_generation_prompt=True
-                )
+                rendered: str = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
                 return rendered
             except Exception:  # some templates reject a system turn
-                rendered = tokenizer.apply_chat_template(
-                    messages[1:], tokenize=False, add_generation_prompt=True
-                )
+                rendered = tokenizer.apply_chat_template(messages[1:], tokenize=False, add_generation_prompt=True)
                 return rendered
         return prompt
 

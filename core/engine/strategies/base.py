@@ -11,9 +11,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.generation.base import Generator
-from core.nli import NLI
-from core.types import CallStats, Embedder, Passage, Retriever, SourceInfo
+from core.engine.backends.generation.base import Generator
+from core.engine.backends.nli import NLI
+from core.engine.types import CallStats, Embedder, Passage, Retriever, SourceInfo
 
 
 @dataclass(frozen=True)
@@ -110,4 +110,4 @@ def available_strategies() -> list[str]:
 
 def _load_builtins() -> None:
     # Importing the modules runs their @register decorators.
-    from core.strategies import baselines, ra_rag  # noqa: F401
+    from core.engine.strategies import baselines, ra_rag  # noqa: F401

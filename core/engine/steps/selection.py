@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from core.types import SourceInfo
+from core.engine.types import SourceInfo
 
 R = TypeVar("R")
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from core.selection import kappa_rrss, kappa_rss
-from core.strategies.base import (
+from core.engine.steps.selection import kappa_rrss, kappa_rss
+from core.engine.strategies.base import (
     AnswerStrategy,
     EngineContext,
     SourceVote,
     StrategyResult,
     register,
 )
-from core.strategies.pipeline import answer_sources, cluster_and_vote, retrieve_per_source
-from core.text import is_idk
-from core.types import CallStats, SourceInfo
+from core.engine.strategies.pipeline import answer_sources, cluster_and_vote, retrieve_per_source
+from core.engine.text import is_idk
+from core.engine.types import CallStats, SourceInfo
 
 
 class _Voting(AnswerStrategy):
@@ -24,9 +24,7 @@ class _Voting(AnswerStrategy):
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
         return sources
 
-    def choose(
-        self, question: str, ctx: EngineContext, stats: CallStats
-    ) -> list[SourceVote]:
+    def choose(self, question: str, ctx: EngineContext, stats: CallStats) -> list[SourceVote]:
         sources = self.weights(ctx, list(ctx.sources))
         passages = retrieve_per_source(question, ctx, sources)
         return answer_sources(question, ctx, sources, passages, stats, self.use_filter)

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from core.lexical import content_set, is_number
-from core.types import Embedder
+from core.engine.lexical import content_set, is_number
+from core.engine.types import Embedder
 
 Probs = tuple[float, float, float]
 
@@ -42,7 +42,9 @@ class EmbeddingLexicalNLI:
 
     requires_answer_grounding = True
 
-    def __init__(self, embedder: Embedder | None = None, short_premise_words: int = 24, cache_size: int = 20000) -> None:
+    def __init__(
+        self, embedder: Embedder | None = None, short_premise_words: int = 24, cache_size: int = 20000
+    ) -> None:
         self.embedder = embedder
         self.short_premise_words = short_premise_words
         self.name = f"lexical+{embedder.name}" if embedder is not None else "lexical"
@@ -107,9 +109,7 @@ class CrossEncoderNLI:
 
     requires_answer_grounding = False
 
-    def __init__(
-        self, model_name_or_path: str, device: str | None = None, batch_size: int = 16
-    ) -> None:
+    def __init__(self, model_name_or_path: str, device: str | None = None, batch_size: int = 16) -> None:
         self.model_name_or_path = model_name_or_path
         self.name = f"cross-encoder:{model_name_or_path}"
         self.batch_size = batch_size
@@ -125,9 +125,7 @@ class CrossEncoderNLI:
 
                 device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
                 tokenizer = AutoTokenizer.from_pretrained(self.model_name_or_path)
-                model = AutoModelForSequenceClassification.from_pretrained(
-                    self.model_name_or_path
-                ).to(device)
+                model = AutoModelForSequenceClassification.from_pretrained(self.model_name_or_path).to(device)
                 model.eval()
                 self._loaded = (tokenizer, model, label_order(model.config.id2label))
             return self._loaded
@@ -174,4 +172,3 @@ def label_order(id2label: dict[int, str] | dict[str, str]) -> list[int]:
     if len(id2label) == 3:
         return [2, 1, 0]
     raise ValueError(f"cannot read entailment/neutral/contradiction labels from {id2label}")
-

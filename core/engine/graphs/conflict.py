@@ -5,13 +5,13 @@ with the sources attached to each."""
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from typing import Any
 
-from core.views.charts import mds_layout, rate_colour, reliability_colour
+from core.engine.graphs.blocs import BLOC_RATE, blocs
+from core.engine.graphs.layout import mds_layout
+from core.engine.graphs.palette import rate_colour, reliability_colour
 
 WIDTH, HEIGHT, MARGIN = 900, 640, 60
-BLOC_RATE = 0.15  # sources this close (disagreement rate) on shared queries form a bloc
 
 
 def conflict_graph(
@@ -101,42 +101,6 @@ def conflict_graph(
         "mode": edges,
         "blocs": blocs(pairs, names),
     }
-
-
-def blocs(pairs: list[dict[str, Any]], names: dict[int, str]) -> list[dict[str, Any]]:
-    """Groups of two or more sources that agree with each other (rate <= BLOC_RATE) and,
-    on average, disagree with everyone else: candidates for collusion or copying."""
-    parent: dict[int, int] = {}
-
-    def find(a: int) -> int:
-        parent.setdefault(a, a)
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    for p in pairs:
-        find(p["source_a"]), find(p["source_b"])
-        if p["rate"] <= BLOC_RATE and p["shared"] >= 2:
-            parent[find(p["source_a"])] = find(p["source_b"])
-    groups: dict[int, set[int]] = defaultdict(set)
-    for sid in list(parent):
-        groups[find(sid)].add(sid)
-    found = []
-    for members in groups.values():
-        if len(members) < 2 or len(members) == len(parent):
-            continue
-        inside = [p["rate"] for p in pairs if p["source_a"] in members and p["source_b"] in members]
-        outside = [p["rate"] for p in pairs if (p["source_a"] in members) != (p["source_b"] in members)]
-        if not outside:
-            continue
-        internal, external = sum(inside) / len(inside), sum(outside) / len(outside)
-        if external - internal >= 0.3:
-            found.append(
-                {"members": sorted(names.get(m, str(m)) for m in members), "internal": internal, "external": external}
-            )
-    found.sort(key=lambda b: b["internal"] - b["external"])
-    return found
 
 
 def cluster_graph(clusters: dict[str, Any], width: int = 720, height: int = 300) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from core.generation.base import Generation, GenerationRequest
-from core.generation.prompts import SYSTEM, answer_prompt, clean_completion
-from core.text import whitespace_tokens
+from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion
+from core.engine.text import whitespace_tokens
 
 
 class GenerationError(RuntimeError):

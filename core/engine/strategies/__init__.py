@@ -1,6 +1,6 @@
 """Answer strategies; see base.py for the interface and the registry."""
 
-from core.strategies.base import (
+from core.engine.strategies.base import (
     AnswerStrategy,
     ClusterInfo,
     EngineContext,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from core.generation.base import GenerationRequest
-from core.lexical import content_words
-from core.strategies.base import AnswerStrategy, EngineContext, StrategyResult, register
-from core.strategies.pipeline import record
-from core.text import IDK, is_idk, normalize_answer
-from core.types import CallStats
+from core.engine.backends.generation.base import GenerationRequest
+from core.engine.lexical import content_words
+from core.engine.strategies.base import AnswerStrategy, EngineContext, StrategyResult, register
+from core.engine.strategies.pipeline import record
+from core.engine.text import IDK, is_idk, normalize_answer
+from core.engine.types import CallStats
 
 
 def _result(
@@ -93,15 +93,13 @@ class RobustRag(AnswerStrategy):
         confidence = support / len(answers)
         if ctx.generator.name.startswith("extractive"):
             # Return the original surface form of the best phrase.
-            surface = next(
-                (a for a in answers if best in " ".join(content_words(a))), best
-            )
+            surface = next((a for a in answers if best in " ".join(content_words(a))), best)
             return _result(self.name, ctx, surface if normalize_answer(surface) else best, stats, started, confidence)
         hints = ", ".join(p for p, _ in sorted(kept, key=lambda pc: -pc[1]))
         prompt = (
             "Answer the question with a few words, using these keywords gathered from "
             f"several independent passages as hints: {hints}.\n"
-            "If they do not answer the question, say \"I don't know\".\n"
+            'If they do not answer the question, say "I don\'t know".\n'
             f"Question: {question.strip()}\nAnswer:"
         )
         final = ctx.generator.generate([GenerationRequest(question, [], prompt=prompt)])

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from core.alignment import align_many
-from core.clustering import cluster_answers
-from core.generation.base import Generation, GenerationRequest
-from core.strategies.base import ClusterInfo, EngineContext, SourceVote
-from core.text import IDK, is_idk
-from core.types import CallStats, Passage, SourceInfo
-from core.voting import VoteOutcome, weighted_vote
+from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.steps.alignment import align_many
+from core.engine.steps.clustering import cluster_answers
+from core.engine.steps.voting import VoteOutcome, weighted_vote
+from core.engine.strategies.base import ClusterInfo, EngineContext, SourceVote
+from core.engine.text import IDK, is_idk
+from core.engine.types import CallStats, Passage, SourceInfo
 
 
 def retrieve_per_source(
@@ -40,9 +40,7 @@ def answer_sources(
     """One batched generator call over the sources, then f_align (one batched NLI call)."""
     if not sources:
         return []
-    requests = [
-        GenerationRequest(question, [p.text for p in passages.get(s.id, [])]) for s in sources
-    ]
+    requests = [GenerationRequest(question, [p.text for p in passages.get(s.id, [])]) for s in sources]
     generations = ctx.generator.generate(requests)
     record(stats, generations)
     raw = [g.text for g in generations]

@@ -12,9 +12,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.lexical import content_words
-from core.nli import NLI
-from core.text import IDK, is_idk
+from core.engine.backends.nli import NLI
+from core.engine.lexical import content_words
+from core.engine.text import IDK, is_idk
 
 DEFAULT_TAU = 0.1
 
@@ -106,7 +106,5 @@ def align_many(
     return results
 
 
-def align(
-    question: str, answer: str, passages: Sequence[str], nli: NLI, tau: float = DEFAULT_TAU
-) -> AlignmentResult:
+def align(question: str, answer: str, passages: Sequence[str], nli: NLI, tau: float = DEFAULT_TAU) -> AlignmentResult:
     return align_many(question, [answer], [passages], nli, tau)[0]

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.alignment import align_many
-from core.clustering import cluster_answers
-from core.generation.base import GenerationRequest
-from core.nli import NLI
-from core.reliability import ReliabilityResult, iwmv
-from core.strategies.base import EngineContext
-from core.types import CallStats, Passage
+from core.engine.backends.generation.base import GenerationRequest
+from core.engine.backends.nli import NLI
+from core.engine.reliability.iwmv import ReliabilityResult, iwmv
+from core.engine.steps.alignment import align_many
+from core.engine.steps.clustering import cluster_answers
+from core.engine.strategies.base import EngineContext
+from core.engine.types import CallStats, Passage, Vector
 
 
 @dataclass
@@ -54,7 +54,7 @@ def answer_pairs(
     for q, s in pairs:
         by_query.setdefault(q, []).append(s)
     queries = sorted(by_query)
-    vectors = ctx.embedder.encode([questions[q] for q in queries]) if queries else []
+    vectors: list[Vector] = list(ctx.embedder.encode([questions[q] for q in queries])) if queries else []
     passages: dict[tuple[int, int], list[Passage]] = {}
     for q, vector in zip(queries, vectors, strict=False):
         hits = ctx.retriever.top_k_per_source(vector, by_query[q], ctx.params.k)
@@ -116,7 +116,5 @@ def estimate(questions: Sequence[str], ctx: EngineContext) -> EstimationResult:
     source_ids = [s.id for s in ctx.sources]
     pairs = [(q, s) for q in range(len(questions)) for s in source_ids]
     records = answer_pairs(questions, pairs, ctx, stats)
-    result, records = estimate_from_records(
-        questions, source_ids, records, ctx.nli, ctx.params.strict_clustering
-    )
+    result, records = estimate_from_records(questions, source_ids, records, ctx.nli, ctx.params.strict_clustering)
     return EstimationResult(records, result, source_ids, stats)

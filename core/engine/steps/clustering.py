@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.lexical import same_answer_text
-from core.nli import NLI
-from core.text import is_idk, normalize_answer
+from core.engine.backends.nli import NLI
+from core.engine.lexical import same_answer_text
+from core.engine.text import is_idk, normalize_answer
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,7 @@ def cluster_answers(
     return Clustering(labels, representatives, members)
 
 
-def _relations(
-    distinct: list[str], nli: NLI | None, question: str
-) -> dict[tuple[int, int], int]:
+def _relations(distinct: list[str], nli: NLI | None, question: str) -> dict[tuple[int, int], int]:
     """NLI label for every ordered pair of distinct answers, in one batched call."""
     if nli is None or len(distinct) < 2:
         return {}

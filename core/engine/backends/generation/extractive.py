@@ -18,10 +18,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.generation.base import Generation, GenerationRequest
-from core.generation.prompts import answer_prompt
-from core.lexical import NUMBER_WORDS, STOPWORDS
-from core.text import IDK, normalize_answer, whitespace_tokens
+from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.prompts import answer_prompt
+from core.engine.lexical import NUMBER_WORDS, STOPWORDS
+from core.engine.text import IDK, normalize_answer, whitespace_tokens
 
 _TOKEN = re.compile(r"\d+(?::\d+)+|\d+/\d+|\$?[\w][\w'’\-.,&]*[\w%]|\$?\w%?|[^\w\s]")
 _MONTHS = (
@@ -37,42 +37,206 @@ _DATE = re.compile(
     rf"|(?:1[0-9]|20)\d{{2}}s?)\b",
     re.IGNORECASE,
 )
-_CONNECTORS = {"of", "the", "de", "da", "von", "van", "del", "la", "le", "and", "&", "for", "on",
-               "at", ":"}
+_CONNECTORS = {"of", "the", "de", "da", "von", "van", "del", "la", "le", "and", "&", "for", "on", "at", ":"}
 # Words that are rarely a short answer on their own: hedges, evaluations, vague quantities.
-_VAGUE = frozenset({
-    "various", "certain", "unique", "crucial", "popular", "previous", "instead", "recent",
-    "recently", "significant", "typical", "common", "rare", "different", "several",
-    "actually", "surprisingly", "interestingly", "notable", "notably", "famous", "renowned",
-    "known", "belief", "beliefs", "fact", "facts", "part", "parts", "role", "roles", "way",
-    "ways", "thing", "things", "type", "types", "kind", "sort", "example", "instance",
-    "case", "cases", "world", "time", "times", "year", "years", "day", "days", "people",
-    "person", "place", "places", "area", "region", "key", "main", "major", "minor",
-    "primary", "important", "essential", "vital", "new", "old", "great", "good", "best",
-    "well", "however", "rather", "indeed", "even", "still", "yet", "often", "usually",
-    "generally", "widely", "commonly", "contrary", "according", "due", "because",
-    "although", "though", "despite", "unlike", "like", "reality", "truth", "matter",
-    "regard", "terms", "aspect", "aspects", "feature", "features", "factor", "factors",
-    "effect", "effects", "impact", "lesser", "greater", "higher", "lower",
-    "numerous", "multiple", "single", "specific", "particular", "general", "overall",
-    "total", "whole", "entire", "full", "half", "among", "within", "without", "across",
-    "around", "toward", "towards", "upon", "whereas", "thus", "hence", "therefore", "found",
-})
+_VAGUE = frozenset(
+    {
+        "various",
+        "certain",
+        "unique",
+        "crucial",
+        "popular",
+        "previous",
+        "instead",
+        "recent",
+        "recently",
+        "significant",
+        "typical",
+        "common",
+        "rare",
+        "different",
+        "several",
+        "actually",
+        "surprisingly",
+        "interestingly",
+        "notable",
+        "notably",
+        "famous",
+        "renowned",
+        "known",
+        "belief",
+        "beliefs",
+        "fact",
+        "facts",
+        "part",
+        "parts",
+        "role",
+        "roles",
+        "way",
+        "ways",
+        "thing",
+        "things",
+        "type",
+        "types",
+        "kind",
+        "sort",
+        "example",
+        "instance",
+        "case",
+        "cases",
+        "world",
+        "time",
+        "times",
+        "year",
+        "years",
+        "day",
+        "days",
+        "people",
+        "person",
+        "place",
+        "places",
+        "area",
+        "region",
+        "key",
+        "main",
+        "major",
+        "minor",
+        "primary",
+        "important",
+        "essential",
+        "vital",
+        "new",
+        "old",
+        "great",
+        "good",
+        "best",
+        "well",
+        "however",
+        "rather",
+        "indeed",
+        "even",
+        "still",
+        "yet",
+        "often",
+        "usually",
+        "generally",
+        "widely",
+        "commonly",
+        "contrary",
+        "according",
+        "due",
+        "because",
+        "although",
+        "though",
+        "despite",
+        "unlike",
+        "like",
+        "reality",
+        "truth",
+        "matter",
+        "regard",
+        "terms",
+        "aspect",
+        "aspects",
+        "feature",
+        "features",
+        "factor",
+        "factors",
+        "effect",
+        "effects",
+        "impact",
+        "lesser",
+        "greater",
+        "higher",
+        "lower",
+        "numerous",
+        "multiple",
+        "single",
+        "specific",
+        "particular",
+        "general",
+        "overall",
+        "total",
+        "whole",
+        "entire",
+        "full",
+        "half",
+        "among",
+        "within",
+        "without",
+        "across",
+        "around",
+        "toward",
+        "towards",
+        "upon",
+        "whereas",
+        "thus",
+        "hence",
+        "therefore",
+        "found",
+    }
+)
 _ADJECTIVE_SUFFIXES = ("ous", "ive", "ful", "able", "ible", "ical", "less", "ary", "ish")
-_PLACE_PREPOSITIONS = {"in", "at", "to", "from", "near", "within", "into", "on", "towards",
-                       "toward", "inside"}
+_PLACE_PREPOSITIONS = {"in", "at", "to", "from", "near", "within", "into", "on", "towards", "toward", "inside"}
 _DEMONYM_SUFFIXES = ("an", "ese", "ish", "ian")
 _COMPANY_SUFFIXES = {"Inc", "Ltd", "Co", "Corp", "LLC", "Jr", "Sr", "PLC"}
-_NEGATIONS = {"not", "no", "never", "neither", "nor", "none", "cannot", "isn't", "aren't",
-              "wasn't", "weren't", "doesn't", "don't", "didn't", "hasn't", "haven't", "lacks"}
-_AUX_START = {"is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have",
-              "had", "will", "would", "should"}
+_NEGATIONS = {
+    "not",
+    "no",
+    "never",
+    "neither",
+    "nor",
+    "none",
+    "cannot",
+    "isn't",
+    "aren't",
+    "wasn't",
+    "weren't",
+    "doesn't",
+    "don't",
+    "didn't",
+    "hasn't",
+    "haven't",
+    "lacks",
+}
+_AUX_START = {
+    "is",
+    "are",
+    "was",
+    "were",
+    "do",
+    "does",
+    "did",
+    "can",
+    "could",
+    "has",
+    "have",
+    "had",
+    "will",
+    "would",
+    "should",
+}
 _SCALE = {"million", "billion", "thousand", "hundred", "trillion", "percent"}
-_DISCOURSE_VERBS = {"known", "born", "made", "became", "called", "named", "considered",
-                    "regarded", "located", "based", "renowned", "famous", "notably"}
+_DISCOURSE_VERBS = {
+    "known",
+    "born",
+    "made",
+    "became",
+    "called",
+    "named",
+    "considered",
+    "regarded",
+    "located",
+    "based",
+    "renowned",
+    "famous",
+    "notably",
+}
 _COPULAS = {"is", "was", "are", "were", "be", "as", "namely", ":", "by", "to"}
-_TYPE_NOUNS = re.compile(r"\b(?:what|which|in what|the)\s+(county|country|city|state|university"
-                         r"|team|river|band|company|language|province|island|party|film|album)\b")
+_TYPE_NOUNS = re.compile(
+    r"\b(?:what|which|in what|the)\s+(county|country|city|state|university"
+    r"|team|river|band|company|language|province|island|party|film|album)\b"
+)
 _ABBREVIATION = re.compile(r"^(?:[A-Z]|[A-Z]\.[A-Z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|vs|No)$")
 
 
@@ -107,9 +271,7 @@ def _tokenize(text: str) -> list[_Token]:
         word = m.group(0)
         word = word.rstrip(".,") or word
         tokens.append(_Token(word, m.start(), m.start() + len(word), sentence, loose_stem(word)))
-        if word in {".", "!", "?"} and not (
-            len(tokens) > 1 and _ABBREVIATION.match(tokens[-2].text)
-        ):
+        if word in {".", "!", "?"} and not (len(tokens) > 1 and _ABBREVIATION.match(tokens[-2].text)):
             sentence += 1
     return tokens
 
@@ -118,18 +280,27 @@ def question_type(question: str) -> str:
     q = question.lower().strip()
     words = re.findall(r"[a-z']+", q)
     first = words[0] if words else ""
-    if re.search(r"\bhow (many|much)\b|\bnumber of\b|\bpopulation\b|\bpercentage\b|\bage of\b"
-                 r"|\bhow old\b|\bwhat age\b|\bhow (long|far|tall|big|large|high)\b|\btime difference\b", q):
+    if re.search(
+        r"\bhow (many|much)\b|\bnumber of\b|\bpopulation\b|\bpercentage\b|\bage of\b"
+        r"|\bhow old\b|\bwhat age\b|\bhow (long|far|tall|big|large|high)\b|\btime difference\b",
+        q,
+    ):
         return "number"
-    if re.search(r"\bwhen\b|\b(what|which) (year|date|decade|century|day|month)\b"
-                 r"|\bin what year\b|\bwhat time\b|\blast time\b", q):
+    if re.search(
+        r"\bwhen\b|\b(what|which) (year|date|decade|century|day|month)\b"
+        r"|\bin what year\b|\bwhat time\b|\blast time\b",
+        q,
+    ):
         return "date"
     if first in _AUX_START and " or " not in q or re.search(r"\btrue or false\b", q):
         return "yesno"
     if re.search(r"\bwho(m|se)?\b", q):
         return "person"
-    if re.search(r"\bwhere\b|\bwhat (county|country|city|state|continent|province|region)\b"
-                 r"|\b(county|country|city|state) is\b", q):
+    if re.search(
+        r"\bwhere\b|\bwhat (county|country|city|state|continent|province|region)\b"
+        r"|\b(county|country|city|state) is\b",
+        q,
+    ):
         return "place"
     return "other"
 
@@ -159,9 +330,7 @@ class ExtractiveReader:
         return out
 
     def answer(self, question: str, passages: Sequence[str]) -> str:
-        q_stems = {loose_stem(w) for w in re.findall(r"[\w'’\-]+", question)} - {
-            loose_stem(w) for w in STOPWORDS
-        }
+        q_stems = {loose_stem(w) for w in re.findall(r"[\w'’\-]+", question)} - {loose_stem(w) for w in STOPWORDS}
         q_terms = {t for t in q_stems if t and t not in STOPWORDS}
         if not q_terms or not passages:
             return IDK
@@ -215,8 +384,7 @@ class ExtractiveReader:
         # A negation in the passages' most relevant sentences answers "no".
         votes = 0.0
         for tokens, rel in zip(tokenized, relevance, strict=True):
-            negated = any(t.text.lower() in _NEGATIONS or t.text.lower().endswith("n't")
-                          for t in tokens)
+            negated = any(t.text.lower() in _NEGATIONS or t.text.lower().endswith("n't") for t in tokens)
             votes += -rel if negated else rel
         return "yes" if votes >= 0 else "no"
 
@@ -225,8 +393,7 @@ def _options(question: str) -> list[str]:
     """The two alternatives of an "X or Y?" question, if it is one."""
     m = re.search(r"(?:,|:|\bbetween)\s*([^,:?]+?)\s+or\s+([^?]+?)\s*\??$", question.strip())
     if not m:
-        m = re.search(r"\b(?:is|was|who|which)\s+\w+\s+([A-Z][^?]*?)\s+or\s+([A-Z][^?]*?)\s*\??$",
-                      question.strip())
+        m = re.search(r"\b(?:is|was|who|which)\s+\w+\s+([A-Z][^?]*?)\s+or\s+([A-Z][^?]*?)\s*\??$", question.strip())
     if not m:
         return []
     first, second = m.group(1).strip(), m.group(2).strip()
@@ -239,10 +406,12 @@ def _options(question: str) -> list[str]:
 def _pick_option(options: list[str], passages: Sequence[str]) -> str:
     """The alternative the passages talk about most (first mention breaks ties)."""
     text = " ".join(passages).lower()
+
     def key(option: str) -> tuple[int, int]:
         low = option.lower()
         first = text.find(low)
         return (text.count(low), -(first if first >= 0 else len(text)))
+
     best = max(options, key=key)
     return best if key(best)[0] > 0 else IDK
 
@@ -287,8 +456,7 @@ def _head_noun(question: str) -> str | None:
     return None
 
 
-def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
-           head: str | None) -> float:
+def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str, head: str | None) -> float:
     """Answer-likeness of a candidate from its form and its immediate context."""
     factor = 1.0
     span = tokens[cand.start : cand.end]
@@ -296,8 +464,9 @@ def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
     head_stem = loose_stem(head) if head else None
     if head and head in cand.key:
         factor *= 1.5  # "what county" -> "Orange County"
-    elif head_stem and any(t.stem == head_stem and t.sentence == span[0].sentence
-                           for t in tokens[max(0, cand.start - 5) : cand.start]):
+    elif head_stem and any(
+        t.stem == head_stem and t.sentence == span[0].sentence for t in tokens[max(0, cand.start - 5) : cand.start]
+    ):
         factor *= 1.3  # "a county named Summit", "the county is Summit"
     if before in _COPULAS:
         factor *= 1.2  # answers tend to follow "is", "was", "namely:"
@@ -334,8 +503,7 @@ def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
                 factor *= 1.4  # "in England", "to Rome"
             if len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) and not before:
                 factor *= 0.5
-            elif len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) \
-                    and before not in _PLACE_PREPOSITIONS:
+            elif len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) and before not in _PLACE_PREPOSITIONS:
                 nxt = tokens[cand.end].text if cand.end < len(tokens) else ""
                 # "Roman mythology": an adjective before a noun, not the place.
                 factor *= 0.35 if nxt.isalpha() and nxt.islower() else 0.6
@@ -372,8 +540,9 @@ def _candidates(
             last = span[-1]
             trimmed = _Token(last.text[:-2], last.start, last.end - 2, last.sentence, last.stem)
             span = [*span[:-1], trimmed]
-        content = [t for t in span if t.text.lower() not in STOPWORDS and _is_word(t.text)
-                   or any(c.isdigit() for c in t.text)]
+        content = [
+            t for t in span if t.text.lower() not in STOPWORDS and _is_word(t.text) or any(c.isdigit() for c in t.text)
+        ]
         if not content:
             return
         # A span made only of question words restates the question, it does not answer it.
@@ -403,8 +572,12 @@ def _candidates(
                 end += 1  # "59 1/2"
             while end < len(tokens) and tokens[end].text.lower() in _SCALE:
                 end += 1
-            if end < len(tokens) and tokens[end].text.isalpha() and tokens[end].text.islower() \
-                    and tokens[end].text not in STOPWORDS:
+            if (
+                end < len(tokens)
+                and tokens[end].text.isalpha()
+                and tokens[end].text.islower()
+                and tokens[end].text not in STOPWORDS
+            ):
                 end += 1  # the unit ("24 episodes", "5 hours")
             add("number", i, end)
         if tok.text[:1].isupper() and tok.text.isascii() is not None and tok.text[:1].isalpha():
@@ -413,17 +586,19 @@ def _candidates(
                 nxt = tokens[end]
                 if nxt.text[:1].isupper() or (nxt.text[:1].isdigit() and end > i):
                     end += 1
-                elif end + 1 < len(tokens) and tokens[end + 1].text[:1].isupper() and (
-                    nxt.text == "." and _ABBREVIATION.match(tokens[end - 1].text)
-                    or nxt.text.lower() in _CONNECTORS
+                elif (
+                    end + 1 < len(tokens)
+                    and tokens[end + 1].text[:1].isupper()
+                    and (
+                        nxt.text == "." and _ABBREVIATION.match(tokens[end - 1].text) or nxt.text.lower() in _CONNECTORS
+                    )
                 ):
                     end += 2
                 else:
                     break
             while end > i + 1 and tokens[end - 1].text in _CONNECTORS:
                 end -= 1  # a trailing ":" or "of"
-            if end + 1 < len(tokens) and tokens[end].text == "," \
-                    and tokens[end + 1].text in _COMPANY_SUFFIXES:
+            if end + 1 < len(tokens) and tokens[end].text == "," and tokens[end + 1].text in _COMPANY_SUFFIXES:
                 end += 2  # "Paramount Pictures, Inc."
                 if end < len(tokens) and tokens[end].text == ".":
                     end += 1
@@ -436,9 +611,13 @@ def _candidates(
                 continue
             add("name", start, end)
             # "Brooklyn, New York", "Canary Islands, Spain": a place and its region.
-            if q_kind == "place" and end + 1 < len(tokens) and tokens[end].text == "," \
-                    and tokens[end + 1].text[:1].isupper() \
-                    and tokens[end + 1].sentence == tokens[end].sentence:
+            if (
+                q_kind == "place"
+                and end + 1 < len(tokens)
+                and tokens[end].text == ","
+                and tokens[end + 1].text[:1].isupper()
+                and tokens[end + 1].sentence == tokens[end].sentence
+            ):
                 stop = end + 2
                 while stop < len(tokens) and tokens[stop].text[:1].isupper():
                     stop += 1
@@ -446,28 +625,39 @@ def _candidates(
                     add("name", start, stop)
             i = end
             continue
-        if tok.text.isalpha() and low not in STOPWORDS and tok.stem not in q_terms \
-                and not _verbish(low):
+        if tok.text.isalpha() and low not in STOPWORDS and tok.stem not in q_terms and not _verbish(low):
             end = i + 1
             while end < len(tokens) and end - i < 4:
                 nxt = tokens[end]
-                if nxt.text.isalpha() and nxt.text.lower() not in STOPWORDS \
-                        and nxt.stem not in q_terms and not nxt.text[:1].isupper() \
-                        and not _verbish(nxt.text.lower()):
+                if (
+                    nxt.text.isalpha()
+                    and nxt.text.lower() not in STOPWORDS
+                    and nxt.stem not in q_terms
+                    and not nxt.text[:1].isupper()
+                    and not _verbish(nxt.text.lower())
+                ):
                     end += 1
-                elif nxt.text.lower() == "of" and end + 1 < len(tokens) \
-                        and tokens[end + 1].text.isalpha() \
-                        and tokens[end + 1].text.lower() not in STOPWORDS:
+                elif (
+                    nxt.text.lower() == "of"
+                    and end + 1 < len(tokens)
+                    and tokens[end + 1].text.isalpha()
+                    and tokens[end + 1].text.lower() not in STOPWORDS
+                ):
                     end += 2
                 else:
                     break
-            if not (end == i + 1 and (low in _DISCOURSE_VERBS or len(low) > 4
-                                      and low.endswith(("ed", "ly")))):
+            if not (end == i + 1 and (low in _DISCOURSE_VERBS or len(low) > 4 and low.endswith(("ed", "ly")))):
                 add("phrase", i, end)
             i = end
             continue
-        if tok.text.isalpha() and len(low) > 5 and low.endswith("ing") and low not in STOPWORDS \
-                and tok.stem not in q_terms and low not in _DISCOURSE_VERBS:
+        if (
+            tok.text.isalpha()
+            and len(low) > 5
+            and low.endswith("ing")
+            and low not in STOPWORDS
+            and tok.stem not in q_terms
+            and low not in _DISCOURSE_VERBS
+        ):
             add("phrase", i, i + 1)  # gerunds can be answers ("mining"); _prior discounts them
         i += 1
     return out
