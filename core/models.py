@@ -4,10 +4,32 @@ every source's vote. The engine itself (core/*.py) knows nothing of these models
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
+from core.engine.strategies.codec import ResultSchemaError, validate_evidence, validate_graph
 from sources.models import Document, Source
+
+
+def _checked(check: Callable[[Any], None], value: Any) -> None:
+    try:
+        check(value)
+    except ResultSchemaError as exc:
+        raise ValidationError(str(exc)) from None
+
+
+def evidence_field_validator(value: Any) -> None:
+    """Question.evidence has the schema of core.engine.strategies.codec."""
+    _checked(validate_evidence, value)
+
+
+def graph_field_validator(value: Any) -> None:
+    """Question.graph has the schema of core.engine.strategies.codec."""
+    _checked(validate_graph, value)
 
 
 class QuerySet(models.Model):
@@ -142,7 +164,7 @@ class Question(models.Model):
 
     text = models.TextField()
     strategy = models.CharField(max_length=50, db_index=True)
-    params = models.JSONField(default=dict, blank=True)  # kappa, k, tau, ...
+    params = models.JSONField(default=dict, blank=True)  # the strategy's parameters (its Params dataclass)
     answer = models.TextField(blank=True)
     confidence = models.FloatField(null=True, blank=True)
     backend = models.CharField(max_length=200, blank=True)
@@ -150,7 +172,11 @@ class Question(models.Model):
     calls = models.PositiveIntegerField(default=0)
     tokens = models.PositiveIntegerField(default=0)
     seconds = models.FloatField(null=True, blank=True)
-    notes = models.JSONField(default=list, blank=True)  # e.g. "offline reader: no internal knowledge"
+    notes = models.JSONField(default=list, blank=True)  # plain-language remarks for the reader
+    # The strategy result's typed parts (schema: core.engine.strategies.codec), checked on save.
+    evidence = models.JSONField(default=list, blank=True, validators=[evidence_field_validator])
+    graph = models.JSONField(null=True, blank=True, validators=[graph_field_validator])
+    trace = models.JSONField(default=dict, blank=True)  # how the answer was reached (visit order, keywords)
     job = models.OneToOneField("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="question")
     asked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

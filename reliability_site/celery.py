@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from django.conf import settings
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
@@ -35,8 +36,6 @@ def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str) -> dict
 
 
 def configure(celery_app: Celery) -> None:
-    from django.conf import settings
-
     celery_app.conf.update(
         broker_settings(settings.CELERY_BROKER_URL, settings.BROKER_DIR),
         task_queues=(Queue("ingest"), Queue("gpu"), Queue("default")),

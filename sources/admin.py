@@ -3,12 +3,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from core.services.estimation import start_estimation_run
+from core.services.jobs import dispatch_job
 from sources.forms import UploadDocumentsForm
 from sources.models import Document, Source
 from sources.services import start_upload_ingest
@@ -64,12 +67,14 @@ class SourceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-embed the chunks of selected sources")
     def reembed(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
-        from tasks.jobs import start_job
-        from tasks.models import Job
-        from tasks.tasks import reembed_source
-
         ids = list(queryset.values_list("pk", flat=True))
-        job = start_job(Job.Kind.REEMBED, reembed_source, {"source_ids": ids}, user=request.user, queue="ingest")
+        job = dispatch_job(
+            kind="reembed",
+            task_name="tasks.reembed_source",
+            params={"source_ids": ids},
+            user=request.user,
+            queue="ingest",
+        )
         self.message_user(
             request,
             format_html('Re-embedding started: <a href="/jobs/{}/">job {}</a>', job.pk, job.pk),
@@ -78,10 +83,6 @@ class SourceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Start an estimation run on the selected sources")
     def start_estimation(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
-        from django.core.exceptions import ValidationError
-
-        from core.services.estimation import start_estimation_run
-
         try:
             run = start_estimation_run(sources=list(queryset.order_by("id")), user=request.user)
         except ValidationError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,9 +12,11 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+from django.utils.text import get_valid_filename
 
 from core.engine.chunking import chunk_text
 from core.engine.types import Embedder
+from core.services.jobs import Progress, dispatch_job
 from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash
 
@@ -153,7 +156,9 @@ def ingest_files(
     return outcomes
 
 
-def reembed(source_ids: Sequence[int], embedder: Embedder, progress: Any = None, batch: int = 512) -> dict[str, Any]:
+def reembed(
+    source_ids: Sequence[int], embedder: Embedder, progress: Progress | None = None, batch: int = 512
+) -> dict[str, Any]:
     """Re-embed chunks in batches (after a model change); each batch commits on its own."""
     queryset = Chunk.objects.filter(source_id__in=source_ids).order_by("id")
     total = queryset.count()
@@ -187,10 +192,6 @@ def start_ingest_job(
     upload_dir: str | None = None,
 ) -> Any:
     """Create the ingestion job and enqueue it; returns at once (used by CLI, admin, API)."""
-    from tasks.jobs import start_job
-    from tasks.models import Job
-    from tasks.tasks import ingest_files as ingest_task
-
     params: dict[str, Any] = {
         "source_id": source.pk,
         "source": source.name,
@@ -201,17 +202,13 @@ def start_ingest_job(
         params["display_names"] = display_names
     if upload_dir:
         params["upload_dir"] = upload_dir
-    return start_job(Job.Kind.INGEST, ingest_task, params, user=user, queue="ingest")
+    return dispatch_job(kind="ingest", task_name="tasks.ingest_files", params=params, user=user, queue="ingest")
 
 
 def start_upload_ingest(
     source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None
 ) -> Any:
     """Keep uploaded files in DATA_DIR/uploads until the worker has ingested them."""
-    import uuid
-
-    from django.utils.text import get_valid_filename
-
     folder = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
     folder.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []

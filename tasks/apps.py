@@ -1,9 +1,15 @@
 from django.apps import AppConfig
 
+from core.services.jobs import set_dispatcher
+
 
 class TasksConfig(AppConfig):
     name = "tasks"
     verbose_name = "Jobs"
 
     def ready(self) -> None:
+        # Imported here, not at module level: both need the app registry (tasks.models).
         from tasks import signals  # noqa: F401  (connects the Celery signal handlers)
+        from tasks.jobs import start_job
+
+        set_dispatcher(start_job)  # services start jobs through core.services.jobs.dispatch_job

@@ -1,7 +1,8 @@
 """Celery tasks of the RA-RAG engine: answering questions and estimation runs.
 
-Thin shells over core.services; see core/services/estimation.py for how a run is split
-into `tasks.generate_batch` tasks (queue "gpu") and a non-blocking coordinator.
+Thin shells over core.services; see core/services/estimation/ for how a run is split into
+`tasks.generate_batch` tasks (queue "gpu") and a coordinator that reschedules itself
+(queue "default") until every response is stored.
 """
 
 from __future__ import annotations
@@ -10,17 +11,18 @@ from typing import Any
 
 from django.conf import settings
 
+from core.models import EstimationRun, Question
+from core.services.asking import answer_question as answer
+from core.services.estimation import coordinate_run, fail_run, finish_run, finished_message
+from core.services.estimation import generate_batch as generate
 from reliability_site.celery import app
 from tasks.progress import JobProgress
-from tasks.runner import JobFailed, job_task
+from tasks.runner import Done, JobFailed, JobOutcome, Reschedule, job_task
 
 
 @job_task("tasks.answer_question")
 def answer_question(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
     """Answer a stored Question through its strategy and persist the votes."""
-    from core.models import Question
-    from core.services.asking import answer_question as answer
-
     question = Question.objects.filter(pk=params["question_id"]).first()
     if question is None:
         raise JobFailed("The question was deleted before it could be answered.")
@@ -37,46 +39,34 @@ def answer_question(progress: JobProgress, params: dict[str, Any]) -> dict[str, 
 @app.task(name="tasks.generate_batch", acks_late=True)
 def generate_batch(run_id: int, pairs: list[list[int]]) -> int:
     """Answer a batch of (query id, source id) pairs of a run (queue "gpu"); idempotent."""
-    from core.services.estimation import fail_run
-    from core.services.estimation import generate_batch as generate
-
     try:
         return generate(run_id, pairs)
-    except Exception as exc:  # noqa: BLE001 - a broken backend must end the run, not hang it
-        fail_run(run_id, exc)
+    except Exception as exc:  # noqa: BLE001 - a broken backend must end the run and its job, not hang them
+        job_id = fail_run(run_id)
+        if job_id is not None:
+            JobProgress(job_id).fail(exc)
         raise
 
 
-@app.task(name="tasks.estimation_run", bind=True, acks_late=True)
-def estimation_run(self: Any, job_id: int, step: int = 0) -> str:
-    """Coordinate a run without blocking: dispatch missing batches, re-enqueue itself, and
-    finish when every response is stored. Written by hand rather than with job_task because
-    one Job spans several invocations (job_task would mark it done after the first)."""
-    from core.models import EstimationRun
-    from core.services.estimation import POLL_SECONDS, advance_run, fail_run
-    from tasks.models import Job
+def _fail_the_run(job_id: int, params: dict[str, Any], error: BaseException | str) -> None:
+    """The coordinator's job failed: so did its run (if the run still belongs to this job)."""
+    run_id = EstimationRun.objects.filter(job_id=job_id).values_list("pk", flat=True).first()
+    if run_id is not None:
+        fail_run(run_id)
 
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None or job.finished:
-        return "gone"
-    run = EstimationRun.objects.filter(job_id=job_id).first()
+
+@job_task("tasks.estimation_run", acks_late=True, on_failure=_fail_the_run)
+def estimation_run(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
+    """Coordinate a run without blocking: send the missing batches, reschedule itself every
+    ESTIMATION_POLL_SECONDS with the dispatch state stored on the Job, and finish (estimate
+    and store the scores) when every response is stored."""
+    run = EstimationRun.objects.filter(job_id=progress.job_id).first()
     if run is None:
-        JobProgress(job_id).fail("The estimation run was deleted.")
-        return "gone"
-    if job.state == Job.State.PENDING:
-        JobProgress(job_id).start(
-            message="Started", celery_task_id=self.request.id or "", worker=self.request.hostname or ""
-        )
-
-    def reschedule() -> None:
-        poll = float(getattr(settings, "ESTIMATION_POLL_SECONDS", POLL_SECONDS))
-        estimation_run.apply_async(kwargs={"job_id": job_id, "step": step + 1}, queue="default", countdown=poll)
-
-    def dispatch(pairs: list[list[int]]) -> None:
+        raise JobFailed("The estimation run was deleted.")
+    step = coordinate_run(run, params.get("dispatch"), progress)
+    if step.finished:
+        summary = finish_run(run)
+        return Done(summary, message=finished_message(summary))
+    for pairs in step.send:
         generate_batch.apply_async(kwargs={"run_id": run.pk, "pairs": pairs}, queue="gpu")
-
-    try:
-        return advance_run(run, dispatch=dispatch, reschedule=reschedule)
-    except Exception as exc:  # noqa: BLE001 - any error must end in the job record
-        fail_run(run.pk, exc)
-        return "failed"
+    return Reschedule(countdown=float(settings.ESTIMATION_POLL_SECONDS), params={**params, "dispatch": step.dispatch})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 import uuid
 from typing import Any
 
@@ -12,14 +11,20 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.services.jobs import wait_for
+from reliability_site.celery import app
 from tasks.models import Job
 
 
-def start_job(kind: str, task: Task, params: dict[str, Any], *, user: Any = None, queue: str | None = None) -> Job:
-    """Persist a job and enqueue its task once the surrounding transaction commits."""
+def start_job(
+    kind: str, task: Task | str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
+) -> Job:
+    """Persist a job and enqueue its task (a task or a task name) once the surrounding
+    transaction commits. This is the dispatcher that core.services.jobs.dispatch_job calls."""
+    task_name = task if isinstance(task, str) else task.name
     task_id = str(uuid.uuid4())
     job = Job.objects.create(
-        kind=kind,
+        kind=Job.Kind(kind),
         params=params,
         celery_task_id=task_id,
         created_by=user if getattr(user, "is_authenticated", False) else None,
@@ -28,7 +33,7 @@ def start_job(kind: str, task: Task, params: dict[str, Any], *, user: Any = None
     options: dict[str, Any] = {"kwargs": {"job_id": job.pk}, "task_id": task_id}
     if queue:
         options["queue"] = queue
-    transaction.on_commit(lambda: task.apply_async(**options))
+    transaction.on_commit(lambda: app.send_task(task_name, **options))
     return job
 
 
@@ -53,11 +58,5 @@ def fail_jobs_of_worker(hostname: str, reason: str) -> int:
 
 def wait_for_job(job_id: int, timeout: float | None = None, poll: float = 0.5) -> Job:
     """Block until the job finishes (for `--wait` and the API's wait timeout)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        job = Job.objects.get(pk=job_id)
-        if job.finished:
-            return job
-        if deadline is not None and time.monotonic() >= deadline:
-            return job
-        time.sleep(poll)
+    job: Job = wait_for(Job.objects.get(pk=job_id), timeout, poll)
+    return job

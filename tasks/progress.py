@@ -12,6 +12,7 @@ import traceback
 from typing import Any
 
 from django.db import connection
+from django.db.models import F
 from django.utils import timezone
 
 from tasks.models import Job
@@ -49,8 +50,6 @@ class JobProgress:
         self._update(**fields)
 
     def advance(self, step: int = 1, message: str | None = None) -> None:
-        from django.db.models import F
-
         fields: dict[str, Any] = {"progress_current": F("progress_current") + step}
         if message is not None:
             fields["message"] = message[:500]

@@ -1,8 +1,22 @@
-"""Turn a plain function `fn(progress, params) -> result` into a Celery task bound to a Job."""
+"""One job lifecycle: turn a plain function `fn(progress, params)` into a Celery task bound to a Job.
+
+The function's outcome decides what happens to the job (after NetBox's JobRunner):
+- returns a result dict (or None): the job succeeds with it;
+- returns `Done(result, message)`: the same, with a message other than "Done";
+- raises `JobFailed(message, result)`: the job fails, keeping the partial result;
+- raises any other exception: the job fails with the error;
+- returns `Reschedule(countdown, params)`: the job is not done. It stays running, the new
+  params (if any) are stored on the Job, and the same task is enqueued again for the same
+  job after `countdown` seconds (a coordinator that polls without blocking a worker).
+Whenever the job fails, `on_failure(job_id, params, error)` (if given) runs after the Job
+record says so, to end what the job was working on (an estimation run, say).
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from celery import Task
@@ -11,7 +25,7 @@ from reliability_site.celery import app
 from tasks.models import Job
 from tasks.progress import JobProgress
 
-JobFunction = Callable[[JobProgress, dict[str, Any]], dict[str, Any] | None]
+logger = logging.getLogger(__name__)
 
 
 class JobFailed(Exception):
@@ -22,23 +36,76 @@ class JobFailed(Exception):
         self.result = result
 
 
-def job_task(name: str, **options: Any) -> Callable[[JobFunction], Task]:
+@dataclass(frozen=True)
+class Done:
+    """The job succeeded with `result`; `message` is shown on the job instead of "Done"."""
+
+    result: dict[str, Any]
+    message: str = "Done"
+
+
+@dataclass(frozen=True)
+class Reschedule:
+    """Not done yet: keep the job running, store `params` (when given) on it, and run this
+    task again for the same job after `countdown` seconds."""
+
+    countdown: float
+    params: dict[str, Any] | None = None
+
+
+JobOutcome = dict[str, Any] | Done | Reschedule | None
+JobFunction = Callable[[JobProgress, dict[str, Any]], JobOutcome]
+FailureHook = Callable[[int, dict[str, Any], BaseException | str], None]
+
+
+def _reschedule(task: Task, job_id: int, step: int, outcome: Reschedule) -> None:
+    if outcome.params is not None:
+        Job.objects.filter(pk=job_id).update(params=outcome.params)
+    # Back onto the queue this invocation came from (as Celery's own retry does).
+    queue = (task.request.delivery_info or {}).get("routing_key") or None
+    task.apply_async(kwargs={"job_id": job_id, "step": step + 1}, countdown=max(0.0, outcome.countdown), queue=queue)
+
+
+def job_task(name: str, *, on_failure: FailureHook | None = None, **options: Any) -> Callable[[JobFunction], Task]:
+    """Register `fn` as the Celery task `name` (options go to app.task) running one Job."""
+
     def decorate(fn: JobFunction) -> Task:
         @app.task(name=name, bind=True, **options)
-        def run(self: Task, job_id: int) -> None:
+        def run(self: Task, job_id: int, step: int = 0) -> None:
             job = Job.objects.filter(pk=job_id).first()
             if job is None or job.finished:
                 return  # deleted, or a redelivery of a job that already ended
             progress = JobProgress(job_id)
-            progress.start(message="Started", celery_task_id=self.request.id or "", worker=self.request.hostname or "")
+
+            def fail(error: BaseException | str, result: dict[str, Any] | None = None) -> None:
+                progress.fail(error, result=result)
+                if on_failure is not None:
+                    try:
+                        on_failure(job_id, job.params, error)
+                    except Exception:  # noqa: BLE001 - the job has failed already; keep its record
+                        logger.exception("job %s: the failure hook of %s raised", job_id, name)
+
+            if step == 0:  # a rescheduled invocation continues the running job
+                progress.start(
+                    message="Started", celery_task_id=self.request.id or "", worker=self.request.hostname or ""
+                )
             try:
-                result = fn(progress, job.params)
+                outcome = fn(progress, job.params)
             except JobFailed as exc:
-                progress.fail(str(exc), result=exc.result)
+                fail(str(exc), exc.result)
+                return
             except Exception as exc:  # noqa: BLE001 - any error must end in the job record
-                progress.fail(exc)
+                fail(exc)
+                return
+            if isinstance(outcome, Reschedule):
+                try:
+                    _reschedule(self, job_id, step, outcome)
+                except Exception as exc:  # noqa: BLE001 - a job that cannot go on must not stay running
+                    fail(exc)
+            elif isinstance(outcome, Done):
+                progress.succeed(outcome.result, message=outcome.message)
             else:
-                progress.succeed(result or {})
+                progress.succeed(outcome or {})
 
         run.__doc__ = fn.__doc__
         return run

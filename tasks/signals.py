@@ -7,11 +7,11 @@ from typing import Any
 
 from celery.signals import worker_ready
 
+from tasks.jobs import fail_jobs_of_worker, reap_stale_jobs
+
 
 @worker_ready.connect
 def _fail_jobs_left_running(sender: Any = None, **_: Any) -> None:
-    from tasks.jobs import fail_jobs_of_worker, reap_stale_jobs
-
     hostname = getattr(sender, "hostname", None) or socket.gethostname()
     fail_jobs_of_worker(hostname, "The worker restarted while this job was running; run it again.")
     reap_stale_jobs()

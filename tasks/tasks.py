@@ -8,6 +8,14 @@ from typing import Any
 
 from django.conf import settings
 
+from sources.embedding import configured_embedder
+from sources.ingest import IngestError, expand_paths
+from sources.models import Source
+from sources.services import ingest_files as ingest
+from sources.services import reembed
+
+# Engine tasks live in their own module; importing it here registers them with Celery.
+from tasks import engine_tasks  # noqa: F401
 from tasks.progress import JobProgress
 from tasks.runner import JobFailed, job_task
 
@@ -15,11 +23,6 @@ from tasks.runner import JobFailed, job_task
 @job_task("tasks.ingest_files")
 def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
     """Parse, chunk and embed files into a source; each file is stored whole or not at all."""
-    from sources.embedding import configured_embedder
-    from sources.ingest import IngestError, expand_paths
-    from sources.models import Source
-    from sources.services import ingest_files as ingest
-
     source = Source.objects.get(pk=params["source_id"])
     try:
         files = expand_paths(params["paths"])
@@ -70,12 +73,5 @@ def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any
 @job_task("tasks.reembed_source")
 def reembed_source(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
     """Recompute every chunk vector of the given sources with the configured model."""
-    from sources.embedding import configured_embedder
-    from sources.services import reembed
-
     embedder = configured_embedder()
     return reembed(params["source_ids"], embedder, progress)
-
-
-# Engine tasks live in their own module; importing it here registers them with Celery.
-from tasks import engine_tasks  # noqa: E402,F401

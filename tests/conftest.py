@@ -1,9 +1,17 @@
-"""Shared fixtures: the real PostgreSQL (embedded, or DATABASE_URL) and a real Celery worker.
+"""Shared fixtures: the real PostgreSQL (embedded, or DATABASE_URL), a real Celery worker, and
+one set of accounts (an analyst, a curator, an account without a role) with clients for each.
 
 The worker consumes from Redis when one answers on 127.0.0.1:6379 (as on CI machines),
 otherwise from the serverless filesystem broker in a temporary folder, so the suite also
 passes on a fresh laptop. Tests that need the worker use the `worker` fixture, which
 implies transactional database access (the worker thread has its own connection).
+
+Accounts (all with the password tests.factories.PASSWORD):
+    analyst  "alice", in the analyst group
+    curator  "carol", in the curator group
+    nobody   "norole", in no group
+Clients: <role>_client is a Django test client logged in as that account (pages), as_<role>
+an API client sending the account's token; `anonymous` is an API client without credentials.
 """
 
 from __future__ import annotations
@@ -15,6 +23,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.test import Client
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.factories import AnalystFactory, CuratorFactory, UserFactory
 
 
 def _redis_answers(host: str = "127.0.0.1", port: int = 6379) -> bool:
@@ -81,3 +94,71 @@ def embedder() -> Any:
     from sources.embedding import configured_embedder
 
     return configured_embedder()
+
+
+# --- Accounts and their clients -------------------------------------------------------
+
+
+@pytest.fixture
+def analyst(db: Any) -> Any:
+    return AnalystFactory(username="alice")
+
+
+@pytest.fixture
+def curator(db: Any) -> Any:
+    return CuratorFactory(username="carol")
+
+
+@pytest.fixture
+def nobody(db: Any) -> Any:
+    """An account in no group: signed in, but with no role."""
+    return UserFactory(username="norole")
+
+
+def logged_in_client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def analyst_client(analyst: Any) -> Client:
+    return logged_in_client(analyst)
+
+
+@pytest.fixture
+def curator_client(curator: Any) -> Client:
+    return logged_in_client(curator)
+
+
+@pytest.fixture
+def nobody_client(nobody: Any) -> Client:
+    return logged_in_client(nobody)
+
+
+def token_client(user: Any) -> APIClient:
+    """An API client that authenticates with the account's token."""
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def as_analyst(analyst: Any) -> APIClient:
+    return token_client(analyst)
+
+
+@pytest.fixture
+def as_curator(curator: Any) -> APIClient:
+    return token_client(curator)
+
+
+@pytest.fixture
+def as_nobody(nobody: Any) -> APIClient:
+    return token_client(nobody)
+
+
+@pytest.fixture
+def anonymous() -> APIClient:
+    return APIClient()

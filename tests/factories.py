@@ -1,21 +1,109 @@
-"""factory-boy factories for the models tests touch most."""
+"""factory-boy factories, one per model, with sensible defaults.
+
+Related rows come along by SubFactory (``RunResponseFactory()`` brings its run, query and
+source), unique fields come from sequences. Accounts get the password ``PASSWORD`` and their
+roles with ``UserFactory(roles=[ANALYST])``, or from ``AnalystFactory`` / ``CuratorFactory``.
+"""
 
 from __future__ import annotations
 
-import factory
-from django.contrib.auth import get_user_model
+from typing import Any
 
-from sources.models import Document, Source, content_hash
+import factory
+import numpy as np
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.utils import timezone
+
+from core.models import EstimationRun, FactQuery, QuerySet, Question, ReliabilityScore, RunAnswer, RunResponse, Vote
+from core.roles import ANALYST, CURATOR
+from sources.models import Chunk, Document, Source, content_hash
+from tasks.models import Job
+
+PASSWORD = "correct horse battery staple"
+
+
+def unit_vector(seed: int, dimension: int | None = None) -> np.ndarray:
+    """A deterministic unit vector (float32) of the configured embedding dimension."""
+    dimension = dimension or settings.EMBEDDING_DIMENSION
+    vector = np.random.default_rng(seed).standard_normal(dimension)
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+# --- Accounts and roles ---------------------------------------------------------------
+
+
+class GroupFactory(factory.django.DjangoModelFactory):
+    """A role: a Django group (the analyst and curator groups come from a migration and are reused)."""
+
+    class Meta:
+        model = Group
+        django_get_or_create = ("name",)
+
+    name = ANALYST
+
+
+def add_roles(user: Any, roles: list[str] | tuple[str, ...]) -> Any:
+    """Put an account in the groups named (core.roles.ANALYST, CURATOR)."""
+    if roles:
+        user.groups.add(*(GroupFactory(name=role) for role in roles))
+    return user
 
 
 class UserFactory(factory.django.DjangoModelFactory):
+    """An account with ``PASSWORD`` (or ``password=...``) and the groups in ``roles=[...]``."""
+
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
-    password = factory.PostGenerationMethodCall("set_password", "correct horse battery staple")
+
+    @factory.post_generation
+    def password(self, create: bool, extracted: str | None, **kwargs: Any) -> None:
+        self.set_password(extracted or PASSWORD)
+        if create:
+            self.save(update_fields=["password"])
+
+    @factory.post_generation
+    def roles(self, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
+        if create:
+            add_roles(self, extracted or [])
+
+
+class AnalystFactory(UserFactory):
+    username = factory.Sequence(lambda n: f"analyst{n}")
+
+    @factory.post_generation
+    def roles(self, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
+        if create:
+            add_roles(self, [ANALYST] if extracted is None else extracted)
+
+
+class CuratorFactory(UserFactory):
+    username = factory.Sequence(lambda n: f"curator{n}")
+
+    @factory.post_generation
+    def roles(self, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
+        if create:
+            add_roles(self, [CURATOR] if extracted is None else extracted)
+
+
+# --- Jobs -----------------------------------------------------------------------------
+
+
+class JobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Job
+
+    kind = Job.Kind.OTHER
+    state = Job.State.PENDING
+
+
+# --- Sources, documents, chunks -------------------------------------------------------
 
 
 class SourceFactory(factory.django.DjangoModelFactory):
@@ -35,3 +123,143 @@ class DocumentFactory(factory.django.DjangoModelFactory):
     title = factory.Sequence(lambda n: f"Document {n}")
     text = factory.Sequence(lambda n: f"This is document number {n}. It says something.")
     content_hash = factory.LazyAttribute(lambda d: content_hash(d.text))
+
+
+class ChunkFactory(factory.django.DjangoModelFactory):
+    """A chunk of its document's source, embedded as a deterministic unit vector (``seed``)."""
+
+    class Meta:
+        model = Chunk
+
+    class Params:
+        seed = factory.Sequence(lambda n: n)
+
+    document = factory.SubFactory(DocumentFactory)
+    source = factory.SelfAttribute("document.source")
+    ordinal = factory.Sequence(lambda n: n)
+    text = factory.LazyAttribute(lambda c: f"Chunk {c.ordinal} of {c.document.title}")
+    embedding = factory.LazyAttribute(lambda c: unit_vector(c.seed))
+
+
+# --- Fact-checking queries and estimation runs ----------------------------------------
+
+
+class QuerySetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = QuerySet
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"query-set-{n}")
+
+
+class FactQueryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = FactQuery
+
+    query_set = factory.SubFactory(QuerySetFactory)
+    question = factory.Sequence(lambda n: f"Question {n}?")
+
+
+class EstimationRunFactory(factory.django.DjangoModelFactory):
+    """A pending run; ``succeeded=True`` for a finished one, ``sources=[...]`` for its sources."""
+
+    class Meta:
+        model = EstimationRun
+        skip_postgeneration_save = True
+
+    class Params:
+        succeeded = factory.Trait(
+            state=EstimationRun.State.SUCCEEDED,
+            converged=True,
+            iterations=3,
+            finished_at=factory.LazyFunction(timezone.now),
+        )
+
+    query_set = factory.SubFactory(QuerySetFactory)
+    state = EstimationRun.State.PENDING
+
+    @factory.post_generation
+    def sources(self, create: bool, extracted: list[Source] | None, **kwargs: Any) -> None:
+        if create and extracted:
+            self.sources.set(extracted)
+
+
+def _query_of_the_run(query: Any) -> QuerySet:
+    """The run's own query set, so that a response's query belongs to the run."""
+    return query.factory_parent.run.query_set or QuerySetFactory()
+
+
+class RunResponseFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = RunResponse
+
+    run = factory.SubFactory(EstimationRunFactory)
+    query = factory.SubFactory(FactQueryFactory, query_set=factory.LazyAttribute(_query_of_the_run))
+    source = factory.SubFactory(SourceFactory)
+    response = "Paris"
+    raw_response = factory.SelfAttribute("response")
+    align_score = 0.9
+    cluster = 0
+    agrees = True  # with the run's answer; None for an IDK
+
+
+class RunAnswerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = RunAnswer
+
+    run = factory.SubFactory(EstimationRunFactory)
+    query = factory.SubFactory(FactQueryFactory, query_set=factory.LazyAttribute(_query_of_the_run))
+    answer = "Paris"
+    cluster = 0
+    support = 1.0
+
+
+class ReliabilityScoreFactory(factory.django.DjangoModelFactory):
+    """Reliability 0.7 with an interval of +-0.1 (clipped to [0, 1]) and the weight equal to it."""
+
+    class Meta:
+        model = ReliabilityScore
+
+    run = factory.SubFactory(EstimationRunFactory, succeeded=True)
+    source = factory.SubFactory(SourceFactory)
+    reliability = 0.7
+    weight = factory.SelfAttribute("reliability")
+    low = factory.LazyAttribute(lambda s: max(0.0, s.reliability - 0.1))
+    high = factory.LazyAttribute(lambda s: min(1.0, s.reliability + 0.1))
+    answers = 10
+    agreements = 8
+
+
+# --- Questions and votes --------------------------------------------------------------
+
+
+class QuestionFactory(factory.django.DjangoModelFactory):
+    """An unanswered question; ``answered=True`` for one answered "Paris" by the extractive reader."""
+
+    class Meta:
+        model = Question
+
+    class Params:
+        answered = factory.Trait(
+            answer="Paris",
+            confidence=0.75,
+            backend="extractive",
+            answered_at=factory.LazyFunction(timezone.now),
+        )
+
+    text = factory.Sequence(lambda n: f"Question {n}?")
+    strategy = "ra-rag"
+
+
+class VoteFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Vote
+
+    question = factory.SubFactory(QuestionFactory)
+    source = factory.SubFactory(SourceFactory)
+    rank = 0
+    response = "Paris"
+    raw_response = factory.SelfAttribute("response")
+    cluster = 0
+    weight = 1.0
+    align_score = 0.9

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from django.conf import settings
@@ -30,8 +31,6 @@ def _declared_length(parser_context: Any) -> int:
 
 class LimitedJSONParser(JSONParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        import io
-
         limit = json_limit()
         if _declared_length(parser_context) > limit:
             raise PayloadTooLarge(f"The JSON body is over the limit of {limit} bytes.")

@@ -6,6 +6,8 @@ from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 
+from core.api.serializers.common import ErrorSerializer
+
 ERROR_RESPONSES = {
     "400": "Invalid input; `fields` names each field at fault.",
     "401": "No credentials, or an invalid token.",
@@ -19,8 +21,6 @@ ERROR_RESPONSES = {
 
 class ApiSchema(AutoSchema):
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
-        from core.api.serializers import ErrorSerializer
-
         responses = super()._get_response_bodies(direction)
         codes = set(ERROR_RESPONSES)
         if self.method in ("GET", "HEAD", "OPTIONS", "DELETE"):

@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from core.api.views.auth import ObtainToken
 from core.api.views.catalogue import DocumentViewSet, SourceViewSet
 from core.api.views.engine import ConflictsView, EstimationRunViewSet, JobViewSet, QuestionViewSet
+from core.api.views.strategies import StrategiesView
 
 app_name = "api"
 
@@ -20,6 +21,7 @@ router.register("jobs", JobViewSet, basename="job")
 urlpatterns = [
     path("token/", ObtainToken.as_view(), name="token"),
     path("conflicts/", ConflictsView.as_view(), name="conflicts"),
+    path("strategies/", StrategiesView.as_view(), name="strategies"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.bench.paths import default_cache_dir, default_data_dir
+from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
 
 QA_DATASETS = ("poisonedrag", "ramdocs")
 TRUTH_DATASETS = ("flights", "books")
@@ -35,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tau", type=float, default=0.1, help="f_align threshold")
     parser.add_argument("--k", type=int, default=3, help="passages retrieved per source")
     parser.add_argument("--estimation-queries", type=int, default=100, help="M fact-checking queries")
+    parser.add_argument(
+        "--estimator",
+        choices=available_estimators(),
+        default=DEFAULT_ESTIMATOR,
+        help="reliability estimator of the estimation phase (QA datasets)",
+    )
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1)")
     parser.add_argument("--seed", type=int, default=None, help="run this one seed only")
     parser.add_argument(
@@ -93,6 +100,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         tau=options["tau"],
         k=options.get("k", 3),
         estimation_queries=options["estimation_queries"],
+        estimator=options.get("estimator") or DEFAULT_ESTIMATOR,
         collude=bool(options.get("collude")),
         max_questions=options.get("max_questions"),
         memo=not options.get("no_memo"),

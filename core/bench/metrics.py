@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from scipy import stats
 
-from core.engine.reliability.iwmv import wilson_interval as reliability_wilson
+from core.engine.reliability.base import wilson_interval as reliability_wilson
 
 Z95 = 1.959963984540054
 

@@ -1,7 +1,8 @@
 """Question answering over a simulated multi-source corpus: every method side by side.
 
 One seed: build the sources and their corpus, embed it (cached), estimate reliabilities by
-IWMV over the estimation queries (the engine's ``core.engine.estimation``), then answer every test
+IWMV (or another registered estimator, ``QAConfig.estimator``) over the estimation queries
+(the engine's ``core.engine.estimation``), then answer every test
 question with every method. Methods are the engine's registered strategies (so a strategy
 added later shows up here without edits) plus two crowd-kit aggregators, DawidSkene and
 Wawa, fed with the same per-source answers that MV votes on.
@@ -19,11 +20,14 @@ from core.bench.corpus import Corpus, build_corpus, make_sources
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
 from core.bench.metrics import correlations
+from core.engine.strategies.base import Requirement
 from core.engine.text import IDK, answer_contains_gold
 from core.engine.types import Embedder, Passage, SourceInfo
 
 CROWD_METHODS = ("dawid-skene", "wawa")
 CROWD_BASE = "mv"  # the strategy whose per-source votes the crowd-kit methods aggregate
+# The benchmark answers with the offline extractive reader and knows the true reliabilities.
+BENCH_OFFERS = frozenset({Requirement.ORACLE})
 
 
 @dataclass
@@ -37,17 +41,20 @@ class QAConfig:
     tau: float = 0.1
     k: int = 3
     estimation_queries: int = 100
+    estimator: str = "iwmv"  # a name in core.engine.reliability.available_estimators()
     collude: bool = False  # the paper: each misinformation source draws its own wrong answer
     max_questions: int | None = None
     memo: bool = True  # share reader and NLI outputs between methods (faster; see docs)
     methods: list[str] | None = None  # None: every registered strategy + crowd-kit
 
     def resolved_methods(self) -> list[str]:
-        from core.engine.strategies import available_strategies
+        from core.engine.strategies import available_strategies, runnable_strategies
 
         registered = available_strategies()
         if self.methods is None:
-            return [*registered, *CROWD_METHODS]
+            # What the benchmark's offline reader (plus the oracle) can run: a strategy that
+            # needs an LLM writing free text (vanilla-llm) is left out.
+            return [*runnable_strategies(BENCH_OFFERS), *CROWD_METHODS]
         unknown = [m for m in self.methods if m not in registered and m not in CROWD_METHODS]
         if unknown:
             raise ValueError(f"unknown methods {unknown}; available: {[*registered, *CROWD_METHODS]}")
@@ -68,8 +75,8 @@ class SeedRun:
     seed: int
     methods: dict[str, MethodRun]
     true_reliability: dict[int, float]
-    estimated_accuracy: dict[int, float]  # IWMV w_i
-    estimated_weight: dict[int, float]  # IWMV v_i
+    estimated_accuracy: dict[int, float]  # w_i of the configured estimator (IWMV by default)
+    estimated_weight: dict[int, float]  # v_i
     answers_count: dict[int, int]
     estimation_calls: int
     estimation_seconds: float
@@ -106,6 +113,7 @@ class MemoGenerator:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name = inner.name
+        self.capabilities = inner.capabilities
         self._memo: dict[tuple[str, tuple[str, ...], str | None], Any] = {}
 
     def generate(self, requests: Sequence[Any]) -> list[Any]:
@@ -165,14 +173,16 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     from core.engine.backends.generation.extractive import ExtractiveReader
     from core.engine.backends.nli import EmbeddingLexicalNLI
     from core.engine.estimation import estimate
-    from core.engine.strategies import EngineContext, EngineParams, get_strategy
+    from core.engine.params import parse_params
+    from core.engine.strategies import EngineContext, EngineParams, ensure_runnable, get_strategy
 
     methods = config.resolved_methods()
     sources = make_sources(config.prior, config.sources, config.adversaries, config.coverage, seed)
     corpus = build_corpus(questions, sources, seed, config.estimation_queries, config.collude, config.max_questions)
     retriever = build_retriever(corpus, embedder)
     true = corpus.true_reliability
-    params = EngineParams(kappa=config.kappa, k=config.k, tau=config.tau, oracle_reliabilities=true)
+    params = EngineParams(k=config.k, tau=config.tau)
+    defaults = {"kappa": config.kappa, "k": config.k, "tau": config.tau}
     generator: Any = ExtractiveReader()
     nli: Any = EmbeddingLexicalNLI(embedder)
     if config.memo:
@@ -186,16 +196,20 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         nli=nli,
         sources=[SourceInfo(s.id, s.name) for s in sources],
         params=params,
+        oracle=true,
     )
 
-    # Reliability estimation over the fact-checking queries (IWMV).
+    # Reliability estimation over the fact-checking queries (IWMV unless configured otherwise).
     started = time.perf_counter()
     estimation_texts = [corpus.question(q).question for q in corpus.estimation_ids]
-    estimation = estimate(estimation_texts, ctx)
+    estimation = estimate(estimation_texts, ctx, estimator=config.estimator)
     estimation_seconds = time.perf_counter() - started
     weights = estimation.by_source()
     rel = dict(zip(estimation.source_ids, estimation.reliability.sources, strict=True))
-    ctx.sources = [SourceInfo(s.id, s.name, weights[s.id], rel[s.id].answers) for s in sources]
+    ctx.sources = [
+        SourceInfo(s.id, s.name, weight=weights[s.id], answers_count=rel[s.id].answers, accuracy=rel[s.id].accuracy)
+        for s in sources
+    ]
 
     # Estimation-query votes feed the crowd-kit methods too (they are unsupervised).
     estimation_votes: list[list[tuple[int, str]]] = [[] for _ in estimation_texts]
@@ -211,10 +225,12 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         strategy_names.append(CROWD_BASE)
     for name in strategy_names:
         strategy = get_strategy(name)
+        ensure_runnable(strategy, ctx)
+        strategy_params = parse_params(strategy.Params, {}, defaults)
         run = MethodRun()
         for q in tests:
             started = time.perf_counter()
-            result = strategy.answer(q.question, ctx)
+            result = strategy.answer(q.question, ctx, strategy_params)
             run.seconds += time.perf_counter() - started
             run.calls += result.stats.calls
             run.tokens += result.stats.tokens

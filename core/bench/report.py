@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+ESTIMATE_LABELS = {"iwmv": "IWMV w_i", "truthfinder": "TruthFinder t(w)"}  # estimator -> what it reports
+
 
 def _num(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -24,9 +26,11 @@ def qa_table(summary: dict[str, Any]) -> str:
             f"| {_num(m['tokens_per_question'], 0)} | {_num(1000 * m['seconds_per_question'], 1)} |"
         )
     rel = summary.get("reliability", {})
+    estimator = summary.get("config", {}).get("estimator", "iwmv")
+    estimate = ESTIMATE_LABELS.get(estimator, f"{estimator} w_i")
     lines.append("")
     lines.append(
-        f"Reliability estimate vs truth (IWMV w_i vs p_i, mean over seeds): Pearson {_num(rel.get('pearson'))}, "
+        f"Reliability estimate vs truth ({estimate} vs p_i, mean over seeds): Pearson {_num(rel.get('pearson'))}, "
         f"Spearman {_num(rel.get('spearman'))}"
     )
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import html
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -208,3 +209,25 @@ def group_by_task(claims: Iterable[Claim]) -> dict[str, list[Claim]]:
     for claim in claims:
         grouped.setdefault(claim.task, []).append(claim)
     return grouped
+
+
+# Similarities of two normalised values, for TruthFinder's implication between the facts of
+# one task (core.engine.reliability.truthfinder).
+
+
+def set_similarity(a: str, b: str, sep: str = ";") -> float:
+    """Jaccard similarity of two separator-joined sets (author surnames)."""
+    sa, sb = set(a.split(sep)), set(b.split(sep))
+    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+
+
+def time_similarity(a: str, b: str, scale_minutes: float = 5.0) -> float:
+    """Times "HH:MM" a few minutes apart support each other; distant ones conflict."""
+
+    def minutes(t: str) -> int:
+        h, m = t.split(":")
+        return int(h) * 60 + int(m)
+
+    delta = abs(minutes(a) - minutes(b))
+    delta = min(delta, 24 * 60 - delta)
+    return math.exp(-delta / scale_minutes)

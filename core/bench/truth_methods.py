@@ -2,12 +2,13 @@
 
 Every method maps a claim set to one value per task and one estimated accuracy per source:
 - majority vote (ties to the smallest value);
-- IWMV, the engine's reliability estimator (:func:`core.engine.reliability.iwmv.iwmv`) on a
-  tasks x sources matrix of per-task value indices;
+- IWMV, the engine's reliability estimator (``get_estimator("iwmv")`` from
+  :mod:`core.engine.reliability`) on a tasks x sources matrix of per-task value indices;
 - crowd-kit's DawidSkene and Wawa. Their label space is global, so values are recoded per
   task by descending popularity (0 = most claimed value); that keeps DawidSkene's
   confusion matrices small (the raw value space has thousands of labels);
-- TruthFinder (:mod:`core.bench.truthfinder`).
+- TruthFinder, the engine's :func:`core.engine.reliability.truthfinder.truthfinder` on the
+  claims themselves (it takes a value similarity: Jaccard of author sets for Books).
 A source's estimated accuracy is the method's own score where it has one (IWMV w_i,
 Wawa skill, TruthFinder t(w)); otherwise its agreement with the method's truths.
 """
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.metrics import correlations
-from core.bench.truth import ClaimSet, group_by_task
-from core.bench.truthfinder import exact_similarity, set_similarity, truthfinder
+from core.bench.truth import ClaimSet, group_by_task, set_similarity
+from core.engine.reliability.truthfinder import exact_similarity, truthfinder
 
 TRUTH_METHODS = ("majority-vote", "iwmv", "dawid-skene", "wawa", "truthfinder")
 
@@ -64,7 +65,7 @@ def majority_vote(claims: ClaimSet) -> TruthOutput:
 def iwmv_truths(claims: ClaimSet) -> TruthOutput:
     import numpy as np
 
-    from core.engine.reliability.iwmv import MISSING, iwmv
+    from core.engine.reliability import MISSING, UNIFORM_PRIOR, get_estimator
 
     values, rows = _value_codes(claims)
     tasks = sorted(values)
@@ -73,7 +74,7 @@ def iwmv_truths(claims: ClaimSet) -> TruthOutput:
     matrix = np.full((len(tasks), len(sources)), MISSING, dtype=np.int64)
     for t_index, source, code in rows:
         matrix[t_index, s_index[source]] = code
-    result = iwmv(matrix)
+    result = get_estimator("iwmv").estimate(matrix, prior=UNIFORM_PRIOR)
     truths = {task: values[task][label] for task, label in zip(tasks, result.answers, strict=True) if label is not None}
     return TruthOutput(truths, {s: result.sources[i].accuracy for s, i in s_index.items()})
 
@@ -110,7 +111,7 @@ def wawa(claims: ClaimSet) -> TruthOutput:
 def truthfinder_truths(claims: ClaimSet) -> TruthOutput:
     # Flights: near times are often different wrong values, so only equal times imply each other.
     similarity = {"books": set_similarity}.get(claims.name, exact_similarity)
-    result = truthfinder(claims.claims, similarity=similarity)
+    result = truthfinder([(c.task, c.source, c.value) for c in claims.claims], similarity=similarity)
     return TruthOutput(result.truths, result.trust)
 
 

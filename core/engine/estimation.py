@@ -3,17 +3,18 @@
 answer_pairs() answers a batch of (query, source) pairs (one retrieval per query for all
 its sources, one batched generator call, f_align); the caller may persist the records.
 estimate_from_records() clusters each query's stored responses, builds the queries x
-sources vote matrix and runs IWMV. estimate() chains both for in-memory use.
+sources vote matrix and runs a registered estimator (IWMV by default, see
+core.engine.reliability). estimate() chains both for in-memory use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.backends.nli import NLI
-from core.engine.reliability.iwmv import ReliabilityResult, iwmv
+from core.engine.reliability import DEFAULT_ESTIMATOR, Prior, ReliabilityResult, get_estimator, to_matrix
 from core.engine.steps.alignment import align_many
 from core.engine.steps.clustering import cluster_answers
 from core.engine.strategies.base import EngineContext
@@ -29,6 +30,7 @@ class ResponseRecord:
     filtered: bool
     score: float
     cluster: int | None = None
+    chunk_ids: list[int] = field(default_factory=list)  # the passages the source read (provenance)
 
 
 @dataclass
@@ -77,7 +79,13 @@ def answer_pairs(
         )
         for i, result in zip(positions, aligned, strict=False):
             records[i] = ResponseRecord(
-                q, pairs[i][1], generations[i].text, result.response, result.filtered, result.score
+                q,
+                pairs[i][1],
+                generations[i].text,
+                result.response,
+                result.filtered,
+                result.score,
+                chunk_ids=[p.chunk_id for p in passages[pairs[i]]],
             )
     return records
 
@@ -90,12 +98,15 @@ def estimate_from_records(
     strict: bool = False,
     alpha: float = 1.0,
     beta: float = 1.0,
+    estimator: str = DEFAULT_ESTIMATOR,
 ) -> tuple[ReliabilityResult, list[ResponseRecord]]:
-    """Cluster each query's responses, build the vote matrix, run IWMV.
+    """Cluster each query's responses, build the vote matrix, run the named estimator
+    with a Beta(alpha, beta) prior.
 
     Missing (query, source) pairs count as IDK, so a partial run still estimates.
     Records get their cluster label set in place.
     """
+    chosen = get_estimator(estimator)  # an unknown name fails before any clustering
     column = {sid: j for j, sid in enumerate(source_ids)}
     matrix: list[list[int | None]] = [[None] * len(source_ids) for _ in questions]
     by_query: dict[int, list[ResponseRecord]] = {}
@@ -107,14 +118,18 @@ def estimate_from_records(
         for record, label in zip(group, clustering.labels, strict=False):
             record.cluster = label
             matrix[q][column[record.source_id]] = label
-    return iwmv(matrix, alpha=alpha, beta=beta), list(records)
+    result = chosen.estimate(to_matrix(matrix), prior=Prior(alpha, beta))
+    return result, list(records)
 
 
-def estimate(questions: Sequence[str], ctx: EngineContext) -> EstimationResult:
-    """Every question against every source, then IWMV."""
+def estimate(questions: Sequence[str], ctx: EngineContext, estimator: str = DEFAULT_ESTIMATOR) -> EstimationResult:
+    """Every question against every source, then the named estimator (IWMV by default)."""
+    get_estimator(estimator)  # an unknown name fails before any generator call
     stats = CallStats()
     source_ids = [s.id for s in ctx.sources]
     pairs = [(q, s) for q in range(len(questions)) for s in source_ids]
     records = answer_pairs(questions, pairs, ctx, stats)
-    result, records = estimate_from_records(questions, source_ids, records, ctx.nli, ctx.params.strict_clustering)
+    result, records = estimate_from_records(
+        questions, source_ids, records, ctx.nli, ctx.params.strict_clustering, estimator=estimator
+    )
     return EstimationResult(records, result, source_ids, stats)

@@ -55,12 +55,18 @@ class Embedder(Protocol):
 
 @dataclass(frozen=True)
 class SourceInfo:
-    """What the engine knows of a source when answering."""
+    """What the engine knows of a source when answering.
+
+    ``weight`` is the voting weight v_i that WMV and kappa-RRSS use; ``accuracy`` is the
+    estimated accuracy w_i in [0, 1] shown to users (``Source.reliability`` in the
+    database). See :mod:`core.engine.reliability.weights` for how one becomes the other.
+    """
 
     id: SourceId
     name: str
-    reliability: float = 1.0  # v_i; 1.0 before any estimation run
+    weight: float = 1.0  # v_i; 1.0 (every source equal) before any estimation run
     answers_count: int = 0  # how many non-IDK answers the estimate rests on
+    accuracy: float | None = None  # w_i; None when never estimated
 
 
 JSON = dict[str, Any]

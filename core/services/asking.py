@@ -1,68 +1,117 @@
 """Asking questions: validate and enqueue (web, API), answer through the engine (worker, CLI).
 
-start_question() is what a request calls: it stores the Question and a Job and enqueues
-`tasks.answer_question`; nothing waits on a model in the request. answer_question() runs
+start_question() is what a request calls: it stores the Question and dispatches a job for
+`tasks.answer_question` (core.services.jobs); nothing waits on a model in the request. answer_question() runs
 the strategy and persists the answer with one Vote per consulted source.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from core.engine.strategies import StrategyResult, available_strategies, get_strategy
+from core.engine.params import ParamError, describe, parse_params
+from core.engine.strategies import (
+    AnswerStrategy,
+    StrategyResult,
+    available_strategies,
+    ensure_runnable,
+    get_strategy,
+    missing_requirements,
+    strategy_class,
+)
+from core.engine.strategies.codec import evidence_to_json, graph_to_json, jsonable
+from core.engine.strategies.ra_rag import MAX_KAPPA as RA_RAG_MAX_KAPPA
 from core.engine.text import IDK, is_idk
 from core.models import Question, Vote
+from core.services.engine_context import build_context, configured_offers, strategy_defaults
+from core.services.jobs import NullProgress, Progress, dispatch_job
 
 MAX_QUESTION_CHARS = 2000
-MAX_KAPPA = 50
+MAX_KAPPA = RA_RAG_MAX_KAPPA
 
 
-def validate_question(text: str, strategy: str, kappa: int | None) -> str:
-    """The cleaned question text; ValidationError naming each offending field."""
+def validate_question(
+    text: str, strategy: str, kappa: int | None = None, params: Mapping[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The cleaned text and the strategy parameters the user gave, validated against the
+    strategy's own Params and against what the configured backends can run.
+
+    ``kappa`` is the form's and the API's shortcut for ``params["kappa"]``; strategies that
+    take no kappa ignore it. Raises ValidationError naming each offending field."""
     errors: dict[str, str] = {}
     cleaned = (text or "").strip()
     if not cleaned:
         errors["text"] = "Ask a question: the text is empty."
     elif len(cleaned) > MAX_QUESTION_CHARS:
         errors["text"] = f"The question is {len(cleaned)} characters long; at most {MAX_QUESTION_CHARS} are allowed."
-    if strategy not in available_strategies():
-        errors["strategy"] = f"Unknown strategy {strategy!r}; choose one of: {', '.join(available_strategies())}."
     if kappa is not None and (isinstance(kappa, bool) or not isinstance(kappa, int) or not 1 <= kappa <= MAX_KAPPA):
         errors["kappa"] = f"kappa must be a whole number from 1 to {MAX_KAPPA}."
+    given: dict[str, Any] = dict(params or {})
+    if strategy not in available_strategies():
+        errors["strategy"] = f"Unknown strategy {strategy!r}; choose one of: {', '.join(available_strategies())}."
+    else:
+        cls = strategy_class(strategy)
+        reasons = missing_requirements(cls, configured_offers())
+        if reasons:
+            errors["strategy"] = " ".join(reasons)
+        if kappa is not None and "kappa" not in errors and "kappa" in {f["name"] for f in describe(cls.Params)}:
+            given.setdefault("kappa", kappa)
+        try:
+            parse_params(cls.Params, given)
+        except ParamError as exc:
+            for name, message in exc.errors.items():
+                errors.setdefault(name, message)
     if errors:
         raise ValidationError(errors)
-    return cleaned
+    return cleaned, given
 
 
-def _new_question(text: str, strategy: str, kappa: int | None, user: Any) -> Question:
-    cleaned = validate_question(text, strategy, kappa)
-    params: dict[str, Any] = {} if kappa is None else {"kappa": kappa}
+def _new_question(
+    text: str, strategy: str, kappa: int | None, user: Any, params: Mapping[str, Any] | None = None
+) -> Question:
+    cleaned, given = validate_question(text, strategy, kappa, params)
     asked_by = user if getattr(user, "is_authenticated", False) else None
-    return Question.objects.create(text=cleaned, strategy=strategy, params=params, asked_by=asked_by)
+    return Question.objects.create(text=cleaned, strategy=strategy, params=given, asked_by=asked_by)
 
 
-def start_question(text: str, *, strategy: str = "ra-rag", kappa: int | None = None, user: Any = None) -> Question:
-    """Store the question and enqueue its answering on the "default" queue."""
-    from tasks.engine_tasks import answer_question as answer_task
-    from tasks.jobs import start_job
-    from tasks.models import Job
-
+def start_question(
+    text: str,
+    *,
+    strategy: str = "ra-rag",
+    kappa: int | None = None,
+    params: Mapping[str, Any] | None = None,
+    user: Any = None,
+) -> Question:
+    """Store the question and dispatch its answering (`tasks.answer_question`, "default" queue)."""
     with transaction.atomic():
-        question = _new_question(text, strategy, kappa, user)
-        job = start_job(Job.Kind.ASK, answer_task, {"question_id": question.pk}, user=user, queue="default")
-        question.job = job
+        question = _new_question(text, strategy, kappa, user, params)
+        question.job = dispatch_job(
+            kind="ask",
+            task_name="tasks.answer_question",
+            params={"question_id": question.pk},
+            user=user,
+            queue="default",
+        )
         question.save(update_fields=["job"])
     return question
 
 
-def ask_now(text: str, *, strategy: str = "ra-rag", kappa: int | None = None, user: Any = None) -> Question:
+def ask_now(
+    text: str,
+    *,
+    strategy: str = "ra-rag",
+    kappa: int | None = None,
+    params: Mapping[str, Any] | None = None,
+    user: Any = None,
+) -> Question:
     """Ask and answer synchronously (the CLI)."""
-    question = _new_question(text, strategy, kappa, user)
+    question = _new_question(text, strategy, kappa, user, params)
     return answer_question(question)
 
 
@@ -80,45 +129,32 @@ def _passages_json(vote: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _notes(result: StrategyResult, n_sources: int) -> list[str]:
+def _notes(result: StrategyResult, strategy: AnswerStrategy, n_sources: int) -> list[str]:
     notes: list[str] = []
-    if n_sources == 0 and result.strategy != "vanilla-llm":
+    if n_sources == 0 and strategy.uses_sources:
         notes.append("No active source holds documents yet: nothing to retrieve from.")
-    note = result.stats.extra.get("note")
-    if isinstance(note, str):
-        notes.append(note)
-    elif isinstance(note, list):
-        notes.extend(str(n) for n in note)
-    for key in ("notes",):
-        if isinstance(result.stats.extra.get(key), list):
-            notes.extend(str(n) for n in result.stats.extra[key])
+    notes.extend(result.notes)
     return notes
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
-
-
-def answer_question(question: Question, progress: Any = None) -> Question:
-    """Run the question's strategy through the engine and persist the answer and its votes."""
-    from core.services.engine_context import build_context, source_infos
-
-    kappa = question.params.get("kappa")
-    if progress is not None:
-        progress.set_total(2, "Loading models and sources")
+def answer_question(question: Question, progress: Progress | None = None) -> Question:
+    """Run the question's strategy through the engine and persist the answer, its votes and
+    its evidence. Parameters were validated when the question was stored; settings fill the
+    ones the user did not give."""
+    progress = progress or NullProgress()
+    progress.set_total(2, "Loading models and sources")
     started = time.perf_counter()
-    ctx = build_context(kappa=kappa)
-    _, accuracy = source_infos()
-    if progress is not None:
-        progress.advance(1, f"Answering with {question.strategy} over {len(ctx.sources)} source(s)")
-    result = get_strategy(question.strategy).answer(question.text, ctx)
+    strategy = get_strategy(question.strategy)
+    ctx = build_context()
+    ensure_runnable(strategy, ctx)
+    known = {f["name"] for f in describe(strategy.Params)}
+    params = parse_params(
+        strategy.Params, {k: v for k, v in question.params.items() if k in known}, strategy_defaults()
+    )
+    progress.advance(1, f"Answering with {question.strategy} over {len(ctx.sources)} source(s)")
+    result = strategy.answer(question.text, ctx, params)
     seconds = time.perf_counter() - started
+    accuracy = {s.id: s.accuracy for s in ctx.sources}
 
     with transaction.atomic():
         question.answer = IDK if is_idk(result.answer) else result.answer
@@ -131,15 +167,13 @@ def answer_question(question: Question, progress: Any = None) -> Question:
         question.calls = result.stats.calls
         question.tokens = result.stats.tokens
         question.seconds = round(seconds, 4)
-        question.notes = _notes(result, len(ctx.sources))
-        question.params = {
-            **question.params,
-            "kappa": ctx.params.kappa,
-            "k": ctx.params.k,
-            "tau": ctx.params.tau,
-            "engine": _jsonable({k: v for k, v in result.stats.extra.items() if k not in ("note", "notes")}),
-        }
+        question.notes = _notes(result, strategy, len(ctx.sources))
+        question.params = params.as_dict()
+        question.evidence = evidence_to_json(result.evidence)
+        question.graph = graph_to_json(result.graph)
+        question.trace = jsonable(result.trace)
         question.answered_at = timezone.now()
+        question.full_clean(validate_unique=False, validate_constraints=False)
         question.save()
         question.votes.all().delete()  # answering again replaces the previous votes
         Vote.objects.bulk_create(
@@ -160,6 +194,5 @@ def answer_question(question: Question, progress: Any = None) -> Question:
                 for rank, vote in enumerate(result.votes)
             ]
         )
-    if progress is not None:
-        progress.advance(1, "Answered")
+    progress.advance(1, "Answered")
     return question

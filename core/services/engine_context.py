@@ -11,6 +11,8 @@ Two reliability numbers, on purpose:
   what WMV and kappa-RRSS use. It is recomputed here from w_i with N = the number of sources
   in the context, so weights stay on one scale even when runs covered different sources.
   A source never estimated gets the prior mean accuracy (0.5) and so a neutral weight.
+The conversion lives in core.engine.reliability.weights (voting_weight); SourceInfo carries
+both numbers (``weight`` = v_i, ``accuracy`` = w_i).
 """
 
 from __future__ import annotations
@@ -21,23 +23,18 @@ from typing import Any
 
 from django.conf import settings
 
-from core.engine.backends.generation.base import Generator
-from core.engine.backends.nli import NLI
-from core.engine.strategies.base import EngineContext, EngineParams
+from core.engine.backends.generation import ExtractiveReader, Generator, OpenAIChatGenerator, TransformersGenerator
+from core.engine.backends.nli import NLI, CrossEncoderNLI, EmbeddingLexicalNLI
+from core.engine.reliability.weights import voting_weight
+from core.engine.strategies.base import EngineContext, EngineParams, Requirement, offers_of
 from core.engine.types import Embedder, SourceInfo
-
-PRIOR_ACCURACY = 0.5  # mean of the Beta(1, 1) prior that IWMV smooths with
-MIN_WEIGHT = 1e-3  # same floor as core.engine.reliability.iwmv.iwmv
+from sources.embedding import configured_embedder
+from sources.models import Source
+from sources.retrieval import PgRetriever
 
 
 class BackendNotConfigured(RuntimeError):
     """A backend was selected in settings without what it needs (URL, model name)."""
-
-
-def voting_weight(accuracy: float | None, n_sources: int) -> float:
-    """v_i from w_i (RA-RAG's rescaling), with the prior mean for a never-estimated source."""
-    w = PRIOR_ACCURACY if accuracy is None else float(accuracy)
-    return max(n_sources * w - 1.0, MIN_WEIGHT)
 
 
 @functools.lru_cache(maxsize=4)
@@ -45,22 +42,16 @@ def _generator(
     backend: str, base_url: str, model: str, api_key: str, timeout: float, retries: int, concurrency: int
 ) -> Generator:
     if backend == "extractive":
-        from core.engine.backends.generation.extractive import ExtractiveReader
-
         return ExtractiveReader()
     if backend == "openai":
         if not base_url or not model:
             raise BackendNotConfigured("GENERATOR_BACKEND=openai needs LLM_BASE_URL and LLM_MODEL")
-        from core.engine.backends.generation.openai_chat import OpenAIChatGenerator
-
         return OpenAIChatGenerator(
             base_url, model, api_key, timeout=timeout, max_retries=retries, concurrency=concurrency
         )
     if backend == "transformers":
         if not model:
             raise BackendNotConfigured("GENERATOR_BACKEND=transformers needs LLM_MODEL (a model name or path)")
-        from core.engine.backends.generation.local_transformers import TransformersGenerator
-
         return TransformersGenerator(model)
     raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
 
@@ -82,31 +73,35 @@ def _nli(backend: str, model: str, embedder_name: str) -> NLI:
     if backend == "cross-encoder":
         if not model:
             raise BackendNotConfigured("NLI_BACKEND=cross-encoder needs NLI_MODEL (a model name or path)")
-        from core.engine.backends.nli import CrossEncoderNLI
-
         return CrossEncoderNLI(model)
-    from core.engine.backends.nli import EmbeddingLexicalNLI
-    from sources.embedding import configured_embedder
-
     return EmbeddingLexicalNLI(configured_embedder())
 
 
 def configured_nli() -> NLI:
-    from sources.embedding import configured_embedder
-
     return _nli(settings.NLI_BACKEND, settings.NLI_MODEL, configured_embedder().name)
 
 
-def configured_params(**overrides: Any) -> EngineParams:
-    base = EngineParams(kappa=settings.RA_RAG_KAPPA, k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU)
-    return replace(base, **{k: v for k, v in overrides.items() if v is not None})
+def configured_params(*, k: int | None = None, tau: float | None = None, strict: bool | None = None) -> EngineParams:
+    """Retrieval and filtering settings of reliability estimation (settings, then overrides)."""
+    base = EngineParams(k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU)
+    overrides = {"k": k, "tau": tau, "strict_clustering": strict}
+    return replace(base, **{name: v for name, v in overrides.items() if v is not None})
+
+
+def strategy_defaults() -> dict[str, Any]:
+    """Settings that fill strategy parameters a user did not give (core.engine.params)."""
+    return {"kappa": settings.RA_RAG_KAPPA, "k": settings.RETRIEVAL_K, "tau": settings.ALIGN_TAU}
+
+
+def configured_offers() -> frozenset[Requirement]:
+    """What the configured backends can give a strategy (see Requirement); cheap: the
+    generator object is cached and loads no weights until it generates."""
+    return offers_of(configured_generator())
 
 
 def source_infos(source_ids: list[int] | None = None) -> tuple[list[SourceInfo], dict[int, float | None]]:
     """Active sources that hold chunks (a source with nothing to retrieve cannot answer),
     as SourceInfo with their voting weight; plus each source's displayed accuracy."""
-    from sources.models import Source
-
     rows = Source.objects.filter(active=True, chunk_count__gt=0)
     if source_ids is not None:
         rows = Source.objects.filter(pk__in=source_ids)
@@ -114,17 +109,16 @@ def source_infos(source_ids: list[int] | None = None) -> tuple[list[SourceInfo],
     listed = list(rows)
     n = len(listed)
     infos = [
-        SourceInfo(id=i, name=name, reliability=voting_weight(rel, n), answers_count=answers)
+        SourceInfo(id=i, name=name, weight=voting_weight(rel, n), answers_count=answers, accuracy=rel)
         for i, name, rel, answers in listed
     ]
     return infos, {i: rel for i, _, rel, _ in listed}
 
 
-def build_context(*, source_ids: list[int] | None = None, **param_overrides: Any) -> EngineContext:
+def build_context(
+    *, source_ids: list[int] | None = None, k: int | None = None, tau: float | None = None, strict: bool | None = None
+) -> EngineContext:
     """An EngineContext over the database: PgRetriever, configured backends, current sources."""
-    from sources.embedding import configured_embedder
-    from sources.retrieval import PgRetriever
-
     embedder: Embedder = configured_embedder()
     sources, _ = source_infos(source_ids)
     return EngineContext(
@@ -133,5 +127,5 @@ def build_context(*, source_ids: list[int] | None = None, **param_overrides: Any
         generator=configured_generator(),
         nli=configured_nli(),
         sources=sources,
-        params=configured_params(**param_overrides),
+        params=configured_params(k=k, tau=tau, strict=strict),
     )

@@ -14,9 +14,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from core.engine.graphs.conflict import cluster_graph
-from core.engine.strategies import available_strategies
+from core.engine.strategies import available_strategies, runnable_strategies
 from core.models import Question
 from core.services.asking import start_question
+from core.services.engine_context import configured_offers
 from core.services.insights import question_clusters
 from core.views.access import analyst_required
 from tasks.polling import render_poll
@@ -50,7 +51,8 @@ def _result_context(question: Question) -> dict[str, Any]:
 @analyst_required
 @require_http_methods(["GET", "POST"])
 def ask(request: HttpRequest) -> HttpResponse:
-    strategies = available_strategies()
+    # Only what the configured backends can run (e.g. no vanilla-llm with the offline reader).
+    strategies = runnable_strategies(configured_offers())
     form: dict[str, Any] = {"text": "", "strategy": DEFAULT_STRATEGY, "kappa": DEFAULT_KAPPA}
     errors: dict[str, list[str]] = {}
     if request.method == "POST":

@@ -9,10 +9,12 @@ from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core.models import EstimationRun, QuerySet
 from core.roles import is_curator
+from core.services import estimation
 from core.services.insights import agreement_matrix, run_changes
 from core.views.access import analyst_required, curator_required
 from sources.models import Source
@@ -68,8 +70,6 @@ def _params(post: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
 @curator_required
 @require_POST
 def run_start(request: HttpRequest) -> HttpResponse:
-    from core.services.estimation import start_estimation_run
-
     params, errors = _params(request.POST)
     source_ids = [int(s) for s in request.POST.getlist("sources") if s.isdigit()]
     query_set_id = request.POST.get("query_set", "")
@@ -77,7 +77,9 @@ def run_start(request: HttpRequest) -> HttpResponse:
     if not errors:
         sources = list(Source.objects.filter(pk__in=source_ids)) if source_ids else None
         try:
-            run = start_estimation_run(query_set=query_set, sources=sources, params=params, user=request.user)
+            run = estimation.start_estimation_run(
+                query_set=query_set, sources=sources, params=params, user=request.user
+            )
         except ValidationError as exc:
             errors = exc.message_dict if hasattr(exc, "error_dict") else {"general": exc.messages}
             if "__all__" in errors:  # templates cannot read names that start with "_"
@@ -99,8 +101,6 @@ def run_start(request: HttpRequest) -> HttpResponse:
 
 
 def run_url(run: EstimationRun) -> str:
-    from django.urls import reverse
-
     return reverse("run-detail", args=[run.pk])
 
 

@@ -7,7 +7,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.api.conftest import error_of
-from tests.factories import SourceFactory
+from tests.factories import PASSWORD, SourceFactory
 
 READ_URLS = [
     "/api/sources/",
@@ -102,14 +102,12 @@ def test_a_browser_session_authenticates_and_needs_the_csrf_token_to_write(curat
 
 
 def test_the_token_endpoint_exchanges_a_password_for_the_token(curator):
-    response = APIClient().post(
-        "/api/token/", {"username": "carol", "password": "correct horse battery staple"}, format="json"
-    )
+    response = APIClient().post("/api/token/", {"username": curator.username, "password": PASSWORD}, format="json")
     assert response.status_code == 200
     assert response.json()["token"] == Token.objects.get(user=curator).key
 
 
 def test_the_token_endpoint_refuses_a_wrong_password(curator):
-    response = APIClient().post("/api/token/", {"username": "carol", "password": "guess"}, format="json")
+    response = APIClient().post("/api/token/", {"username": curator.username, "password": "guess"}, format="json")
     assert response.status_code == 400
     assert "credentials" in error_of(response)["message"]

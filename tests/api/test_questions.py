@@ -6,25 +6,21 @@ import datetime as dt
 
 from django.utils import timezone
 
-from core.models import Question, Vote
+from core.models import Question
 from tasks.models import Job
 from tests.api.conftest import error_of
-from tests.factories import SourceFactory
+from tests.factories import JobFactory, QuestionFactory, SourceFactory, VoteFactory
 
 
 def answered_question(text: str = "Where is the Eiffel Tower?", strategy: str = "ra-rag") -> Question:
-    job = Job.objects.create(kind=Job.Kind.ASK, state=Job.State.SUCCEEDED)
-    question = Question.objects.create(
+    """Answered "Paris" (confidence 0.75): wiki voted for it, blog abstained."""
+    question = QuestionFactory(
+        answered=True,
         text=text,
         strategy=strategy,
-        answer="Paris",
-        confidence=0.75,
-        backend="extractive",
-        job=job,
+        job=JobFactory(kind=Job.Kind.ASK, state=Job.State.SUCCEEDED),
         clusters=[{"id": 0, "label": "Paris", "members": [1], "weight": 1.5}],
-        answered_at=timezone.now(),
     )
-    wiki, blog = SourceFactory(name="wiki"), SourceFactory(name="blog")
     passage = {
         "chunk_id": 1,
         "document_id": 2,
@@ -33,18 +29,16 @@ def answered_question(text: str = "Where is the Eiffel Tower?", strategy: str = 
         "text": "The tower is in Paris.",
         "distance": 0.12,
     }
-    Vote.objects.create(
+    VoteFactory(question=question, source=SourceFactory(name="wiki"), rank=0, weight=1.5, passages=[passage])
+    VoteFactory(
         question=question,
-        source=wiki,
-        rank=0,
-        response="Paris",
-        cluster=0,
-        weight=1.5,
-        align_score=0.9,
-        passages=[passage],
-    )
-    Vote.objects.create(
-        question=question, source=blog, rank=1, response="I don't know", filtered=True, align_score=0.02
+        source=SourceFactory(name="blog"),
+        rank=1,
+        response="I don't know",
+        filtered=True,
+        cluster=None,
+        weight=0.0,
+        align_score=0.02,
     )
     return question
 
@@ -111,7 +105,7 @@ def test_a_past_question_is_retrieved_with_every_vote(as_analyst):
 def test_past_questions_are_filtered_by_strategy_and_date(as_analyst):
     old = answered_question("Old?", strategy="mv")
     Question.objects.filter(pk=old.pk).update(created_at=timezone.now() - dt.timedelta(days=30))
-    Question.objects.create(text="New?", strategy="ra-rag")
+    QuestionFactory(text="New?", strategy="ra-rag")
     texts = lambda params: [q["text"] for q in as_analyst.get("/api/questions/", params).json()["results"]]  # noqa: E731
     assert texts({"strategy": "mv"}) == ["Old?"]
     since = (timezone.now() - dt.timedelta(days=1)).date().isoformat()

@@ -2,34 +2,33 @@
 
 from __future__ import annotations
 
-from core.models import EstimationRun, FactQuery, QuerySet, ReliabilityScore, RunResponse
+from core.models import EstimationRun, QuerySet
 from tasks.models import Job
 from tests.api.conftest import error_of
 from tests.api.test_questions import answered_question
-from tests.factories import SourceFactory
+from tests.factories import (
+    EstimationRunFactory,
+    FactQueryFactory,
+    JobFactory,
+    QuerySetFactory,
+    ReliabilityScoreFactory,
+    RunResponseFactory,
+    SourceFactory,
+)
 
 
 def finished_run(sources, reliabilities) -> EstimationRun:
-    run = EstimationRun.objects.create(state=EstimationRun.State.SUCCEEDED, iterations=3, converged=True)
-    run.sources.set(sources)
+    """A succeeded run (3 iterations, converged) scoring each source with its reliability +-0.1."""
+    run = EstimationRunFactory(succeeded=True, query_set=None, sources=sources)
     for source, value in zip(sources, reliabilities, strict=True):
-        ReliabilityScore.objects.create(
-            run=run,
-            source=source,
-            reliability=value,
-            weight=value,
-            low=value - 0.1,
-            high=value + 0.1,
-            answers=8,
-            agreements=6,
-        )
+        ReliabilityScoreFactory(run=run, source=source, reliability=value, answers=8, agreements=6)
     return run
 
 
 def demo_query_set(n: int = 2) -> QuerySet:
-    query_set = QuerySet.objects.create(name="demo")
+    query_set = QuerySetFactory(name="demo")
     for i in range(n):
-        FactQuery.objects.create(query_set=query_set, question=f"Question {i}?")
+        FactQueryFactory(query_set=query_set, question=f"Question {i}?")
     return query_set
 
 
@@ -49,7 +48,7 @@ def test_a_run_is_retrieved_with_per_source_scores_and_changes(as_analyst):
 
 def test_runs_are_listed_newest_first_and_filtered_by_state(as_analyst):
     first = finished_run([], [])
-    second = EstimationRun.objects.create(state=EstimationRun.State.FAILED)
+    second = EstimationRunFactory(state=EstimationRun.State.FAILED)
     ids = lambda query: [r["id"] for r in as_analyst.get(f"/api/estimation-runs/{query}").json()["results"]]  # noqa: E731
     assert ids("") == [second.pk, first.pk]
     assert ids("?state=failed") == [second.pk]
@@ -94,7 +93,7 @@ def test_a_bad_run_parameter_is_named_inside_params(as_curator):
 
 
 def test_a_job_reports_state_progress_message_error_and_result(as_analyst):
-    job = Job.objects.create(
+    job = JobFactory(
         kind=Job.Kind.INGEST,
         state=Job.State.FAILED,
         progress_current=1,
@@ -118,9 +117,9 @@ def test_a_job_reports_state_progress_message_error_and_result(as_analyst):
 def test_conflicts_list_pairwise_disagreement_of_the_latest_run(as_analyst):
     wiki, blog, forum = SourceFactory(name="wiki"), SourceFactory(name="blog"), SourceFactory(name="forum")
     run = finished_run([wiki, blog, forum], [0.9, 0.5, 0.2])
-    query = FactQuery.objects.create(query_set=demo_query_set(0), question="Capital of France?")
+    query = FactQueryFactory(query_set=demo_query_set(0), question="Capital of France?")
     for source, cluster in ((wiki, 0), (blog, 0), (forum, 1)):
-        RunResponse.objects.create(run=run, query=query, source=source, response="x", cluster=cluster)
+        RunResponseFactory(run=run, query=query, source=source, response="x", cluster=cluster)
     body = as_analyst.get("/api/conflicts/").json()
     assert body["run_id"] == run.pk
     rates = {(p["source_a_name"], p["source_b_name"]): p["rate"] for p in body["pairs"]}

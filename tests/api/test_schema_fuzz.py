@@ -20,10 +20,10 @@ from rest_framework.test import APIClient
 from schemathesis.specs.openapi.checks import ignored_auth
 
 from tasks.models import Job
-from tests.api.conftest import make_user, token_client
 from tests.api.test_questions import answered_question
 from tests.api.test_runs_jobs_conflicts import demo_query_set, finished_run
-from tests.factories import DocumentFactory, SourceFactory
+from tests.conftest import token_client
+from tests.factories import CuratorFactory, DocumentFactory, SourceFactory
 
 
 @pytest.fixture
@@ -58,7 +58,8 @@ schema = schemathesis.from_pytest_fixture("api_schema")
 def test_no_operation_gives_a_server_error_or_contradicts_the_schema(case: Any) -> None:
     from django.contrib.auth.models import User
 
-    curator = User.objects.filter(username="fuzz-curator").first() or make_user("fuzz-curator", "curator")
+    # Looked up first: the factory would hash the password again on every example.
+    curator = User.objects.filter(username="fuzz-curator").first() or CuratorFactory(username="fuzz-curator")
     token = token_client(curator)._credentials["HTTP_AUTHORIZATION"]
     with transaction.atomic():  # each example on its own, as if committed, then undone
         response = case.call_wsgi(headers={"Authorization": token})

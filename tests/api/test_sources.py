@@ -6,10 +6,10 @@ import datetime as dt
 
 from django.utils import timezone
 
-from core.models import EstimationRun, ReliabilityScore
+from core.models import EstimationRun
 from sources.models import Source
 from tests.api.conftest import error_of
-from tests.factories import DocumentFactory, SourceFactory
+from tests.factories import DocumentFactory, EstimationRunFactory, ReliabilityScoreFactory, SourceFactory
 
 
 def test_an_analyst_lists_sources_with_reliability_uncertainty_and_document_count(as_analyst):
@@ -120,11 +120,9 @@ def test_the_reliability_history_lists_finished_runs_oldest_first(as_analyst):
     source = SourceFactory(name="wiki")
     now = timezone.now()
     for offset, value, state in ((2, 0.6, "succeeded"), (1, 0.7, "failed"), (0, 0.75, "succeeded")):
-        run = EstimationRun.objects.create(state=state)
+        run = EstimationRunFactory(state=state)
         EstimationRun.objects.filter(pk=run.pk).update(created_at=now - dt.timedelta(days=offset))
-        ReliabilityScore.objects.create(
-            run=run, source=source, reliability=value, weight=1, low=value - 0.1, high=value + 0.1, answers=10
-        )
+        ReliabilityScoreFactory(run=run, source=source, reliability=value, answers=10)
     response = as_analyst.get(f"/api/sources/{source.pk}/reliability/")
     assert response.status_code == 200
     body = response.json()

@@ -2,9 +2,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.bench.truth import Claim, ClaimSet, isbn10, load_books, load_flights, normalize_authors, normalize_time
-from core.bench.truth_methods import evaluate_truth_discovery, majority_vote
-from core.bench.truthfinder import truthfinder
+from core.bench.truth import (
+    Claim,
+    ClaimSet,
+    isbn10,
+    load_books,
+    load_flights,
+    normalize_authors,
+    normalize_time,
+    set_similarity,
+)
+from core.bench.truth_methods import evaluate_truth_discovery, majority_vote, truthfinder_truths
 
 
 def test_flight_times_in_every_format_normalise_to_a_24_hour_clock() -> None:
@@ -31,29 +39,19 @@ def test_isbn13_converts_to_isbn10() -> None:
     assert isbn10("0201853949") == "0201853949"
 
 
-def test_truthfinder_follows_the_source_that_is_right_elsewhere() -> None:
-    claims = [
-        Claim(s, t, v)
-        for s, t, v in [
-            ("good", "a", "1"),
-            ("good", "b", "1"),
-            ("good", "c", "1"),
-            ("good", "d", "x"),
-            ("ok", "a", "1"),
-            ("ok", "b", "1"),
-            ("ok", "c", "1"),
-            ("bad", "a", "2"),
-            ("bad", "b", "2"),
-            ("bad", "c", "2"),
-            ("bad", "d", "y"),
-            ("worse", "a", "3"),
-            ("worse", "b", "3"),
-            ("worse", "c", "3"),
-        ]
-    ]
-    result = truthfinder(claims)
-    assert result.truths["d"] == "x"
-    assert result.trust["good"] > result.trust["bad"]
+def test_author_sets_are_similar_by_their_shared_surnames() -> None:
+    assert set_similarity("knuth", "knuth") == 1.0
+    assert set_similarity("meadors;schmidt", "schmidt") == 0.5
+    assert set_similarity("knuth", "meadors") == 0.0
+
+
+def test_truthfinder_on_books_lets_overlapping_author_sets_support_each_other() -> None:
+    claims = ClaimSet(
+        "books",
+        [Claim("s1", "t", "a;b"), Claim("s2", "t", "a;b"), Claim("s3", "t", "a"), Claim("s4", "t", "c")],
+        {"t": "a;b"},
+    )
+    assert truthfinder_truths(claims).truths == {"t": "a;b"}
 
 
 def test_majority_vote_picks_the_most_claimed_value() -> None:

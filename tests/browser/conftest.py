@@ -16,7 +16,6 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-PASSWORD = "a browser test password"
 
 pytestmark = pytest.mark.browser
 
@@ -101,30 +100,23 @@ def screenshot(driver: Any, name: str) -> Path:
 
 
 @pytest.fixture
-def seeded(worker: Any, embedder: Any) -> dict[str, Any]:
+def seeded(worker: Any, embedder: Any, curator: Any) -> dict[str, Any]:
     """Five sources (three factual, two spreading the same misinformation) with embedded
-    documents, a query set of three fact-checking queries, and a curator account."""
-    from django.contrib.auth.models import Group
-
-    from core.models import FactQuery, QuerySet
-    from core.roles import CURATOR
+    documents, a query set of three fact-checking queries, and the shared curator account
+    (which logs in with tests.factories.PASSWORD)."""
     from sources.ingest import ParsedDocument
     from sources.models import Source
     from sources.services import FileOutcome, store_documents
-    from tests.factories import UserFactory
+    from tests.factories import FactQueryFactory, QuerySetFactory, SourceFactory
 
     for name, reliable in FACTS.items():
-        source = Source.objects.create(name=name, kind=Source.Kind.REFERENCE if reliable else Source.Kind.SOCIAL)
+        source = SourceFactory(name=name, kind=Source.Kind.REFERENCE if reliable else Source.Kind.SOCIAL)
         docs = [
             ParsedDocument(text=text, title=title, url=f"https://{name}.example.org/{title.lower().replace(' ', '-')}")
             for title, text in (TRUE_DOCS if reliable else FALSE_DOCS)
         ]
         store_documents(source, docs, embedder, chunk_size=120, chunk_overlap=20, outcome=FileOutcome(name=name))
-    query_set = QuerySet.objects.create(name="demo", description="Browser test facts")
+    query_set = QuerySetFactory(name="demo", description="Browser test facts")
     for question, answers in QUERIES:
-        FactQuery.objects.create(query_set=query_set, question=question, reference_answers=answers)
-    user = UserFactory(username="curator-b", password=PASSWORD)
-    user.set_password(PASSWORD)
-    user.save()
-    user.groups.add(Group.objects.get_or_create(name=CURATOR)[0])
-    return {"user": user, "query_set": query_set}
+        FactQueryFactory(query_set=query_set, question=question, reference_answers=answers)
+    return {"user": curator, "query_set": query_set}

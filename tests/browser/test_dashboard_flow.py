@@ -10,7 +10,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.browser.conftest import PASSWORD, screenshot
+from tests.browser.conftest import screenshot
+from tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 WAIT = 180  # seconds: the worker loads the models on its first task

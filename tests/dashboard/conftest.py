@@ -1,4 +1,6 @@
-"""A small world of sources, runs, scores, responses and questions for dashboard tests."""
+"""A small world of sources, runs, scores, responses and questions for dashboard tests.
+
+The accounts and their logged-in clients (analyst_client, curator_client) come from tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -7,50 +9,22 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from core.models import (
-    EstimationRun,
-    FactQuery,
-    QuerySet,
-    Question,
-    ReliabilityScore,
-    RunAnswer,
-    RunResponse,
-    Vote,
-)
-from core.roles import ANALYST, CURATOR
+from core.models import EstimationRun, FactQuery, QuerySet, Question, ReliabilityScore
 from sources.models import Source
-from tests.factories import DocumentFactory, SourceFactory, UserFactory
-
-PASSWORD = "correct horse battery staple"
-
-
-@pytest.fixture
-def analyst(db: Any) -> Any:
-    user = UserFactory(username="ana")
-    user.groups.add(Group.objects.get_or_create(name=ANALYST)[0])
-    return user
-
-
-@pytest.fixture
-def curator(db: Any) -> Any:
-    user = UserFactory(username="cura")
-    user.groups.add(Group.objects.get_or_create(name=CURATOR)[0])
-    return user
-
-
-@pytest.fixture
-def analyst_client(client: Any, analyst: Any) -> Any:
-    client.force_login(analyst)
-    return client
-
-
-@pytest.fixture
-def curator_client(client: Any, curator: Any) -> Any:
-    client.force_login(curator)
-    return client
+from tests.factories import (
+    DocumentFactory,
+    EstimationRunFactory,
+    FactQueryFactory,
+    QuerySetFactory,
+    QuestionFactory,
+    ReliabilityScoreFactory,
+    RunAnswerFactory,
+    RunResponseFactory,
+    SourceFactory,
+    VoteFactory,
+)
 
 
 @dataclass
@@ -72,16 +46,15 @@ def make_run(
     shift: float = 0.0,
 ) -> EstimationRun:
     """A succeeded run in which answers[(query index, source index)] is the response (None: IDK)."""
-    run = EstimationRun.objects.create(query_set=query_set, state=EstimationRun.State.SUCCEEDED, finished_at=when)
+    run = EstimationRunFactory(succeeded=True, query_set=query_set, sources=world_sources, finished_at=when)
     EstimationRun.objects.filter(pk=run.pk).update(created_at=when)
     run.refresh_from_db()
-    run.sources.set(world_sources)
     for qi, query in enumerate(queries):
         given = {si: answers.get((qi, si)) for si in range(len(world_sources))}
         labels = sorted({a for a in given.values() if a})
         counts = {label: sum(1 for a in given.values() if a == label) for label in labels}
         winner = max(labels, key=lambda label: counts[label]) if labels else ""
-        RunAnswer.objects.create(
+        RunAnswerFactory(
             run=run,
             query=query,
             answer=winner,
@@ -90,7 +63,7 @@ def make_run(
         )
         for si, source in enumerate(world_sources):
             a = given[si]
-            RunResponse.objects.create(
+            RunResponseFactory(
                 run=run,
                 query=query,
                 source=source,
@@ -104,13 +77,11 @@ def make_run(
         mine = [answers.get((qi, si)) for qi in range(len(queries))]
         answered = [a for a in mine if a]
         r = min(1.0, max(0.0, 0.5 + 0.1 * si + shift))
-        ReliabilityScore.objects.create(
+        ReliabilityScoreFactory(
             run=run,
             source=source,
             reliability=r,
             weight=r * 2,
-            low=max(0, r - 0.1),
-            high=min(1, r + 0.1),
             answers=len(answered),
             agreements=len(answered) // 2,
         )
@@ -122,8 +93,8 @@ def world(db: Any) -> World:
     sources = [SourceFactory(name=f"src-{i}") for i in range(4)]
     for s in sources:
         DocumentFactory.create_batch(2, source=s)
-    qs = QuerySet.objects.create(name="facts")
-    queries = [FactQuery.objects.create(query_set=qs, question=f"Question {i}?") for i in range(3)]
+    qs = QuerySetFactory(name="facts")
+    queries = [FactQueryFactory(query_set=qs, question=f"Question {i}?") for i in range(3)]
     # Sources 0 and 1 always agree; 2 and 3 collude on a different answer for query 0.
     answers: dict[tuple[int, int], str | None] = {
         (0, 0): "paris",
@@ -149,7 +120,7 @@ def world(db: Any) -> World:
             reliability_high=score.high,
             reliability_answers=score.answers,
         )
-    question = Question.objects.create(
+    question = QuestionFactory(
         text="What is the capital?",
         strategy="ra-rag",
         answer="paris",
@@ -169,12 +140,11 @@ def world(db: Any) -> World:
             (sources[3], "I don't know", None),
         ]
     ):
-        Vote.objects.create(
+        VoteFactory(
             question=question,
             source=s,
             rank=rank,
             response=resp,
-            raw_response=resp,
             cluster=cl,
             weight=1.1 if cl == 0 else (1.4 if cl == 1 else 0.0),
             reliability=0.6,

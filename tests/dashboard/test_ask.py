@@ -7,11 +7,15 @@ from typing import Any
 from django.urls import reverse
 
 from core.models import Question
+from tests.factories import QuestionFactory
 
 
-def test_the_ask_page_offers_every_strategy_with_ra_rag_selected(analyst_client: Any, db: Any) -> None:
+def test_the_ask_page_offers_the_runnable_strategies_with_ra_rag_selected(analyst_client: Any, db: Any) -> None:
     page = analyst_client.get(reverse("ask")).content.decode()
     assert '<option value="ra-rag" selected>' in page
+    assert '<option value="vanilla-rag"' in page
+    # The offline reader writes no free text, and only the benchmark knows true reliabilities.
+    assert 'value="vanilla-llm"' not in page and 'value="wmv-oracle"' not in page
     assert 'name="kappa"' in page and 'name="csrfmiddlewaretoken"' in page
 
 
@@ -29,7 +33,7 @@ def test_a_bad_kappa_is_refused(analyst_client: Any, db: Any) -> None:
 
 def test_asking_returns_a_polling_panel(analyst_client: Any, db: Any, monkeypatch: Any) -> None:
     def fake_start(text: str, **kwargs: Any) -> Question:
-        return Question.objects.create(text=text, strategy=kwargs["strategy"], params={"kappa": kwargs["kappa"]})
+        return QuestionFactory(text=text, strategy=kwargs["strategy"], params={"kappa": kwargs["kappa"]})
 
     monkeypatch.setattr("core.views.ask.start_question", fake_start)
     response = analyst_client.post(

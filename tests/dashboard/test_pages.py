@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from core.models import Question, Vote
-from tests.factories import SourceFactory
+from tests.factories import QuestionFactory, SourceFactory, VoteFactory
 
 
 def _pages(world: Any) -> list[str]:
@@ -38,11 +37,8 @@ def test_anonymous_visitors_are_sent_to_the_login_page(client: Any, world: Any) 
         assert response.status_code == 302 and response["Location"].startswith(reverse("login")), url
 
 
-def test_a_user_without_a_role_is_refused(client: Any, world: Any) -> None:
-    from tests.factories import UserFactory
-
-    client.force_login(UserFactory(username="nobody"))
-    assert client.get(reverse("source-list")).status_code == 403
+def test_a_user_without_a_role_is_refused(nobody_client: Any, world: Any) -> None:
+    assert nobody_client.get(reverse("source-list")).status_code == 403
 
 
 @pytest.mark.parametrize("name", ["source-list", "conflicts", "history", "run-list"])
@@ -60,13 +56,8 @@ def test_question_page_queries_do_not_grow_with_votes(
 ) -> None:
     question = world.question
     for i in range(25):
-        Vote.objects.create(
-            question=question,
-            source=SourceFactory(name=f"voter-{i}"),
-            rank=10 + i,
-            response="paris",
-            cluster=0,
-            weight=0.5,
+        VoteFactory(
+            question=question, source=SourceFactory(name=f"voter-{i}"), rank=10 + i, response="paris", weight=0.5
         )
     with django_assert_max_num_queries(10):
         response = analyst_client.get(reverse("question-detail", args=[question.pk]))
@@ -84,7 +75,7 @@ def test_run_and_source_pages_have_bounded_queries(
 
 
 def test_history_filters_by_strategy_and_date(analyst_client: Any, world: Any) -> None:
-    Question.objects.create(text="Other strategy?", strategy="vanilla-rag")
+    QuestionFactory(text="Other strategy?", strategy="vanilla-rag")
     page = analyst_client.get(reverse("history"), {"strategy": "ra-rag"}).content.decode()
     assert "What is the capital?" in page and "Other strategy?" not in page
     page = analyst_client.get(reverse("history"), {"from": "2999-01-01"}).content.decode()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
 
 
 class HashEmbedder:
@@ -38,6 +38,7 @@ class ScriptedGenerator:
     """Answers with the first passage's first word after "answer:", else IDK."""
 
     name = "scripted"
+    capabilities: frozenset[Capability] = frozenset({Capability.FREE_TEXT})
 
     def __init__(self) -> None:
         self.requests: list[GenerationRequest] = []

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.estimation import answer_pairs, estimate, estimate_from_records
@@ -51,3 +53,27 @@ def test_it_estimates_incrementally_from_stored_responses() -> None:
     whole = estimate(questions, ctx)
     assert reliability.weights == whole.reliability.weights
     assert all(r.cluster is None for r in records if r.source_id == 4)
+
+
+def test_it_estimates_with_truthfinder_when_asked_by_name() -> None:
+    result = estimate([q for q, _, _ in QUESTIONS], _context(), estimator="truthfinder")
+    accuracy = {sid: s.accuracy for sid, s in zip(result.source_ids, result.reliability.sources, strict=True)}
+    assert min(accuracy[0], accuracy[1], accuracy[2]) > accuracy[3]
+    assert result.reliability.sources[3].agreements == 0
+    assert result.reliability.sources[4].answers == 0
+    assert accuracy[4] == 0.5  # never answered: the prior mean
+
+
+def test_an_unknown_estimator_fails_before_any_generator_call() -> None:
+    ctx = _context()
+    before = ctx.generator.generate
+    asked: list[object] = []
+
+    def spy(requests):  # type: ignore[no-untyped-def]
+        asked.extend(requests)
+        return before(requests)
+
+    ctx.generator.generate = spy  # type: ignore[method-assign]
+    with pytest.raises(KeyError, match="unknown estimator 'majority'; available: .*'iwmv'.*'truthfinder'"):
+        estimate([q for q, _, _ in QUESTIONS], ctx, estimator="majority")
+    assert asked == []

@@ -39,6 +39,7 @@ def test_it_answers_through_real_retrieval() -> None:
     ctx = EngineContext(
         retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), [SourceInfo(0, "a"), SourceInfo(1, "b")]
     )
-    result = get_strategy("ra-rag").answer("who recorded i can't help falling in love with you", ctx)
+    strategy = get_strategy("ra-rag")
+    result = strategy.answer("who recorded i can't help falling in love with you", ctx, strategy.Params())
     assert answer_contains_gold(result.answer, "Elvis Presley")
     assert all(v.passages[0].distance < v.passages[-1].distance for v in result.votes)

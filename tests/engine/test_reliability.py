@@ -3,7 +3,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import spearmanr
 
-from core.engine.reliability.iwmv import iwmv, wilson_interval
+from core.engine.reliability.base import wilson_interval
+from core.engine.reliability.iwmv import iwmv
 
 MATRIX = [[0, 0, 1], [0, 0, 0], [0, 1, 1], [None, 0, 0]]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from core.engine.steps.selection import kappa_rrss, kappa_rss
 from core.engine.types import SourceInfo
 
-SOURCES = [SourceInfo(i, f"s{i}", reliability=r) for i, r in enumerate([0.2, 0.9, 0.5, 0.7, 0.8])]
+SOURCES = [SourceInfo(i, f"s{i}", weight=r) for i, r in enumerate([0.2, 0.9, 0.5, 0.7, 0.8])]
 
 
 def test_it_visits_by_descending_reliability_and_stops_at_kappa() -> None:

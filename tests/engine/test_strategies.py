@@ -1,20 +1,26 @@
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.params import ParamError, parse_params
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import (
-    AnswerStrategy,
     EngineContext,
-    EngineParams,
     StrategyResult,
+    StrategyUnavailable,
     available_strategies,
+    ensure_runnable,
     get_strategy,
-    register,
+    runnable_strategies,
 )
+from core.engine.strategies.base import Requirement
 from core.engine.text import answer_contains_gold, is_idk
 from core.engine.types import SourceInfo
-from tests.engine.fakes import HashEmbedder
+from tests.engine.fakes import HashEmbedder, ScriptedGenerator
 
 QUESTION = "who recorded i can't help falling in love with you"
 TRUE = "Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961."
@@ -32,16 +38,20 @@ class CountingRetriever(InMemoryRetriever):
         return super().top_k_per_source(query_vector, sources, k)
 
 
-def _context(reliabilities: list[float], texts: list[str], **params: object) -> EngineContext:
+def _context(weights: list[float], texts: list[str], **extra: Any) -> EngineContext:
     embedder = HashEmbedder()
     retriever = CountingRetriever()
     sources = []
-    for i, (r, text) in enumerate(zip(reliabilities, texts, strict=False)):
+    for i, (w, text) in enumerate(zip(weights, texts, strict=True)):
         retriever.add_texts(i, [text, NOISE], embedder)
-        sources.append(SourceInfo(i, f"source {i}", reliability=r))
-    return EngineContext(
-        retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), sources, EngineParams(**params)
-    )  # type: ignore[arg-type]
+        sources.append(SourceInfo(i, f"source {i}", weight=w))
+    generator = extra.pop("generator", ExtractiveReader())
+    return EngineContext(retriever, embedder, generator, EmbeddingLexicalNLI(embedder), sources, **extra)  # type: ignore[arg-type]
+
+
+def _answer(name: str, ctx: EngineContext, **raw: Any) -> StrategyResult:
+    strategy = get_strategy(name)
+    return strategy.answer(QUESTION, ctx, parse_params(strategy.Params, raw))
 
 
 def test_it_lists_the_builtin_strategies() -> None:
@@ -61,9 +71,9 @@ def test_it_lists_the_builtin_strategies() -> None:
 
 
 def test_it_lets_reliable_sources_outvote_the_majority() -> None:
-    ctx = _context([2.0, 1.8, 0.2, 0.2, 0.2], [TRUE, TRUE, FALSE, FALSE, FALSE], kappa=5)
-    rarag = get_strategy("ra-rag").answer(QUESTION, ctx)
-    mv = get_strategy("mv").answer(QUESTION, ctx)
+    ctx = _context([2.0, 1.8, 0.2, 0.2, 0.2], [TRUE, TRUE, FALSE, FALSE, FALSE])
+    rarag = _answer("ra-rag", ctx, kappa=5)
+    mv = _answer("mv", ctx)
     assert answer_contains_gold(rarag.answer, "Elvis Presley")
     assert answer_contains_gold(mv.answer, "Frank Sinatra")
     assert rarag.backend == "extractive" and rarag.strategy == "ra-rag"
@@ -72,43 +82,63 @@ def test_it_lets_reliable_sources_outvote_the_majority() -> None:
 
 
 def test_it_retrieves_all_sources_in_one_call_and_stops_at_kappa() -> None:
-    ctx = _context([0.9, 0.8, 0.7, 0.6, 0.5], [TRUE, NOISE, TRUE, FALSE, TRUE], kappa=2)
-    result = get_strategy("ra-rag").answer(QUESTION, ctx)
+    ctx = _context([0.9, 0.8, 0.7, 0.6, 0.5], [TRUE, NOISE, TRUE, FALSE, TRUE])
+    result = _answer("ra-rag", ctx, kappa=2)
     assert ctx.retriever.per_source_calls == 1  # type: ignore[attr-defined]
-    assert result.stats.extra["visited"] == [0, 1, 2]
-    assert result.stats.extra["selected"] == [0, 2]
+    assert result.trace["visited"] == [0, 1, 2]
+    assert result.trace["selected"] == [0, 2]
     assert result.stats.calls == 3
     assert [v.source_id for v in result.votes if v.cluster is not None] == [0, 2]
 
 
-def test_it_uses_oracle_reliabilities_for_wmv_oracle() -> None:
-    ctx = _context([1.0, 1.0, 1.0], [TRUE, FALSE, FALSE], oracle_reliabilities={0: 0.95, 1: 0.3, 2: 0.3})
-    result = get_strategy("wmv-oracle").answer(QUESTION, ctx)
+def test_it_marks_as_used_only_the_evidence_of_the_winning_cluster() -> None:
+    ctx = _context([2.0, 1.8, 0.2], [TRUE, TRUE, FALSE])
+    result = _answer("ra-rag-all", ctx)
+    used_sources = {e.source_id for e in result.evidence if e.used}
+    assert used_sources == {0, 1}
+    assert {e.source_id for e in result.evidence} == {0, 1, 2}
+    assert set(result.chunk_ids) == {p.chunk_id for v in result.votes for p in v.passages}
+
+
+def test_it_uses_oracle_reliabilities_for_wmv_oracle_and_refuses_without_them() -> None:
+    ctx = _context([1.0, 1.0, 1.0], [TRUE, FALSE, FALSE], oracle={0: 0.95, 1: 0.3, 2: 0.3})
+    result = _answer("wmv-oracle", ctx)
     assert answer_contains_gold(result.answer, "Elvis Presley")
+    with pytest.raises(StrategyUnavailable, match="true reliabilities"):
+        ensure_runnable(get_strategy("wmv-oracle"), _context([1.0], [TRUE]))
 
 
-def test_it_says_idk_for_vanilla_llm_with_the_extractive_reader() -> None:
-    ctx = _context([1.0], [TRUE])
-    result = get_strategy("vanilla-llm").answer(QUESTION, ctx)
-    assert is_idk(result.answer) and result.stats.calls == 1
-    assert "note" in result.stats.extra
+def test_it_refuses_vanilla_llm_with_the_extractive_reader_and_runs_it_with_a_free_text_model() -> None:
+    offline = _context([1.0], [TRUE])
+    assert "vanilla-llm" not in runnable_strategies(offline.offers())
+    with pytest.raises(StrategyUnavailable, match="language model that writes free text"):
+        ensure_runnable(get_strategy("vanilla-llm"), offline)
+    llm = _context([1.0], [TRUE], generator=ScriptedGenerator())
+    assert Requirement.FREE_TEXT in llm.offers()
+    result = _answer("vanilla-llm", llm)
+    assert is_idk(result.answer) and result.stats.calls == 1 and result.evidence == []
 
 
 def test_it_answers_with_pooled_passages_for_vanilla_and_robust_rag() -> None:
     ctx = _context([1.0] * 4, [TRUE, TRUE, TRUE, FALSE])
-    vanilla = get_strategy("vanilla-rag").answer(QUESTION, ctx)
-    robust = get_strategy("robust-rag").answer(QUESTION, ctx)
+    vanilla = _answer("vanilla-rag", ctx)
+    robust = _answer("robust-rag", ctx)
     assert vanilla.stats.calls == 1
+    assert len(vanilla.evidence) == 8 and all(e.used for e in vanilla.evidence)
     assert answer_contains_gold(robust.answer, "Elvis") or answer_contains_gold(robust.answer, "Presley")
     assert robust.stats.calls == 8  # one per pooled passage
+    assert robust.trace["keywords"]
+    assert any(e.used for e in robust.evidence) and not all(e.used for e in robust.evidence)
 
 
-def test_it_plugs_in_a_new_strategy_with_a_decorator() -> None:
-    @register("always-paris-test")
-    class AlwaysParis(AnswerStrategy):
-        def answer(self, question: str, ctx: EngineContext) -> StrategyResult:
-            return StrategyResult("Paris", 1.0, self.name, ctx.generator.name)
-
-    assert "always-paris-test" in available_strategies()
-    result = get_strategy("always-paris-test").answer("?", _context([1.0], [TRUE]))
-    assert result.answer == "Paris" and result.strategy == "always-paris-test"
+def test_it_validates_each_strategys_own_parameters() -> None:
+    ra_rag = get_strategy("ra-rag")
+    assert parse_params(ra_rag.Params, {"kappa": 2}).kappa == 2  # type: ignore[attr-defined]
+    assert parse_params(ra_rag.Params, {}, {"kappa": 6, "pooled_k": 3}).kappa == 6  # type: ignore[attr-defined]
+    with pytest.raises(ParamError) as bad:
+        parse_params(ra_rag.Params, {"kappa": 0, "tau": "high", "pooled_k": 5})
+    assert set(bad.value.errors) == {"kappa", "tau", "params"}
+    assert "pooled_k" in bad.value.errors["params"]
+    with pytest.raises(ParamError) as bad:
+        parse_params(get_strategy("vanilla-rag").Params, {"kappa": 3})
+    assert "kappa" in bad.value.errors["params"]

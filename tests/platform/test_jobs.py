@@ -11,8 +11,8 @@ from sources.services import start_ingest_job
 from tasks.jobs import fail_jobs_of_worker, reap_stale_jobs, start_job, wait_for_job
 from tasks.models import Job
 from tasks.progress import JobProgress
-from tasks.runner import JobFailed, job_task
-from tests.factories import SourceFactory
+from tasks.runner import Done, JobFailed, Reschedule, job_task
+from tests.factories import JobFactory, SourceFactory
 
 
 @job_task("tests.platform.count_to")
@@ -38,6 +38,37 @@ def give_up(progress: JobProgress, params: dict) -> dict:
     progress.set_total(3)
     progress.advance(2)
     raise JobFailed("2 of 3 steps done, the third was refused", {"done": 2})
+
+
+@job_task("tests.platform.come_back")
+def come_back(progress: JobProgress, params: dict) -> dict | Reschedule:
+    """Asks to be run again until it has been visited `visits` times, keeping count in its params."""
+    visit = params.get("visited", 0) + 1
+    progress.set_total(params["visits"])
+    progress.set_progress(visit, f"visit {visit}")
+    progress.log(f"visit {visit}")
+    if visit < params["visits"]:
+        return Reschedule(countdown=params.get("countdown", 0.05), params={**params, "visited": visit})
+    return {"visited": visit, "seen_state": Job.objects.get(pk=progress.job_id).state}
+
+
+failures_seen: list[tuple[int, dict, str, str]] = []
+
+
+def remember_failure(job_id: int, params: dict, error: BaseException | str) -> None:
+    failures_seen.append((job_id, params, str(error), Job.objects.get(pk=job_id).state))
+
+
+@job_task("tests.platform.come_back_and_explode", on_failure=remember_failure)
+def come_back_and_explode(progress: JobProgress, params: dict) -> Reschedule:
+    if params.get("visited"):
+        raise RuntimeError("the second visit went wrong")
+    return Reschedule(countdown=0.05, params={"visited": 1})
+
+
+@job_task("tests.platform.with_a_message")
+def with_a_message(progress: JobProgress, params: dict) -> Done:
+    return Done({"ok": True}, message="Counted everything")
 
 
 def test_a_job_goes_from_pending_through_running_to_succeeded_with_full_progress(worker):
@@ -68,6 +99,36 @@ def test_job_failed_keeps_the_partial_result(worker):
     assert job.result == {"done": 2}
 
 
+def test_a_job_that_reschedules_itself_stays_running_with_its_new_params_and_then_succeeds(worker):
+    job = start_job(Job.Kind.OTHER, come_back, {"visits": 2, "countdown": 1.5})
+    deadline = timezone.now() + dt.timedelta(seconds=60)
+    while not job.params.get("visited") and not job.finished and timezone.now() < deadline:
+        job.refresh_from_db()
+    assert job.params == {"visits": 2, "countdown": 1.5, "visited": 1}
+    assert job.state == Job.State.RUNNING and job.finished_at is None  # between the two visits
+    started_at = job.started_at
+    job = wait_for_job(job.pk, timeout=60, poll=0.1)
+    assert job.state == Job.State.SUCCEEDED, job.error
+    assert job.result == {"visited": 2, "seen_state": "running"}
+    assert job.params == {"visits": 2, "countdown": 1.5, "visited": 1}  # what the last Reschedule stored
+    assert [line.split(" ", 1)[1] for line in job.log] == ["visit 1", "visit 2"]
+    assert job.started_at == started_at and (job.progress_current, job.percent) == (2, 100)
+
+
+def test_a_rescheduled_job_that_then_raises_ends_failed_and_calls_its_failure_hook(worker):
+    failures_seen.clear()
+    job = wait_for_job(start_job(Job.Kind.OTHER, come_back_and_explode, {}).pk, timeout=60, poll=0.1)
+    assert job.state == Job.State.FAILED
+    assert job.error == "RuntimeError: the second visit went wrong"
+    assert job.params == {"visited": 1}
+    assert failures_seen == [(job.pk, {"visited": 1}, "the second visit went wrong", Job.State.FAILED)]
+
+
+def test_a_job_can_succeed_with_a_message_of_its_own(worker):
+    job = wait_for_job(start_job(Job.Kind.OTHER, with_a_message, {}).pk, timeout=60, poll=0.1)
+    assert (job.state, job.result, job.message) == (Job.State.SUCCEEDED, {"ok": True}, "Counted everything")
+
+
 def test_ingesting_a_path_that_does_not_exist_fails_the_job_naming_the_path(worker, tmp_path):
     source = SourceFactory(name="nowhere")
     missing = tmp_path / "missing.txt"
@@ -87,8 +148,7 @@ def test_a_finished_job_is_not_run_again_when_its_task_is_redelivered(worker):
 
 def running_job(worker_name: str = "celery@host-a", heartbeat_age_s: float = 0) -> Job:
     now = timezone.now()
-    return Job.objects.create(
-        kind=Job.Kind.OTHER,
+    return JobFactory(
         state=Job.State.RUNNING,
         worker=worker_name,
         started_at=now - dt.timedelta(seconds=heartbeat_age_s + 1),
@@ -100,9 +160,7 @@ def test_reaping_fails_running_jobs_with_an_old_heartbeat_and_leaves_fresh_ones_
     settings.JOB_STALE_SECONDS = 600
     stale = running_job(heartbeat_age_s=3600)
     fresh = running_job(heartbeat_age_s=5)
-    finished = Job.objects.create(
-        kind=Job.Kind.OTHER, state=Job.State.SUCCEEDED, heartbeat_at=timezone.now() - dt.timedelta(days=1)
-    )
+    finished = JobFactory(state=Job.State.SUCCEEDED, heartbeat_at=timezone.now() - dt.timedelta(days=1))
     assert reap_stale_jobs() == 1
     for job in (stale, fresh, finished):
         job.refresh_from_db()
@@ -117,7 +175,7 @@ def test_reaping_fails_running_jobs_with_an_old_heartbeat_and_leaves_fresh_ones_
 def test_a_restarted_worker_fails_only_its_own_running_jobs(db):
     mine = running_job("celery@host-a")
     other = running_job("celery@host-b")
-    pending = Job.objects.create(kind=Job.Kind.OTHER, worker="celery@host-a")
+    pending = JobFactory(worker="celery@host-a")
     assert fail_jobs_of_worker("celery@host-a", "The worker restarted") == 1
     for job in (mine, other, pending):
         job.refresh_from_db()
@@ -131,7 +189,7 @@ def test_a_restarted_worker_fails_only_its_own_running_jobs(db):
 
 
 def test_progress_helpers_write_through_to_the_job_record(db):
-    job = Job.objects.create(kind=Job.Kind.OTHER)
+    job = JobFactory()
     progress = JobProgress(job.pk)
     progress.start(total=10, message="go", worker="celery@w1")
     progress.advance(3)
@@ -153,7 +211,7 @@ def test_progress_helpers_write_through_to_the_job_record(db):
 
 def test_the_job_log_keeps_only_the_newest_lines(db, monkeypatch):
     monkeypatch.setattr("tasks.progress.MAX_LOG_LINES", 3)
-    job = Job.objects.create(kind=Job.Kind.OTHER)
+    job = JobFactory()
     progress = JobProgress(job.pk)
     for i in range(5):
         progress.log(f"line {i}")
@@ -166,7 +224,7 @@ def test_the_job_log_keeps_only_the_newest_lines(db, monkeypatch):
     [(Job.State.PENDING, 200), (Job.State.RUNNING, 200), (Job.State.SUCCEEDED, 286), (Job.State.FAILED, 286)],
 )
 def test_the_status_partial_tells_htmx_to_stop_polling_once_the_job_has_finished(admin_client, state, expected):
-    job = Job.objects.create(kind=Job.Kind.OTHER, state=state, heartbeat_at=timezone.now(), message="Hello")
+    job = JobFactory(state=state, heartbeat_at=timezone.now(), message="Hello")
     response = admin_client.get(f"/jobs/{job.pk}/status/")
     assert response.status_code == expected
 
@@ -181,6 +239,6 @@ def test_the_status_partial_reaps_a_stale_job_and_then_stops_polling(admin_clien
 
 
 def test_the_job_pages_need_a_login(client, db):
-    job = Job.objects.create(kind=Job.Kind.OTHER)
+    job = JobFactory()
     response = client.get(f"/jobs/{job.pk}/status/")
     assert response.status_code == 302 and "/login" in response["Location"]

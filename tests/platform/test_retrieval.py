@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from django.db import connection, transaction
 
-from sources.models import Chunk, Document, Source
+from sources.models import Chunk, Source
 from sources.retrieval import PgRetriever
+from tests.factories import DocumentFactory, SourceFactory
 
 DIM = 384
 
@@ -28,8 +29,8 @@ def build_corpus(sizes: dict[str, int], seed: int = 7) -> tuple[dict[str, Source
     centres = unit(rng.standard_normal((24, DIM)))
     sources: dict[str, Source] = {}
     for name, size in sizes.items():
-        source = Source.objects.create(name=name, chunk_count=size)
-        document = Document.objects.create(source=source, title=f"{name} doc", text=name, content_hash=name)
+        source = SourceFactory(name=name, chunk_count=size)
+        document = DocumentFactory(source=source, title=f"{name} doc", text=name)
         vectors = clustered_vectors(rng, size, centres)
         Chunk.objects.bulk_create(
             [
@@ -196,7 +197,7 @@ def test_no_sources_means_no_query_and_an_empty_result(db, django_assert_num_que
 
 def test_a_source_without_chunks_gets_an_empty_list(big_and_tiny):
     sources, centres = big_and_tiny
-    empty = Source.objects.create(name="empty")
+    empty = SourceFactory(name="empty")
     result = PgRetriever().top_k_per_source(centres[0], [empty.pk, sources["tiny"].pk], 3)
     assert result[empty.pk] == []
     assert len(result[sources["tiny"].pk]) == 3
@@ -205,8 +206,7 @@ def test_a_source_without_chunks_gets_an_empty_list(big_and_tiny):
 def test_ingested_text_is_found_by_a_paraphrased_question(db, embedder, tmp_path):
     from sources.services import ingest_files
 
-    source = Source.objects.create(name="facts")
-    other = Source.objects.create(name="other")
+    source, other = SourceFactory(name="facts"), SourceFactory(name="other")
     (tmp_path / "a.jsonl").write_text(
         '{"text": "The Eiffel Tower is 330 metres tall.", "title": "Eiffel"}\n'
         '{"text": "Bananas are a good source of potassium.", "title": "Bananas"}\n'

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.models import FactQuery, QuerySet
+from core.models import QuerySet
 from sources.ingest.base import ParsedDocument
 from sources.models import Source
 from sources.services import FileOutcome, store_documents
+from tests.factories import FactQueryFactory, QuerySetFactory, SourceFactory
 
 FACTS = [
     ("What is the capital of France?", "Paris", "The capital of France is Paris.", "The capital of France is Lyon."),
@@ -54,12 +55,12 @@ def build_corpus(embedder: Any, reliable: int = 3) -> tuple[list[Source], Source
     """`reliable` sources holding the facts, one source holding a wrong twin of each."""
     good = []
     for i in range(reliable):
-        source = Source.objects.create(name=f"reliable-{i}")
+        source = SourceFactory(name=f"reliable-{i}")
         store(source, [fact for _, _, fact, _ in FACTS], embedder)
         good.append(source)
-    bad = Source.objects.create(name="misinformer")
+    bad = SourceFactory(name="misinformer")
     store(bad, [wrong for _, _, _, wrong in FACTS], embedder)
-    query_set = QuerySet.objects.create(name="demo")
+    query_set = QuerySetFactory(name="demo")
     for question, answer, _, _ in FACTS:
-        FactQuery.objects.create(query_set=query_set, question=question, reference_answers=[answer])
+        FactQueryFactory(query_set=query_set, question=question, reference_answers=[answer])
     return good, bad, query_set

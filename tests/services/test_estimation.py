@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from core.engine.backends.generation.extractive import ExtractiveReader
-from core.models import EstimationRun, QuerySet, ReliabilityScore, RunAnswer, RunResponse
+from core.models import EstimationRun, ReliabilityScore, RunAnswer, RunResponse
 from core.services.estimation import (
     QueryGenerationUnavailable,
+    coordinate_run,
     generate_queries,
     resume_estimation_run,
     start_estimation_run,
 )
+from tasks.engine_tasks import generate_batch
 from tasks.jobs import wait_for_job
 from tasks.models import Job
-from tests.factories import SourceFactory
+from tests.factories import (
+    EstimationRunFactory,
+    FactQueryFactory,
+    JobFactory,
+    QuerySetFactory,
+    RunResponseFactory,
+    SourceFactory,
+)
 from tests.services.corpus import FACTS, build_corpus
 
 
@@ -66,7 +78,7 @@ def test_starting_a_run_without_queries_or_with_empty_sources_names_the_fields(d
     with pytest.raises(ValidationError) as caught:
         start_estimation_run()
     assert set(caught.value.message_dict) == {"query_set", "sources"}
-    empty_set = QuerySet.objects.create(name="empty")
+    empty_set = QuerySetFactory(name="empty")
     with pytest.raises(ValidationError) as caught:
         start_estimation_run(
             query_set=empty_set, sources=[SourceFactory(name="nothing")], params={"batch_size": 0, "bogus": 1}
@@ -76,7 +88,7 @@ def test_starting_a_run_without_queries_or_with_empty_sources_names_the_fields(d
 
 
 def test_generating_queries_offline_says_an_llm_backend_is_needed(db):
-    query_set = QuerySet.objects.create(name="generated")
+    query_set = QuerySetFactory(name="generated")
     with pytest.raises(QueryGenerationUnavailable, match="LLM backend"):
         generate_queries([], query_set, ExtractiveReader())
 
@@ -100,7 +112,7 @@ def test_generating_queries_with_an_llm_makes_a_question_and_a_yes_no_claim_chec
             ]
 
     doc = DocumentFactory(text="COVID-19 is caused by the SARS-CoV-2 virus.")
-    query_set = QuerySet.objects.create(name="generated")
+    query_set = QuerySetFactory(name="generated")
     made = generate_queries([doc], query_set, FakeLlm())
     assert [(q.question, q.origin) for q in made] == [
         ("What causes COVID-19?", "generated"),
@@ -108,3 +120,48 @@ def test_generating_queries_with_an_llm_makes_a_question_and_a_yes_no_claim_chec
     ]
     assert made[0].reference_answers == ["SARS-CoV-2"] and made[0].document == doc
     assert generate_queries([doc], query_set, FakeLlm()) == []  # already held
+
+
+def test_the_coordinator_sends_the_missing_pairs_waits_while_batches_move_and_resends_after_a_stall(db, settings):
+    settings.ESTIMATION_STALL_SECONDS = 60
+    a, b = SourceFactory(name="a"), SourceFactory(name="b")
+    run = EstimationRunFactory(sources=[a, b], params={"batch_size": 3})
+    q1, q2 = FactQueryFactory(query_set=run.query_set), FactQueryFactory(query_set=run.query_set)
+    t0 = timezone.now()
+
+    def at(seconds: float) -> dt.datetime:
+        return t0 + dt.timedelta(seconds=seconds)
+
+    first = coordinate_run(run, None, now=t0)
+    assert first.status == "waiting" and not first.finished
+    assert first.send == [[[q1.pk, a.pk], [q1.pk, b.pk], [q2.pk, a.pk]], [[q2.pk, b.pk]]]
+    assert first.dispatch == {"stored": 0, "at": t0.timestamp(), "batches": 2}
+    run.refresh_from_db()
+    assert run.state == EstimationRun.State.RUNNING
+
+    quiet = coordinate_run(run, first.dispatch, now=at(30))
+    assert (quiet.send, quiet.dispatch) == ([], first.dispatch)
+
+    RunResponseFactory(run=run, query=q1, source=a)
+    moving = coordinate_run(run, first.dispatch, now=at(40))
+    assert (moving.send, moving.dispatch) == ([], {"stored": 1, "at": at(40).timestamp(), "batches": 2})
+
+    stalled = coordinate_run(run, moving.dispatch, now=at(101))
+    assert stalled.send == [[[q1.pk, b.pk], [q2.pk, a.pk], [q2.pk, b.pk]]]
+    assert stalled.dispatch == {"stored": 1, "at": at(101).timestamp(), "batches": 1}
+
+    for query, source in ((q1, b), (q2, a), (q2, b)):
+        RunResponseFactory(run=run, query=query, source=source)
+    done = coordinate_run(run, stalled.dispatch, now=at(102))
+    assert done.finished and done.send == []
+
+
+def test_a_batch_that_fails_fails_its_run_and_the_run_s_job(db):
+    job = JobFactory(kind=Job.Kind.ESTIMATE, state=Job.State.RUNNING)
+    run = EstimationRunFactory(job=job, sources=[SourceFactory()])
+    assert generate_batch.apply(kwargs={"run_id": run.pk, "pairs": [["not a query id", 1]]}).failed()
+    run.refresh_from_db()
+    job.refresh_from_db()
+    assert run.state == EstimationRun.State.FAILED and run.finished_at is not None
+    assert job.state == Job.State.FAILED
+    assert job.error == "invalid literal for int() with base 10: 'not a query id'"

@@ -12,9 +12,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle
 
-from core.api import serializers as s
 from core.api.parsers import LimitedJSONParser
 from core.api.schema import ApiSchema
+from core.api.serializers.auth import TokenRequestSerializer, TokenSerializer
 
 
 class LoginThrottle(AnonRateThrottle):
@@ -32,8 +32,8 @@ class ObtainToken(ObtainAuthToken):
 
     @extend_schema(
         summary="Obtain the API token of an account",
-        request=s.TokenRequestSerializer,
-        responses=s.TokenSerializer,
+        request=TokenRequestSerializer,
+        responses=TokenSerializer,
         auth=[],
     )
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -16,9 +16,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from core.api import serializers as s
 from core.api.exceptions import PayloadTooLarge
+from core.api.serializers.common import ErrorSerializer
+from core.api.serializers.sources import (
+    DocumentDetailSerializer,
+    DocumentSerializer,
+    JsonUploadSerializer,
+    MultipartUploadSerializer,
+    ReliabilityHistorySerializer,
+    SourceSerializer,
+    UploadAcceptedSerializer,
+)
 from core.api.views.base import UPLOAD_PARSERS, ApiViewMixin, filter_by_query
+from core.services.insights import reliability_history
 from sources.ingest import IngestError
 from sources.models import Document, Source
 from sources.services import start_upload_ingest, validate_uploads
@@ -38,11 +48,11 @@ SOURCE_FILTERS = [
     partial_update=extend_schema(summary="Change some of a source's fields (curators)"),
     destroy=extend_schema(
         summary="Deactivate a source (curators); sources are never deleted",
-        responses={200: s.SourceSerializer},
+        responses={200: SourceSerializer},
     ),
 )
 class SourceViewSet(ApiViewMixin, viewsets.ModelViewSet):  # type: ignore[misc]
-    serializer_class = s.SourceSerializer
+    serializer_class = SourceSerializer
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Source]:
@@ -74,21 +84,19 @@ class SourceViewSet(ApiViewMixin, viewsets.ModelViewSet):  # type: ignore[misc]
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self._deactivate()
 
-    @extend_schema(summary="Deactivate a source (curators)", request=None, responses={200: s.SourceSerializer})
+    @extend_schema(summary="Deactivate a source (curators)", request=None, responses={200: SourceSerializer})
     @action(detail=True, methods=["post"])
     def deactivate(self, request: Request, pk: str | None = None) -> Response:
         return self._deactivate()
 
     @extend_schema(
-        summary="The source's reliability across finished estimation runs", responses=s.ReliabilityHistorySerializer
+        summary="The source's reliability across finished estimation runs", responses=ReliabilityHistorySerializer
     )
     @action(detail=True, methods=["get"])
     def reliability(self, request: Request, pk: str | None = None) -> Response:
-        from core.services.insights import reliability_history
-
         source = self.get_object()
         body = {"source": source.pk, "name": source.name, "history": reliability_history(source)}
-        return Response(s.ReliabilityHistorySerializer(body).data)
+        return Response(ReliabilityHistorySerializer(body).data)
 
 
 DOCUMENT_FILTERS = [
@@ -102,14 +110,14 @@ DOCUMENT_FILTERS = [
 
 @extend_schema_view(
     list=extend_schema(summary="List documents", parameters=DOCUMENT_FILTERS),
-    retrieve=extend_schema(summary="A document with its text", responses=s.DocumentDetailSerializer),
+    retrieve=extend_schema(summary="A document with its text", responses=DocumentDetailSerializer),
 )
 class DocumentViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
     def get_parsers(self) -> list[Any]:
         return [parser() for parser in UPLOAD_PARSERS]
 
     def get_serializer_class(self) -> Any:
-        return s.DocumentDetailSerializer if self.action == "retrieve" else s.DocumentSerializer
+        return DocumentDetailSerializer if self.action == "retrieve" else DocumentSerializer
 
     def get_queryset(self) -> QuerySet[Document]:
         documents = Document.objects.select_related("source")
@@ -132,21 +140,21 @@ class DocumentViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
             "Everything is parsed now with the ingestion adapters: any error is a 400 naming the file, line and "
             "field, and nothing is stored. Otherwise an ingestion job starts: 202 with the job to poll."
         ),
-        request={"application/json": s.JsonUploadSerializer, "multipart/form-data": s.MultipartUploadSerializer},
+        request={"application/json": JsonUploadSerializer, "multipart/form-data": MultipartUploadSerializer},
         responses={
-            202: s.UploadAcceptedSerializer,
-            413: OpenApiResponse(s.ErrorSerializer, description="A file or the body is over the limit."),
+            202: UploadAcceptedSerializer,
+            413: OpenApiResponse(ErrorSerializer, description="A file or the body is over the limit."),
         },
     )
     def create(self, request: Request) -> Response:
         if request.content_type.startswith("multipart/"):
-            upload = s.MultipartUploadSerializer(data=request.data)
+            upload = MultipartUploadSerializer(data=request.data)
             upload.is_valid(raise_exception=True)
             blobs = _read_files(upload.validated_data["files"])
             options = {"format": upload.validated_data["format"]} if upload.validated_data.get("format") else {}
             field = "files"
         else:
-            upload = s.JsonUploadSerializer(data=request.data)
+            upload = JsonUploadSerializer(data=request.data)
             upload.is_valid(raise_exception=True)
             records = [{k: v for k, v in doc.items() if v is not None} for doc in request.data["documents"]]
             blobs = [("documents.json", json.dumps(records, ensure_ascii=False).encode("utf-8"))]
@@ -167,7 +175,7 @@ class DocumentViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
             "documents": sum(counts),
         }
         return Response(
-            s.UploadAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers={"Location": status_url}
+            UploadAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers={"Location": status_url}
         )
 
 

@@ -22,10 +22,27 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from core.api import serializers as s
+from core.api.serializers.jobs import JobSerializer
+from core.api.serializers.questions import (
+    AskSerializer,
+    QuestionAcceptedSerializer,
+    QuestionDetailSerializer,
+    QuestionSerializer,
+)
+from core.api.serializers.runs import (
+    PairwiseConflictsSerializer,
+    QuestionConflictsSerializer,
+    RunAcceptedSerializer,
+    RunDetailSerializer,
+    RunSerializer,
+    StartRunSerializer,
+)
 from core.api.throttles import AskThrottle
 from core.api.views.base import ApiViewMixin, filter_by_query, query_param
 from core.models import EstimationRun, Question, ReliabilityScore, Vote
+from core.services.asking import start_question
+from core.services.estimation import start_estimation_run
+from core.services.insights import pairwise_disagreement, question_clusters
 from tasks.jobs import wait_for_job
 from tasks.models import Job
 
@@ -50,7 +67,7 @@ class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
         return throttles
 
     def get_serializer_class(self) -> Any:
-        return s.QuestionDetailSerializer if self.action == "retrieve" else s.QuestionSerializer
+        return QuestionDetailSerializer if self.action == "retrieve" else QuestionSerializer
 
     def get_queryset(self) -> QuerySet[Question]:
         questions = Question.objects.select_related("job", "asked_by")
@@ -71,18 +88,20 @@ class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
             "Starts answering, then waits up to `wait` seconds: 200 with the full answer when it is ready, "
             "otherwise 202 with the job; poll `status_url` (the job) and then `result_url`."
         ),
-        request=s.AskSerializer,
-        responses={200: s.QuestionDetailSerializer, 202: s.QuestionAcceptedSerializer},
+        request=AskSerializer,
+        responses={200: QuestionDetailSerializer, 202: QuestionAcceptedSerializer},
     )
     def create(self, request: Request) -> Response:
-        from core.services.asking import start_question
-
-        ask = s.AskSerializer(data=request.data)
+        ask = AskSerializer(data=request.data)
         ask.is_valid(raise_exception=True)
         data = ask.validated_data
         with transaction.atomic():
             question = start_question(
-                data["text"], strategy=data["strategy"], kappa=data.get("kappa"), user=request.user
+                data["text"],
+                strategy=data["strategy"],
+                kappa=data.get("kappa"),
+                params=data.get("params"),
+                user=request.user,
             )
         job_id = question.job_id
         if job_id is not None and data["wait"] > 0:
@@ -96,12 +115,12 @@ class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
                 .get(pk=question.pk)
             )
             return Response(
-                s.QuestionDetailSerializer(detail).data, status=status.HTTP_200_OK, headers={"Location": result_url}
+                QuestionDetailSerializer(detail).data, status=status.HTTP_200_OK, headers={"Location": result_url}
             )
         status_url = reverse("api:job-detail", args=[job_id], request=request)
         body = {"question": question, "job": job_id, "status_url": status_url, "result_url": result_url}
         return Response(
-            s.QuestionAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers={"Location": status_url}
+            QuestionAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers={"Location": status_url}
         )
 
 
@@ -114,7 +133,7 @@ RUN_FILTERS = [OpenApiParameter("state", OpenApiTypes.STR, enum=EstimationRun.St
 )
 class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
     def get_serializer_class(self) -> Any:
-        return s.RunDetailSerializer if self.action == "retrieve" else s.RunSerializer
+        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
     def get_queryset(self) -> QuerySet[EstimationRun]:
         runs = EstimationRun.objects.select_related("query_set", "created_by").prefetch_related("sources")
@@ -126,13 +145,11 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
 
     @extend_schema(
         summary="Start an estimation run (curators)",
-        request=s.StartRunSerializer,
-        responses={202: s.RunAcceptedSerializer},
+        request=StartRunSerializer,
+        responses={202: RunAcceptedSerializer},
     )
     def create(self, request: Request) -> Response:
-        from core.services.estimation import start_estimation_run
-
-        start = s.StartRunSerializer(data=request.data)
+        start = StartRunSerializer(data=request.data)
         start.is_valid(raise_exception=True)
         data = start.validated_data
         try:
@@ -145,7 +162,7 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
                 )
         except DjangoValidationError as exc:
             # The service names a parameter by itself ("tau"); the client sent it inside "params".
-            known = set(s.StartRunSerializer().fields)
+            known = set(StartRunSerializer().fields)
             raise exceptions.ValidationError(
                 {(k if k in known else f"params.{k}"): v for k, v in exc.message_dict.items()}
             ) from None
@@ -153,7 +170,7 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
         status_url = reverse("api:job-detail", args=[run.job_id], request=request) if run.job_id else None
         headers = {"Location": status_url} if status_url else {}
         body = {"run": run, "job": run.job_id, "status_url": status_url}
-        return Response(s.RunAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers=headers)
+        return Response(RunAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers=headers)
 
 
 @extend_schema_view(
@@ -163,7 +180,7 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
     retrieve=extend_schema(summary="A job's state, progress, message, error and result"),
 )
 class JobViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
-    serializer_class = s.JobSerializer
+    serializer_class = JobSerializer
 
     def get_queryset(self) -> QuerySet[Job]:
         jobs = Job.objects.all()
@@ -173,7 +190,7 @@ class JobViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         return jobs
 
     def get_serializer_class(self) -> Any:
-        return s.JobSerializer
+        return JobSerializer
 
 
 class ConflictsView(ApiViewMixin, APIView):
@@ -192,21 +209,19 @@ class ConflictsView(ApiViewMixin, APIView):
             200: OpenApiResponse(
                 PolymorphicProxySerializer(
                     component_name="Conflicts",
-                    serializers=[s.PairwiseConflictsSerializer, s.QuestionConflictsSerializer],
+                    serializers=[PairwiseConflictsSerializer, QuestionConflictsSerializer],
                     resource_type_field_name=None,
                 )
             )
         },
     )
     def get(self, request: Request) -> Response:
-        from core.services.insights import pairwise_disagreement, question_clusters
-
         question_id = query_param(request, "question", "id")
         if question_id is not None:
             question = get_object_or_404(Question, pk=question_id)
-            return Response(s.QuestionConflictsSerializer(question_clusters(question)).data)
+            return Response(QuestionConflictsSerializer(question_clusters(question)).data)
         run_id = query_param(request, "run", "id")
         run = get_object_or_404(EstimationRun, pk=run_id) if run_id is not None else None
         pairs = pairwise_disagreement(run)
         body = {"run_id": run.pk if run else (pairs[0]["run_id"] if pairs else None), "pairs": pairs}
-        return Response(s.PairwiseConflictsSerializer(body).data)
+        return Response(PairwiseConflictsSerializer(body).data)

@@ -1,0 +1,73 @@
+"""Source-reliability estimators behind one contract, and their registry.
+
+- ``base``: the :class:`Estimator` protocol, its result types, the label-matrix helpers;
+- ``weights``: the one place where an accuracy w_i becomes a voting weight v_i;
+- ``iwmv``: iterative weighted majority voting (the default, RA-RAG's estimator);
+- ``truthfinder``: TruthFinder, on generic claims and as an estimator.
+
+Estimators are registered by name; ``get_estimator("iwmv")`` returns a fresh one.
+A new estimator plugs in with ``register_estimator(name, factory)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from core.engine.reliability.base import (
+    MISSING,
+    UNIFORM_PRIOR,
+    Estimator,
+    Prior,
+    ReliabilityResult,
+    SourceReliability,
+    to_matrix,
+    wilson_interval,
+)
+from core.engine.reliability.iwmv import IWMV
+from core.engine.reliability.truthfinder import TruthFinderEstimator
+from core.engine.reliability.weights import voting_weight
+
+__all__ = [
+    "DEFAULT_ESTIMATOR",
+    "IWMV",
+    "MISSING",
+    "UNIFORM_PRIOR",
+    "Estimator",
+    "Prior",
+    "ReliabilityResult",
+    "SourceReliability",
+    "TruthFinderEstimator",
+    "available_estimators",
+    "get_estimator",
+    "register_estimator",
+    "to_matrix",
+    "voting_weight",
+    "wilson_interval",
+]
+
+DEFAULT_ESTIMATOR = "iwmv"
+
+_REGISTRY: dict[str, Callable[[], Estimator]] = {}
+
+
+def register_estimator(name: str, factory: Callable[[], Estimator]) -> None:
+    """Make ``factory()`` available as ``get_estimator(name)``; a name is taken only once."""
+    if name in _REGISTRY and _REGISTRY[name] is not factory:
+        raise ValueError(f"estimator {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def get_estimator(name: str) -> Estimator:
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown estimator {name!r}; available: {available_estimators()}") from None
+    return factory()
+
+
+def available_estimators() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+register_estimator("iwmv", IWMV)
+register_estimator("truthfinder", TruthFinderEstimator)

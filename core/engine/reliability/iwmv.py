@@ -3,7 +3,8 @@
 Li & Yu (2014), as used by RA-RAG (eq. 3-4): start every weight at v_i = 1; estimate each
 query's answer by WMV over the sources that did not abstain; a source's accuracy w_i is
 its agreement with those estimates over its non-IDK answers; its weight is v_i = N*w_i - 1
-(the paper's rescaling with N sources); repeat until the weights stop moving.
+(the paper's rescaling with N sources, :mod:`core.engine.reliability.weights`); repeat until
+the weights stop moving.
 
 Departures from the official code, each for robustness:
 - w_i is the Beta(alpha, beta) posterior mean (agreements + alpha) / (answers + alpha + beta),
@@ -15,58 +16,35 @@ Departures from the official code, each for robustness:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-MISSING = -1  # matrix code for IDK / no answer
+from core.engine.reliability.base import (
+    MISSING,
+    UNIFORM_PRIOR,
+    LabelMatrix,
+    Prior,
+    ReliabilityResult,
+    SourceReliability,
+    as_label_matrix,
+    to_matrix,
+    wilson_interval,
+)
+from core.engine.reliability.weights import MIN_WEIGHT, voting_weights
 
-
-@dataclass(frozen=True)
-class SourceReliability:
-    accuracy: float  # w_i, smoothed agreement rate
-    weight: float  # v_i, the voting weight
-    answers: int  # non-IDK answers the estimate rests on
-    agreements: int
-    interval: tuple[float, float]  # 95% Wilson interval of the raw agreement rate
-
-
-@dataclass(frozen=True)
-class ReliabilityResult:
-    sources: list[SourceReliability]
-    answers: list[int | None]  # estimated cluster label per query (None: nobody answered)
-    iterations: int
-    converged: bool
-
-    @property
-    def weights(self) -> list[float]:
-        return [s.weight for s in self.sources]
-
-    @property
-    def accuracies(self) -> list[float]:
-        return [s.accuracy for s in self.sources]
-
-
-def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval; (0, 1) when there is no evidence at all."""
-    if trials <= 0:
-        return (0.0, 1.0)
-    p = successes / trials
-    denom = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denom
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def to_matrix(votes: Sequence[Sequence[int | None]]) -> npt.NDArray[np.int64]:
-    """Queries x sources labels, None (IDK / missing) encoded as MISSING."""
-    return np.array(
-        [[MISSING if label is None else int(label) for label in row] for row in votes],
-        dtype=np.int64,
-    ).reshape(len(votes), -1)
+# The contract's types used to live here; callers may still import them from this module.
+__all__ = [
+    "IWMV",
+    "MISSING",
+    "ReliabilityResult",
+    "SourceReliability",
+    "iwmv",
+    "to_matrix",
+    "wilson_interval",
+]
 
 
 def _estimate_answers(labels: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
@@ -94,10 +72,10 @@ def _estimate_answers(labels: npt.NDArray[np.int64], weights: npt.NDArray[np.flo
 
 
 def iwmv(
-    votes: Sequence[Sequence[int | None]] | npt.NDArray[np.int64],
+    votes: Sequence[Sequence[int | None]] | LabelMatrix,
     alpha: float = 1.0,
     beta: float = 1.0,
-    min_weight: float = 1e-3,
+    min_weight: float = MIN_WEIGHT,
     tol: float = 1e-6,
     max_iter: int = 100,
 ) -> ReliabilityResult:
@@ -105,10 +83,7 @@ def iwmv(
 
     Labels are per-query cluster ids (>= 0); None or MISSING (-1) means IDK or no answer.
     """
-    labels = votes if isinstance(votes, np.ndarray) else to_matrix(votes)
-    labels = np.asarray(labels, dtype=np.int64)
-    if labels.ndim != 2:
-        raise ValueError("votes must be a 2-D queries x sources matrix")
+    labels = as_label_matrix(votes)
     n_queries, n_sources = labels.shape
     answered = labels >= 0
     answers = answered.sum(axis=0)
@@ -125,7 +100,7 @@ def iwmv(
         denom = answers + alpha + beta
         # No evidence and no prior: fall back to a coin flip instead of 0/0.
         accuracy = np.divide(agreements + alpha, denom, out=np.full(n_sources, 0.5), where=denom > 0)
-        new_weights = np.maximum(n_sources * accuracy - 1.0, min_weight)
+        new_weights = voting_weights(accuracy, n_sources, min_weight)
         change = float(np.abs(new_weights - weights).max()) if n_sources else 0.0
         weights = new_weights
         if change < tol:
@@ -143,3 +118,18 @@ def iwmv(
     ]
     answers_out = [None if int(a) == MISSING else int(a) for a in estimate]
     return ReliabilityResult(sources, answers_out, iterations, converged)
+
+
+@dataclass(frozen=True)
+class IWMV:
+    """IWMV as an :class:`~core.engine.reliability.base.Estimator` (registered as "iwmv")."""
+
+    name: str = "iwmv"
+    min_weight: float = MIN_WEIGHT
+    tol: float = 1e-6
+    max_iter: int = 100
+
+    def estimate(self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR) -> ReliabilityResult:
+        return iwmv(
+            labels, alpha=prior.alpha, beta=prior.beta, min_weight=self.min_weight, tol=self.tol, max_iter=self.max_iter
+        )

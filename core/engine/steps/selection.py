@@ -26,8 +26,9 @@ class Selection:
 
 
 def by_reliability(sources: Sequence[SourceInfo]) -> list[SourceInfo]:
-    """Descending v_i; ties keep the given order (stable sort) so runs are reproducible."""
-    return sorted(sources, key=lambda s: -s.reliability)
+    """Descending voting weight v_i; ties keep the given order (stable sort) so runs are
+    reproducible."""
+    return sorted(sources, key=lambda s: -s.weight)
 
 
 def kappa_rss(sources: Sequence[SourceInfo], kappa: int) -> list[SourceInfo]:

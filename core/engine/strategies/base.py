@@ -1,41 +1,94 @@
-"""The answer-strategy interface, its inputs and outputs, and the strategy registry.
+"""The answer-strategy contract: what a strategy needs, what it takes, what it returns.
 
-A strategy turns a question into a StrategyResult using the engine context (retriever,
-embedder, generator, NLI, sources). New strategies plug in with @register("name") and then
-appear in get_strategy / available_strategies (the benchmark and the CLI list those).
+A strategy turns a question into a :class:`StrategyResult` using the engine context
+(retriever, embedder, generator, NLI, sources) and its own typed parameters. It declares:
+
+- ``requires``: the :class:`Requirement` set the configured backends must offer (an LLM
+  that writes free text, white-box token scores, a claim store, oracle reliabilities). The
+  product hides or refuses, with :func:`missing_requirements`' message, what it cannot run.
+- ``Params``: a frozen dataclass of its parameters (core.engine.params), validated at the
+  edge with ``parse_params`` instead of one shared bag.
+
+The result carries per-source votes and answer clusters (RA-RAG family), per-document
+evidence with credibility and provenance (the chunks read), an optional graph (claims,
+conflicts), notes for the reader and a trace of how the answer was reached.
+Registration lives in core.engine.strategies.registry.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar
 
-from core.engine.backends.generation.base import Generator
+from core.engine.backends.generation.base import Capability, Generator
 from core.engine.backends.nli import NLI
+from core.engine.params import NoParams, ParamSet
 from core.engine.types import CallStats, Embedder, Passage, Retriever, SourceInfo
 
+JSONValue = Any  # str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]
 
-@dataclass(frozen=True)
+
+class Requirement(StrEnum):
+    FREE_TEXT = "free-text"  # a generator that writes free text (an LLM), not a span reader
+    TOKEN_SCORES = "token-scores"  # white-box token log-probabilities (core.engine.backends.generation.TokenScorer)
+    CLAIMS = "claims"  # a claim store (structured and semi-structured sources as claims)
+    ORACLE = "oracle"  # the true source reliabilities: benchmark only, never in the product
+
+
+REQUIREMENT_HELP: dict[Requirement, str] = {
+    Requirement.FREE_TEXT: "a language model that writes free text (GENERATOR_BACKEND=openai or transformers); "
+    "the offline extractive reader only copies spans of passages",
+    Requirement.TOKEN_SCORES: "a local model with token-level (white-box) access",
+    Requirement.CLAIMS: "a claim store built from structured or semi-structured sources",
+    Requirement.ORACLE: "the true reliabilities of the sources, which only the benchmark knows",
+}
+
+
+@dataclass
 class EngineParams:
-    kappa: int = 4
+    """Retrieval and filtering settings of reliability *estimation* (core.engine.estimation).
+
+    Strategies do not read these: each takes its own Params (see ``AnswerStrategy.Params``).
+    """
+
     k: int = 3  # passages per source
     tau: float = 0.1  # f_align threshold
     strict_clustering: bool = False
-    pooled_k: int = 10  # Vanilla RAG / RobustRAG pool size
-    oracle_reliabilities: dict[int, float] | None = None  # benchmark only (wmv-oracle)
-    robust_alpha: float = 0.3
-    robust_beta: int = 3
 
 
 @dataclass
 class EngineContext:
+    """The backends and sources a strategy runs with (built per question or batch)."""
+
     retriever: Retriever
     embedder: Embedder
     generator: Generator
     nli: NLI
     sources: list[SourceInfo]
     params: EngineParams = field(default_factory=EngineParams)
+    oracle: Mapping[int, float] | None = None  # true accuracies by source id (benchmark only)
+    claims: Any = None  # a claim store, when the product has one
+
+    def offers(self) -> frozenset[Requirement]:
+        """What this context can give a strategy."""
+        return offers_of(self.generator, claims=self.claims is not None, oracle=self.oracle is not None)
+
+
+def offers_of(generator: Generator, *, claims: bool = False, oracle: bool = False) -> frozenset[Requirement]:
+    """The requirements a generator (plus a claim store, plus oracle reliabilities) meets."""
+    have = set()
+    if Capability.FREE_TEXT in generator.capabilities:
+        have.add(Requirement.FREE_TEXT)
+    if Capability.TOKEN_SCORES in generator.capabilities:
+        have.add(Requirement.TOKEN_SCORES)
+    if claims:
+        have.add(Requirement.CLAIMS)
+    if oracle:
+        have.add(Requirement.ORACLE)
+    return frozenset(have)
 
 
 @dataclass
@@ -47,7 +100,7 @@ class SourceVote:
     filtered: bool
     align_score: float
     cluster: int | None
-    weight: float
+    weight: float  # the voting weight v_i the vote carried
     passages: list[Passage]
 
 
@@ -59,6 +112,42 @@ class ClusterInfo:
     weight: float
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One retrieved chunk as evidence for the answer, with its provenance."""
+
+    chunk_id: int
+    source_id: int
+    document_id: int | None
+    distance: float  # cosine distance to the question
+    used: bool  # the answer rests on it (read by a source in the winning cluster, or in the prompt)
+    credibility: float | None = None  # per-document credibility in [0, 1], when the strategy estimates it
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    id: str
+    kind: str  # e.g. "claim", "entity", "source", "answer"
+    label: str
+    source_id: int | None = None
+    confidence: float | None = None
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    a: str  # node ids
+    b: str
+    kind: str  # e.g. "shares-entity", "conflicts", "supports"
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class AnswerGraph:
+    nodes: tuple[GraphNode, ...] = ()
+    edges: tuple[GraphEdge, ...] = ()
+    confidence: float | None = None  # graph-level confidence, when the strategy computes one
+
+
 @dataclass
 class StrategyResult:
     answer: str
@@ -67,47 +156,46 @@ class StrategyResult:
     backend: str
     votes: list[SourceVote] = field(default_factory=list)
     clusters: list[ClusterInfo] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    graph: AnswerGraph | None = None
+    notes: list[str] = field(default_factory=list)  # plain-language remarks for the reader
+    trace: dict[str, JSONValue] = field(default_factory=dict)  # how the answer was reached (visit order, keywords)
     stats: CallStats = field(default_factory=CallStats)
     seconds: float = 0.0
 
+    @property
+    def chunk_ids(self) -> list[int]:
+        """Every chunk the strategy read, in first-read order."""
+        return list(dict.fromkeys(e.chunk_id for e in self.evidence))
+
 
 class AnswerStrategy(ABC):
-    name: str = ""
-    description: str = ""
+    """Subclass, set ``description``, ``requires`` and ``Params``, implement ``answer``."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    requires: ClassVar[frozenset[Requirement]] = frozenset()
+    uses_sources: ClassVar[bool] = True  # False: answers without retrieval (nothing to say when no source holds documents)
+    Params: ClassVar[type[ParamSet]] = NoParams
 
     @abstractmethod
-    def answer(self, question: str, ctx: EngineContext) -> StrategyResult: ...
+    def answer(self, question: str, ctx: EngineContext, params: Any) -> StrategyResult:
+        """Answer ``question``; ``params`` is an instance of ``self.Params``."""
 
 
-_REGISTRY: dict[str, type[AnswerStrategy]] = {}
+def missing_requirements(strategy: AnswerStrategy | type[AnswerStrategy], offers: frozenset[Requirement]) -> list[str]:
+    """Plain-language reasons the strategy cannot run with what is offered (empty: it can)."""
+    return [
+        f"{strategy.name} needs {REQUIREMENT_HELP[r]}."
+        for r in sorted(strategy.requires - offers, key=lambda r: r.value)
+    ]
 
 
-def register(name: str) -> Callable[[type[AnswerStrategy]], type[AnswerStrategy]]:
-    """Class decorator: make a strategy available under `name`."""
-
-    def decorate(cls: type[AnswerStrategy]) -> type[AnswerStrategy]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"strategy {name!r} is already registered")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
+class StrategyUnavailable(RuntimeError):
+    """The configured backends cannot run the strategy (message says why)."""
 
 
-def get_strategy(name: str) -> AnswerStrategy:
-    _load_builtins()
-    try:
-        return _REGISTRY[name]()
-    except KeyError:
-        raise KeyError(f"unknown strategy {name!r}; available: {available_strategies()}") from None
-
-
-def available_strategies() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
-
-
-def _load_builtins() -> None:
-    # Importing the modules runs their @register decorators.
-    from core.engine.strategies import baselines, ra_rag  # noqa: F401
+def ensure_runnable(strategy: AnswerStrategy, ctx: EngineContext) -> None:
+    reasons = missing_requirements(strategy, ctx.offers())
+    if reasons:
+        raise StrategyUnavailable(" ".join(reasons))

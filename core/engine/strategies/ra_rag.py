@@ -3,37 +3,62 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
+from core.engine.params import ParamSet, param
 from core.engine.steps.selection import kappa_rrss, kappa_rss
 from core.engine.strategies.base import (
     AnswerStrategy,
     EngineContext,
+    Requirement,
     SourceVote,
     StrategyResult,
-    register,
 )
-from core.engine.strategies.pipeline import answer_sources, cluster_and_vote, retrieve_per_source
+from core.engine.strategies.pipeline import answer_sources, cluster_and_vote, retrieve_per_source, vote_evidence
+from core.engine.strategies.registry import register
 from core.engine.text import is_idk
 from core.engine.types import CallStats, SourceInfo
 
+MAX_KAPPA = 50
+
+
+@dataclass(frozen=True)
+class SourceVotingParams(ParamSet):
+    """Per-source retrieval, generation, f_align filter, semantic clustering, WMV."""
+
+    k: int = param(3, low=1, high=50, help="passages retrieved from each source")
+    tau: float = param(0.1, low=0.0, high=1.0, help="alignment threshold: a response less entailed is turned into IDK")
+    strict_clustering: bool = param(False, help="cluster answers only when they entail each other both ways")
+
+
+@dataclass(frozen=True)
+class RaRagParams(SourceVotingParams):
+    kappa: int = param(4, low=1, high=MAX_KAPPA, help="how many reliable sources with a relevant answer to consult")
+
 
 class _Voting(AnswerStrategy):
-    use_filter = True
+    """Every source (after ``weights``) answers; the votes are clustered and weighed."""
+
+    Params: ClassVar[type[ParamSet]] = SourceVotingParams
+    use_filter: ClassVar[bool] = True
 
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
         return sources
 
-    def choose(self, question: str, ctx: EngineContext, stats: CallStats) -> list[SourceVote]:
+    def choose(
+        self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
+    ) -> list[SourceVote]:
         sources = self.weights(ctx, list(ctx.sources))
-        passages = retrieve_per_source(question, ctx, sources)
-        return answer_sources(question, ctx, sources, passages, stats, self.use_filter)
+        passages = retrieve_per_source(question, ctx, params.k, sources)
+        return answer_sources(question, ctx, sources, passages, stats, params.tau, self.use_filter)
 
-    def answer(self, question: str, ctx: EngineContext) -> StrategyResult:
+    def answer(self, question: str, ctx: EngineContext, params: SourceVotingParams) -> StrategyResult:
         started = time.perf_counter()
         stats = CallStats()
-        votes = self.choose(question, ctx, stats)
-        outcome, clusters, answer = cluster_and_vote(question, ctx, votes)
+        trace: dict[str, object] = {}
+        votes = self.choose(question, ctx, params, stats, trace)
+        outcome, clusters, answer = cluster_and_vote(question, ctx, votes, params.strict_clustering)
         return StrategyResult(
             answer=answer,
             confidence=outcome.confidence,
@@ -41,6 +66,8 @@ class _Voting(AnswerStrategy):
             backend=ctx.generator.name,
             votes=votes,
             clusters=clusters,
+            evidence=vote_evidence(votes, outcome.winner),
+            trace=trace,
             stats=stats,
             seconds=time.perf_counter() - started,
         )
@@ -49,18 +76,22 @@ class _Voting(AnswerStrategy):
 @register("ra-rag")
 class RaRag(_Voting):
     description = "kappa-RRSS source selection, f_align filter, semantic clusters, WMV"
+    Params = RaRagParams
 
-    def choose(self, question: str, ctx: EngineContext, stats: CallStats) -> list[SourceVote]:
-        passages = retrieve_per_source(question, ctx)
+    def choose(
+        self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
+    ) -> list[SourceVote]:
+        assert isinstance(params, RaRagParams)
+        passages = retrieve_per_source(question, ctx, params.k)
         selection, results = kappa_rrss(
             ctx.sources,
-            ctx.params.kappa,
-            lambda batch: answer_sources(question, ctx, batch, passages, stats, self.use_filter),
+            params.kappa,
+            lambda batch: answer_sources(question, ctx, batch, passages, stats, params.tau, self.use_filter),
             lambda vote: is_idk(vote.response),
         )
-        stats.extra["visit_order"] = selection.order
-        stats.extra["visited"] = selection.visited
-        stats.extra["selected"] = selection.selected
+        trace["visit_order"] = selection.order
+        trace["visited"] = selection.visited
+        trace["selected"] = selection.selected
         # Only the selected sources vote; visited abstainers are kept for display (IDK).
         return [results[sid] for sid in selection.visited]
 
@@ -68,9 +99,15 @@ class RaRag(_Voting):
 @register("ra-rag-rss")
 class RaRagRss(_Voting):
     description = "the kappa most reliable sources (no relevance check), filter, WMV"
+    Params = RaRagParams
 
-    def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
-        return kappa_rss(sources, ctx.params.kappa)
+    def choose(
+        self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
+    ) -> list[SourceVote]:
+        assert isinstance(params, RaRagParams)
+        sources = kappa_rss(list(ctx.sources), params.kappa)
+        passages = retrieve_per_source(question, ctx, params.k, sources)
+        return answer_sources(question, ctx, sources, passages, stats, params.tau, self.use_filter)
 
 
 @register("ra-rag-all")
@@ -89,15 +126,14 @@ class MajorityVote(_Voting):
     description = "every source, filter, majority vote (all weights 1)"
 
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
-        return [replace(s, reliability=1.0) for s in sources]
+        return [replace(s, weight=1.0) for s in sources]
 
 
 @register("wmv-oracle")
 class OracleWmv(_Voting):
     description = "every source, filter, WMV with the true reliabilities (benchmark only)"
+    requires = frozenset({Requirement.ORACLE})
 
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
-        oracle = ctx.params.oracle_reliabilities
-        if oracle is None:
-            raise ValueError("wmv-oracle needs params.oracle_reliabilities")
-        return [replace(s, reliability=float(oracle.get(s.id, s.reliability))) for s in sources]
+        oracle = ctx.oracle or {}
+        return [replace(s, weight=float(oracle.get(s.id, s.weight))) for s in sources]

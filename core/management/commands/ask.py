@@ -43,6 +43,19 @@ def question_json(question: Question) -> dict[str, Any]:
     }
 
 
+def _params(pairs: list[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise CommandError(f"--param {pair!r}: write NAME=VALUE")
+        try:
+            params[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            params[name.strip()] = value  # a bare word is text
+    return params
+
+
 class Command(BaseCommand):
     help = "Answer a question now through the engine (no worker needed) and print the votes."
 
@@ -50,11 +63,19 @@ class Command(BaseCommand):
         parser.add_argument("question")
         parser.add_argument("--strategy", default="ra-rag", choices=available_strategies())
         parser.add_argument("--kappa", type=int, default=None, help="sources kept by kappa-RRSS / kappa-RSS (1-50)")
+        parser.add_argument(
+            "--param",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="a strategy parameter (JSON value), e.g. --param k=5 --param strict_clustering=true; repeatable",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
-            question = ask_now(opts["question"], strategy=opts["strategy"], kappa=opts["kappa"])
+            params = _params(opts["param"])
+            question = ask_now(opts["question"], strategy=opts["strategy"], kappa=opts["kappa"], params=params)
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
         data = question_json(question)

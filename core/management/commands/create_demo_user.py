@@ -6,6 +6,7 @@ DATA_DIR/demo_credentials.txt (mode 600) so restarts print the same credentials.
 from __future__ import annotations
 
 import secrets
+from os import environ
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,6 @@ CURATOR_APPS = ("sources", "core", "tasks")
 
 
 def _password(path: Path) -> str:
-    from os import environ
-
     if environ.get("DEMO_PASSWORD"):
         return environ["DEMO_PASSWORD"]
     if path.exists():

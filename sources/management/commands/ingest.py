@@ -7,10 +7,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.services.jobs import wait_for
 from sources.ingest import IngestError, expand_paths
 from sources.models import Source
 from sources.services import start_ingest_job
-from tasks.jobs import wait_for_job
 
 
 class Command(BaseCommand):
@@ -55,7 +55,7 @@ class Command(BaseCommand):
         )
         if not opts["wait"]:
             return
-        job = wait_for_job(job.pk, timeout=opts["timeout"])
+        job = wait_for(job, timeout=opts["timeout"])
         if not job.finished:
             raise CommandError(f"job {job.pk} still {job.state} after {opts['timeout']} s: {job.message}")
         if job.state == job.State.FAILED:

@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from core.models import FactQuery, QuerySet
+from core.services.jobs import wait_for
 from sources.models import Source
 from sources.services import start_ingest_job
-from tasks.jobs import wait_for_job
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo_data"
 DEMO_QUERY_SET = "demo"
@@ -52,7 +52,7 @@ class Command(BaseCommand):
         if not opts["wait"]:
             return
         for job in jobs:
-            job = wait_for_job(job.pk, timeout=opts["timeout"])
+            job = wait_for(job, timeout=opts["timeout"])
             if job.state != job.State.SUCCEEDED:
                 raise CommandError(f"ingestion job {job.pk} did not succeed ({job.state}): {job.error or job.message}")
             self.stdout.write(f"  {job.params['source']}: {job.result.get('documents', 0)} new documents")

@@ -1,16 +1,18 @@
 """Answer generators: OpenAI-compatible chat, local transformers, offline extractive reader."""
 
-from core.engine.backends.generation.base import Generation, GenerationRequest, Generator
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator, TokenScorer
 from core.engine.backends.generation.extractive import ExtractiveReader
 from core.engine.backends.generation.local_transformers import TransformersGenerator
 from core.engine.backends.generation.openai_chat import GenerationError, OpenAIChatGenerator
 
 __all__ = [
+    "Capability",
     "ExtractiveReader",
     "Generation",
     "GenerationError",
     "GenerationRequest",
     "Generator",
     "OpenAIChatGenerator",
+    "TokenScorer",
     "TransformersGenerator",
 ]

@@ -1,10 +1,27 @@
-"""The generator interface every answer backend implements."""
+"""The generator interface every answer backend implements, and what a backend can do.
+
+A strategy declares what it needs (see core.engine.strategies.base.Requirement); a
+generator declares what it offers in ``capabilities``:
+
+- ``FREE_TEXT``: it writes free text, so it can answer from its own (parametric) knowledge,
+  follow instruction prompts (hints, consolidation, query writing) and extract claims.
+  The offline extractive reader cannot: it only returns a span of the given passages.
+- ``TOKEN_SCORES``: white-box access to token log-probabilities (a local model), for
+  strategies that score or reweight evidence inside the model. Such a generator also
+  implements :class:`TokenScorer`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+
+class Capability(StrEnum):
+    FREE_TEXT = "free-text"
+    TOKEN_SCORES = "token-scores"
 
 
 @dataclass(frozen=True)
@@ -24,5 +41,13 @@ class Generation:
 
 class Generator(Protocol):
     name: str  # backend label recorded with every answer
+    capabilities: frozenset[Capability]
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]: ...
+
+
+@runtime_checkable
+class TokenScorer(Protocol):
+    """White-box access: the log-probability of each continuation given its request."""
+
+    def score(self, requests: Sequence[GenerationRequest], continuations: Sequence[str]) -> list[float]: ...

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
 from core.engine.backends.generation.prompts import answer_prompt
 from core.engine.lexical import NUMBER_WORDS, STOPWORDS
 from core.engine.text import IDK, normalize_answer, whitespace_tokens
@@ -320,6 +320,8 @@ class ExtractiveReader:
     def __init__(self, min_relevance: float = 0.5, name: str = "extractive") -> None:
         self.min_relevance = min_relevance
         self.name = name
+        # A span reader: no free text, no knowledge of its own, no token scores.
+        self.capabilities: frozenset[Capability] = frozenset()
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         out = []

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
 from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion
 
 
@@ -22,6 +22,7 @@ class TransformersGenerator:
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
         self.name = f"transformers:{model_name_or_path}"
+        self.capabilities = frozenset({Capability.FREE_TEXT})
         self._device = device
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any] | None = None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
 from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion
 from core.engine.text import whitespace_tokens
 
@@ -44,6 +44,7 @@ class OpenAIChatGenerator:
         self.max_tokens = max_tokens
         self.backoff = backoff
         self.name = f"openai:{model}"
+        self.capabilities = frozenset({Capability.FREE_TEXT})
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if not requests:

@@ -1,0 +1,165 @@
+"""Asking questions, and the answered questions with their votes and clusters."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from core.api.fields import StrictSerializer, Text
+from core.engine.strategies import available_strategies
+from core.models import Question, Vote
+from core.services.asking import MAX_KAPPA, MAX_QUESTION_CHARS
+from tasks.models import Job
+
+
+class AskSerializer(StrictSerializer):
+    text = Text(max_length=MAX_QUESTION_CHARS)
+    strategy = serializers.ChoiceField(choices=available_strategies(), default="ra-rag")
+    kappa = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_KAPPA,
+        required=False,
+        allow_null=True,
+        help_text="Shortcut for params.kappa; ignored by strategies that take no kappa.",
+    )
+    params = serializers.DictField(
+        required=False,
+        help_text="The strategy's own parameters (GET /api/strategies/ lists them); unknown names are refused.",
+    )
+    wait = serializers.FloatField(
+        min_value=0, max_value=30, default=0, help_text="Seconds to wait for the answer before answering 202."
+    )
+
+
+class PassageSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField(required=False, allow_null=True)
+    document_id = serializers.IntegerField(required=False, allow_null=True)
+    title = serializers.CharField(required=False, allow_blank=True)
+    url = serializers.CharField(required=False, allow_blank=True)
+    text = serializers.CharField(required=False, allow_blank=True)
+    distance = serializers.FloatField(required=False, allow_null=True)
+
+
+class VoteSerializer(serializers.ModelSerializer):
+    source_name = serializers.CharField(source="source.name", read_only=True)
+    passages = PassageSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Vote
+        fields = [
+            "source",
+            "source_name",
+            "rank",
+            "raw_response",
+            "response",
+            "filtered",
+            "align_score",
+            "cluster",
+            "weight",
+            "reliability",
+            "passages",
+        ]
+        read_only_fields = fields
+
+
+class ClusterSerializer(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True, required=False)
+    label = serializers.CharField(required=False, allow_blank=True)
+    members = serializers.ListField(child=serializers.JSONField(), required=False)
+    weight = serializers.FloatField(required=False, allow_null=True)
+
+
+class EvidenceSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    source_id = serializers.IntegerField()
+    document_id = serializers.IntegerField(allow_null=True)
+    distance = serializers.FloatField()
+    used = serializers.BooleanField(help_text="The answer rests on this chunk.")
+    credibility = serializers.FloatField(allow_null=True, help_text="Per-document credibility in [0, 1], if estimated.")
+
+
+class GraphNodeSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    kind = serializers.CharField()
+    label = serializers.CharField()
+    source_id = serializers.IntegerField(allow_null=True)
+    confidence = serializers.FloatField(allow_null=True)
+
+
+class GraphEdgeSerializer(serializers.Serializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+    kind = serializers.CharField()
+    weight = serializers.FloatField()
+
+
+class AnswerGraphSerializer(serializers.Serializer):
+    nodes = GraphNodeSerializer(many=True)
+    edges = GraphEdgeSerializer(many=True)
+    confidence = serializers.FloatField(allow_null=True)
+
+
+class QuestionSerializer(serializers.ModelSerializer):
+    state = serializers.SerializerMethodField()
+    error = serializers.SerializerMethodField()
+    asked_by = serializers.CharField(source="asked_by.username", read_only=True, allow_null=True, default=None)
+    clusters = ClusterSerializer(many=True, read_only=True)
+    evidence = EvidenceSerializer(many=True, read_only=True)
+    graph = AnswerGraphSerializer(read_only=True, allow_null=True)
+    trace = serializers.JSONField(read_only=True, help_text="How the strategy reached the answer (visit order, ...).")
+    chunk_ids = serializers.SerializerMethodField(help_text="Every chunk the strategy read, in first-read order.")
+
+    class Meta:
+        model = Question
+        fields = [
+            "id",
+            "text",
+            "strategy",
+            "params",
+            "state",
+            "error",
+            "answer",
+            "confidence",
+            "backend",
+            "clusters",
+            "evidence",
+            "chunk_ids",
+            "graph",
+            "trace",
+            "calls",
+            "tokens",
+            "seconds",
+            "notes",
+            "job",
+            "asked_by",
+            "created_at",
+            "answered_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=Job.State.choices))
+    def get_state(self, question: Question) -> str:
+        if question.job is not None:
+            return question.job.state
+        return Job.State.SUCCEEDED if question.answered_at else Job.State.PENDING
+
+    def get_chunk_ids(self, question: Question) -> list[int]:
+        return list(dict.fromkeys(int(e["chunk_id"]) for e in question.evidence or []))
+
+    def get_error(self, question: Question) -> str:
+        return question.job.error if question.job is not None else ""
+
+
+class QuestionDetailSerializer(QuestionSerializer):
+    votes = VoteSerializer(many=True, read_only=True)
+
+    class Meta(QuestionSerializer.Meta):
+        fields = [*QuestionSerializer.Meta.fields, "votes"]
+        read_only_fields = fields
+
+
+class QuestionAcceptedSerializer(serializers.Serializer):
+    question = QuestionSerializer()
+    job = serializers.IntegerField()
+    status_url = serializers.CharField()
+    result_url = serializers.CharField()

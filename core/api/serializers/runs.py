@@ -1,0 +1,137 @@
+"""Estimation runs, their reliability scores and changes, and conflicts between sources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from core.api.fields import StrictSerializer
+from core.models import EstimationRun, QuerySet, ReliabilityScore
+from core.services.insights import run_changes
+from sources.models import Source
+
+# --- Estimation runs ------------------------------------------------------------------
+
+
+class StartRunSerializer(StrictSerializer):
+    query_set = serializers.PrimaryKeyRelatedField(queryset=QuerySet.objects.all(), required=False, allow_null=True)
+    sources = serializers.PrimaryKeyRelatedField(queryset=Source.objects.all(), many=True, required=False)
+    params = serializers.DictField(required=False, help_text="k, tau, strict clustering, prior, tolerance")
+
+
+class ScoreSerializer(serializers.ModelSerializer):
+    source_name = serializers.CharField(source="source.name", read_only=True)
+
+    class Meta:
+        model = ReliabilityScore
+        fields = ["source", "source_name", "reliability", "weight", "low", "high", "answers", "agreements"]
+        read_only_fields = fields
+
+
+class RunSerializer(serializers.ModelSerializer):
+    query_set_name = serializers.CharField(source="query_set.name", read_only=True, allow_null=True, default=None)
+    created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True, default=None)
+    sources = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+
+    class Meta:
+        model = EstimationRun
+        fields = [
+            "id",
+            "query_set",
+            "query_set_name",
+            "sources",
+            "params",
+            "state",
+            "backend",
+            "iterations",
+            "converged",
+            "job",
+            "created_by",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class RunChangeSerializer(serializers.Serializer):
+    source_id = serializers.IntegerField()
+    source_name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["new", "changed", "dropped"])
+    reliability = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    answers = serializers.IntegerField(allow_null=True)
+    previous_reliability = serializers.FloatField(allow_null=True)
+    previous_answers = serializers.IntegerField(allow_null=True)
+    delta = serializers.FloatField(allow_null=True)
+
+
+class RunChangesSerializer(serializers.Serializer):
+    run_id = serializers.IntegerField()
+    previous_run_id = serializers.IntegerField(allow_null=True)
+    sources = RunChangeSerializer(many=True)
+
+
+class RunDetailSerializer(RunSerializer):
+    scores = ScoreSerializer(many=True, read_only=True)
+    changes = serializers.SerializerMethodField()
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "scores", "changes"]
+        read_only_fields = fields
+
+    @extend_schema_field(RunChangesSerializer)
+    def get_changes(self, run: EstimationRun) -> dict[str, Any]:
+        return run_changes(run)
+
+
+class RunAcceptedSerializer(serializers.Serializer):
+    run = RunSerializer()
+    job = serializers.IntegerField(allow_null=True)
+    status_url = serializers.CharField(allow_null=True)
+
+
+# --- Conflicts ------------------------------------------------------------------------
+
+
+class DisagreementSerializer(serializers.Serializer):
+    run_id = serializers.IntegerField()
+    source_a = serializers.IntegerField()
+    source_a_name = serializers.CharField()
+    source_b = serializers.IntegerField()
+    source_b_name = serializers.CharField()
+    shared = serializers.IntegerField()
+    disagreements = serializers.IntegerField()
+    rate = serializers.FloatField()
+
+
+class PairwiseConflictsSerializer(serializers.Serializer):
+    run_id = serializers.IntegerField(allow_null=True)
+    pairs = DisagreementSerializer(many=True)
+
+
+class ClusterMemberSerializer(serializers.Serializer):
+    source_id = serializers.IntegerField()
+    source_name = serializers.CharField()
+    response = serializers.CharField(allow_blank=True)
+    weight = serializers.FloatField()
+    reliability = serializers.FloatField(allow_null=True)
+    filtered = serializers.BooleanField()
+
+
+class AnswerClusterSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    label = serializers.CharField(allow_blank=True)
+    weight = serializers.FloatField()
+    share = serializers.FloatField()
+    chosen = serializers.BooleanField()
+    sources = ClusterMemberSerializer(many=True)
+
+
+class QuestionConflictsSerializer(serializers.Serializer):
+    question_id = serializers.IntegerField()
+    answer = serializers.CharField(allow_blank=True)
+    clusters = AnswerClusterSerializer(many=True)
+    abstained = ClusterMemberSerializer(many=True)

@@ -1,0 +1,138 @@
+"""Sources, their reliability history, documents and document uploads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.validators import URLValidator
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from core.api.fields import StrictModelSerializer, StrictSerializer, Text
+from sources.ingest import ADAPTERS
+from sources.models import Document, Source
+
+# --- Sources --------------------------------------------------------------------------
+
+
+class ReliabilitySerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True, help_text="Estimated accuracy in [0, 1]; null if never estimated.")
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    uncertainty = serializers.FloatField(allow_null=True, help_text="high - low")
+    answers = serializers.IntegerField(help_text="Non-IDK answers the score rests on.")
+    updated_at = serializers.DateTimeField(allow_null=True)
+
+
+class SourceSerializer(StrictModelSerializer):
+    # Blank is allowed, so not "format: uri" in the schema (an empty string is no URI).
+    homepage = Text(required=False, allow_blank=True, max_length=200, validators=[URLValidator()])
+    reliability = serializers.SerializerMethodField()
+    document_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Source
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "homepage",
+            "description",
+            "active",
+            "created_at",
+            "updated_at",
+            "chunk_count",
+            "document_count",
+            "reliability",
+        ]
+        read_only_fields = ["id", "created_at", "updated_at", "chunk_count", "document_count"]
+
+    @extend_schema_field(ReliabilitySerializer)
+    def get_reliability(self, source: Source) -> dict[str, Any]:
+        low, high = source.reliability_low, source.reliability_high
+        return {
+            "value": source.reliability,
+            "low": low,
+            "high": high,
+            "uncertainty": high - low if low is not None and high is not None else None,
+            "answers": source.reliability_answers,
+            "updated_at": source.reliability_updated_at,
+        }
+
+
+class ReliabilityPointSerializer(serializers.Serializer):
+    run_id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    reliability = serializers.FloatField()
+    low = serializers.FloatField()
+    high = serializers.FloatField()
+    answers = serializers.IntegerField()
+    agreements = serializers.IntegerField()
+    weight = serializers.FloatField()
+
+
+class ReliabilityHistorySerializer(serializers.Serializer):
+    source = serializers.IntegerField()
+    name = serializers.CharField()
+    history = ReliabilityPointSerializer(many=True)
+
+
+# --- Documents ------------------------------------------------------------------------
+
+
+class DocumentSerializer(serializers.ModelSerializer):
+    url = serializers.CharField(read_only=True)
+    source_name = serializers.CharField(source="source.name", read_only=True)
+    excerpt = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Document
+        fields = ["id", "source", "source_name", "title", "url", "published_at", "ingested_at", "job", "excerpt"]
+        read_only_fields = fields
+
+    def get_excerpt(self, document: Document) -> str:
+        return document.text[:300]
+
+
+class DocumentDetailSerializer(DocumentSerializer):
+    chunk_count = serializers.IntegerField(read_only=True)
+
+    class Meta(DocumentSerializer.Meta):
+        fields = [*DocumentSerializer.Meta.fields, "text", "metadata", "chunk_count"]
+        read_only_fields = fields
+
+
+# --- Uploads --------------------------------------------------------------------------
+
+
+FORMATS = [adapter.name for adapter in ADAPTERS]
+
+
+class DocumentItemSerializer(StrictSerializer):
+    """One document of a JSON upload; its content is checked by the JSON ingestion adapter."""
+
+    text = Text(allow_blank=True, trim_whitespace=False)
+    title = Text(required=False, allow_blank=True, allow_null=True)
+    url = Text(required=False, allow_blank=True, allow_null=True)
+    published = Text(required=False, allow_blank=True, allow_null=True, help_text="ISO date or datetime")
+
+
+class JsonUploadSerializer(StrictSerializer):
+    source = serializers.PrimaryKeyRelatedField(queryset=Source.objects.all())
+    documents = DocumentItemSerializer(many=True, allow_empty=False)
+
+
+class MultipartUploadSerializer(StrictSerializer):
+    source = serializers.PrimaryKeyRelatedField(queryset=Source.objects.all())
+    files = serializers.ListField(child=serializers.FileField(allow_empty_file=True), allow_empty=False)
+    format = serializers.ChoiceField(
+        choices=FORMATS, required=False, help_text="Overrides detection by file extension."
+    )
+
+
+class UploadAcceptedSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    status_url = serializers.CharField()
+    source = serializers.IntegerField()
+    files = serializers.IntegerField()
+    documents = serializers.IntegerField(help_text="Documents parsed (before de-duplication).")

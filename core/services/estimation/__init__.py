@@ -1,0 +1,67 @@
+"""Estimation runs: answer every fact-checking query with every source, then estimate the
+sources' reliability (IWMV by default).
+
+How a run executes (robust with one worker of concurrency 1 on the filesystem broker):
+1. start.start_estimation_run() stores the run and dispatches a Job (kind "estimate") for
+   the task `tasks.estimation_run` on the "default" queue.
+2. That task calls coordinate.coordinate_run() and never waits on subtasks. Each step counts
+   the stored responses; if some (query, source) pairs are missing and no batch is in flight,
+   it returns batches for the task to send as `tasks.generate_batch` (queue "gpu"), and the new
+   dispatch state, which the task stores on the Job as it reschedules itself with a short
+   countdown (ESTIMATION_POLL_SECONDS), freeing its worker slot for the batches. A dispatch
+   that shows no new response for ESTIMATION_STALL_SECONDS is considered lost and re-sent.
+3. A batch (coordinate.generate_batch) answers its pairs (core.engine.estimation.answer_pairs)
+   and stores RunResponse rows with ON CONFLICT DO NOTHING: the unique (run, query, source)
+   constraint makes every batch idempotent and a run resumable: re-running it skips what exists.
+4. When every pair has a response, finish.finish_run() clusters each query's responses, runs
+   the run's estimator (Beta(alpha, beta) prior) and stores RunAnswer, RunResponse.cluster/agrees,
+   one ReliabilityScore per source, and the sources' current reliability; it returns the
+   summary the job succeeds with.
+
+Reliability: Source.reliability / ReliabilityScore.reliability is the estimated accuracy
+w_i in [0, 1] (shown to users); ReliabilityScore.weight is the voting weight
+v_i = N * w_i - 1 (floored), used by WMV. See core/services/engine_context.py.
+
+Modules: start (validate, start, resume), coordinate (missing pairs, batches, the coordinator
+step), finish (estimate and store; run_scores), queries (LLM-written fact-checking queries).
+"""
+
+from __future__ import annotations
+
+from core.services.estimation.coordinate import (
+    CoordinatorStep,
+    batches,
+    coordinate_run,
+    generate_batch,
+    missing_pairs,
+    run_layout,
+)
+from core.services.estimation.finish import fail_run, finish_run, finished_message, run_scores
+from core.services.estimation.queries import QueryGenerationUnavailable, generate_queries
+from core.services.estimation.start import (
+    DEFAULT_PARAMS,
+    default_query_set,
+    resume_estimation_run,
+    sources_for_names,
+    start_estimation_run,
+)
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "CoordinatorStep",
+    "QueryGenerationUnavailable",
+    "batches",
+    "coordinate_run",
+    "default_query_set",
+    "fail_run",
+    "finish_run",
+    "finished_message",
+    "generate_batch",
+    "generate_queries",
+    "missing_pairs",
+    "resume_estimation_run",
+    "run_layout",
+    "run_scores",
+    "sources_for_names",
+    "start_estimation_run",
+]

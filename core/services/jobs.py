@@ -1,0 +1,84 @@
+"""The services' view of background jobs, free of any job machinery.
+
+Services report progress through `Progress` and start jobs through `dispatch_job`; they never
+import the `tasks` app. The tasks app installs the real dispatcher (tasks.jobs.start_job,
+which stores a Job and enqueues the named Celery task once the transaction commits) in
+TasksConfig.ready(). Job kinds are the values of tasks.models.Job.Kind ("ingest", "reembed",
+"estimate", "ask", "demo", "other"); task names are the Celery task names ("tasks.…").
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+
+class Progress(Protocol):
+    """What a service may report while it works (tasks.progress.JobProgress implements it)."""
+
+    def set_total(self, total: int, message: str | None = None) -> None: ...
+
+    def advance(self, step: int = 1, message: str | None = None) -> None: ...
+
+    def set_progress(self, current: int, message: str | None = None) -> None: ...
+
+    def log(self, line: str) -> None: ...
+
+
+class NullProgress:
+    """Progress that goes nowhere (synchronous calls: the CLI, tests)."""
+
+    def set_total(self, total: int, message: str | None = None) -> None:
+        pass
+
+    def advance(self, step: int = 1, message: str | None = None) -> None:
+        pass
+
+    def set_progress(self, current: int, message: str | None = None) -> None:
+        pass
+
+    def log(self, line: str) -> None:
+        pass
+
+
+class Dispatcher(Protocol):
+    """Store a job record of `kind` and enqueue the Celery task `task_name` for it; returns the
+    job (a tasks.models.Job instance: assign it to a "tasks.Job" foreign key)."""
+
+    def __call__(
+        self, kind: str, task_name: str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
+    ) -> Any: ...
+
+
+class NoDispatcher(RuntimeError):
+    """A service tried to start a job before any dispatcher was installed."""
+
+
+_dispatcher: Dispatcher | None = None
+
+
+def set_dispatcher(dispatcher: Dispatcher | None) -> Dispatcher | None:
+    """Install the dispatcher (the tasks app does, on start); returns the previous one."""
+    global _dispatcher
+    previous, _dispatcher = _dispatcher, dispatcher
+    return previous
+
+
+def dispatch_job(
+    *, kind: str, task_name: str, params: dict[str, Any], user: Any = None, queue: str | None = None
+) -> Any:
+    """Start a background job through the installed dispatcher; returns the job record."""
+    if _dispatcher is None:
+        raise NoDispatcher("No job dispatcher is installed: is the 'tasks' app in INSTALLED_APPS?")
+    return _dispatcher(kind, task_name, params, user=user, queue=queue)
+
+
+def wait_for(job: Any, timeout: float | None = None, poll: float = 0.5) -> Any:
+    """Block until a job record (a model instance with `finished`) ends or `timeout` passes;
+    returns it refreshed from the database."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        job.refresh_from_db()
+        if job.finished or (deadline is not None and time.monotonic() >= deadline):
+            return job
+        time.sleep(poll)
