@@ -1,6 +1,6 @@
 """What the engine produces, persisted: fact-checking queries, estimation runs with every
 (query, source) response and per-source reliability scores, and asked questions with
-every source's vote. The engine itself (core/*.py) knows nothing of these models."""
+every source's vote. The engine itself (core/engine/) knows nothing of these models."""
 
 from __future__ import annotations
 

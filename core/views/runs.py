@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
 from core.models import EstimationRun, QuerySet
 from core.roles import is_curator
 from core.services import estimation
@@ -27,6 +28,7 @@ DEFAULT_PARAMS = {
     "alpha": 1.0,
     "beta": 1.0,
     "strict": False,
+    "estimator": DEFAULT_ESTIMATOR,
 }  # shown in the form; the service validates
 
 
@@ -35,6 +37,7 @@ def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str
         "query_sets": QuerySet.objects.annotate(query_count=Count("queries")).order_by("name"),
         "all_sources": Source.objects.filter(active=True).only("id", "name").order_by("name"),
         "form": form or {"params": DEFAULT_PARAMS, "sources": []},
+        "estimators": available_estimators(),
         "errors": errors or {},
     }
 
@@ -64,6 +67,8 @@ def _params(post: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
             except ValueError:
                 errors[name] = [f"{name} must be a number."]
     params["strict"] = post.get("strict") == "on"
+    if post.get("estimator"):
+        params["estimator"] = post["estimator"]
     return params, errors
 
 

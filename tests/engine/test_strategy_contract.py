@@ -13,12 +13,14 @@ from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.params import ParamError, ParamSet, describe, parse_params
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import (
+    AnswerStrategy,
     EngineContext,
     StrategyResult,
     available_strategies,
     get_strategy,
     isolated_registry,
     missing_requirements,
+    register,
     strategy_class,
 )
 from core.engine.strategies.base import REQUIREMENT_HELP, Requirement
@@ -93,11 +95,29 @@ def test_every_registered_strategy_keeps_the_contract(name: str) -> None:
     check_strategy_contract(name)
 
 
-def test_a_new_strategy_is_one_file_plus_one_registry_line_and_the_contract_covers_it() -> None:
+def test_a_new_strategy_is_one_file_plus_one_registry_line_and_the_contract_covers_it(
+    isolated_strategies: list[str],
+) -> None:
+    isolated_strategies.append("tests.engine.do_nothing_strategy")  # the one registry line
+    assert "do-nothing" in available_strategies()
+    check_strategy_contract("do-nothing")
+
+
+def test_the_isolated_registry_forgets_what_a_test_registered() -> None:
+    before = available_strategies()
     with isolated_registry() as modules:
-        modules.append("tests.engine.do_nothing_strategy")  # the one registry line
-        assert "do-nothing" in available_strategies()
-        check_strategy_contract("do-nothing")
-        names_inside = available_strategies()
-    assert "do-nothing" not in available_strategies(), "the isolated registry forgets it"
-    assert set(names_inside) - {"do-nothing"} == set(available_strategies())
+        modules.append("tests.engine.do_nothing_strategy")
+        assert set(available_strategies()) - set(before) == {"do-nothing"}
+    assert available_strategies() == before
+
+
+def test_a_strategy_that_breaks_the_contract_is_caught(isolated_strategies: list[str]) -> None:
+    @register("overconfident-abstainer")
+    class Overconfident(AnswerStrategy):
+        description = "says I don't know with full confidence"
+
+        def answer(self, question: str, ctx: EngineContext, params: Any) -> StrategyResult:
+            return StrategyResult("I don't know", 1.0, self.name, ctx.generator.name)
+
+    with pytest.raises(AssertionError, match="abstention carries no confidence"):
+        check_strategy_contract("overconfident-abstainer")

@@ -74,6 +74,31 @@ def test_a_run_resumes_where_it_stopped_and_only_generates_missing_pairs(worker,
     assert kept <= set(RunResponse.objects.filter(run=run).values_list("id", flat=True))
 
 
+def test_a_run_uses_the_estimator_it_names_and_stores_the_chunks_each_source_read(worker, embedder):
+    good, bad, _ = build_corpus(embedder)
+    run = run_to_end(start_estimation_run(params={"estimator": "truthfinder"}))
+    assert run.params["estimator"] == "truthfinder"
+    scores = {s.source.name: s for s in ReliabilityScore.objects.filter(run=run).select_related("source")}
+    for source in good:
+        assert scores[source.name].reliability > scores["misinformer"].reliability
+    iwmv = run_to_end(start_estimation_run())
+    assert iwmv.params["estimator"] == "iwmv"
+    truthfinder_scores = sorted(s.reliability for s in scores.values())
+    iwmv_scores = sorted(ReliabilityScore.objects.filter(run=iwmv).values_list("reliability", flat=True))
+    assert truthfinder_scores != pytest.approx(iwmv_scores), "the two estimators are different algorithms"
+    read = RunResponse.objects.filter(run=run).values_list("chunk_ids", flat=True)
+    assert all(ids and all(isinstance(i, int) for i in ids) for ids in read)
+
+
+def test_an_unknown_estimator_is_refused_naming_the_choices(db):
+    query_set = QuerySetFactory(name="demo")
+    FactQueryFactory(query_set=query_set)
+    with pytest.raises(ValidationError) as caught:
+        start_estimation_run(sources=[SourceFactory(chunk_count=1)], params={"estimator": "astrology"})
+    assert "iwmv" in caught.value.message_dict["estimator"][0]
+    assert EstimationRun.objects.count() == 0
+
+
 def test_starting_a_run_without_queries_or_with_empty_sources_names_the_fields(db):
     with pytest.raises(ValidationError) as caught:
         start_estimation_run()

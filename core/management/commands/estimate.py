@@ -1,4 +1,4 @@
-"""python manage.py estimate [--queries SET] [--sources NAME ...] [--wait] [--timeout S] [--json]"""
+"""python manage.py estimate [--queries SET] [--sources NAME ...] [--estimator NAME] [--wait] [--timeout S] [--json]"""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
 from core.models import QuerySet
 from core.services.estimation import run_scores, sources_for_names, start_estimation_run
 from tasks.jobs import wait_for_job
@@ -22,6 +23,12 @@ class Command(BaseCommand):
             "--sources", nargs="+", default=None, help="source names (default: every active source with documents)"
         )
         parser.add_argument("--batch-size", type=int, default=None, help="(query, source) pairs per generation task")
+        parser.add_argument(
+            "--estimator",
+            choices=available_estimators(),
+            default=None,
+            help=f"reliability estimator (default {DEFAULT_ESTIMATOR}); see docs/architecture.md",
+        )
         parser.add_argument("--wait", action="store_true", help="block until the run ends; exit non-zero if it fails")
         parser.add_argument("--timeout", type=float, default=None, help="with --wait: give up after this many seconds")
         parser.add_argument("--json", action="store_true", help="wait, then print the per-source scores as JSON")
@@ -34,7 +41,11 @@ class Command(BaseCommand):
                 if query_set is None:
                     raise ValidationError({"queries": f"No query set named {opts['queries']!r}."})
             sources = list(sources_for_names(opts["sources"])) if opts["sources"] else None
-            params = {"batch_size": opts["batch_size"]} if opts["batch_size"] else None
+            params: dict[str, Any] = {}
+            if opts["batch_size"]:
+                params["batch_size"] = opts["batch_size"]
+            if opts["estimator"]:
+                params["estimator"] = opts["estimator"]
             run = start_estimation_run(query_set=query_set, sources=sources, params=params)
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
