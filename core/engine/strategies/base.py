@@ -175,7 +175,9 @@ class AnswerStrategy(ABC):
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     requires: ClassVar[frozenset[Requirement]] = frozenset()
-    uses_sources: ClassVar[bool] = True  # False: answers without retrieval (nothing to say when no source holds documents)
+    uses_sources: ClassVar[bool] = (
+        True  # False: answers without retrieval (nothing to say when no source holds documents)
+    )
     Params: ClassVar[type[ParamSet]] = NoParams
 
     @abstractmethod
