@@ -57,6 +57,7 @@ def strategy_catalogue() -> list[dict[str, object]]:
 
 class StrategiesView(ApiViewMixin, APIView):
     pagination_class = None  # a short, fixed list
+
     @extend_schema(responses=StrategySerializer(many=True), summary="List the answer strategies")
     def get(self, request: Request) -> Response:
         return Response(StrategySerializer(strategy_catalogue(), many=True).data)
