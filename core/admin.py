@@ -10,12 +10,14 @@ from django.db.models import QuerySet as DjangoQuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from core.forms import JSON_FORMFIELD_OVERRIDES
 from core.models import EstimationRun, FactQuery, QuerySet, Question, ReliabilityScore, Vote
 
 
 class FactQueryInline(admin.TabularInline):
     model = FactQuery
     fields = ("question", "reference_answers", "origin", "tags")
+    formfield_overrides = JSON_FORMFIELD_OVERRIDES
     extra = 1
     show_change_link = True
 
@@ -49,6 +51,7 @@ class FactQueryAdmin(admin.ModelAdmin):
     search_fields = ("question", "reference_answers", "tags")
     list_select_related = ("query_set", "document")
     raw_id_fields = ("document",)
+    formfield_overrides = JSON_FORMFIELD_OVERRIDES
 
     @admin.display(description="Reference answers")
     def answers(self, obj: FactQuery) -> str:
@@ -91,6 +94,7 @@ class EstimationRunAdmin(admin.ModelAdmin):
     list_select_related = ("query_set", "job")
     readonly_fields = ("state", "backend", "iterations", "converged", "job", "created_by", "created_at", "finished_at")
     filter_horizontal = ("sources",)
+    formfield_overrides = JSON_FORMFIELD_OVERRIDES
     date_hierarchy = "created_at"
     inlines = [ReliabilityScoreInline]
 

@@ -97,6 +97,15 @@ class EstimationRun(models.Model):
     def __str__(self) -> str:
         return f"Estimation run #{self.pk}"
 
+    @property
+    def effective_state(self) -> str:
+        """The state to show: a run never looks pending or running under a job that has
+        ended (the worker marks such runs failed too; this covers the moment in between)."""
+        unfinished = self.state in (self.State.PENDING, self.State.RUNNING)
+        if unfinished and self.job_id is not None and self.job is not None and self.job.finished:
+            return self.State.FAILED.value
+        return str(self.state)
+
 
 class RunResponse(models.Model):
     """One source's answer to one fact-checking query in one run (resumable unit)."""

@@ -13,5 +13,6 @@ urlpatterns = [
     path("runs/start/", runs.run_start, name="run-start"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/result/", runs.run_result, name="run-result"),
+    path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
     path("conflicts/", conflicts.conflicts, name="conflicts"),
 ]

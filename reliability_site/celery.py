@@ -1,4 +1,6 @@
-"""The Celery app: queues ingest (parse, chunk, embed), gpu (generation, NLI), default."""
+"""The Celery app: queues ingest (parse, chunk, embed), gpu (generation, NLI), default;
+and the beat schedule (the stale-job reaper), run by exactly one beat: `worker -B` in
+scripts/run.sh, or a `celery beat` process of its own (docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
 app = Celery("reliability_site")
 
 
-def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str) -> dict[str, object]:
-    """Celery options for the configured broker; unset means kombu's filesystem transport."""
+def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str, key_prefix: str = "") -> dict[str, object]:
+    """Celery options for the configured broker; unset means kombu's filesystem transport.
+    `key_prefix` (Redis) namespaces every key, so several installations can share one Redis."""
     if broker_url:
+        if key_prefix and broker_url.startswith(("redis://", "rediss://", "unix://")):
+            return {"broker_url": broker_url, "broker_transport_options": {"global_keyprefix": key_prefix}}
         return {"broker_url": broker_url}
     # A real broker without a server: messages are files in DATA_DIR/broker, shared by
     # every process on this machine (web, worker, commands).
@@ -35,9 +40,27 @@ def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str) -> dict
     }
 
 
+def reap_interval(stale_seconds: float) -> float:
+    """How often beat sends `tasks.reap_stale_jobs`: a quarter of JOB_STALE_SECONDS, 5 to 60 s."""
+    return max(5.0, min(60.0, stale_seconds / 4))
+
+
+def beat_schedule(stale_seconds: float) -> dict[str, dict[str, object]]:
+    every = reap_interval(stale_seconds)
+    return {
+        "reap-stale-jobs": {
+            "task": "tasks.reap_stale_jobs",
+            "schedule": every,
+            "options": {"expires": every},  # a reap that waited a whole interval is superseded
+        }
+    }
+
+
 def configure(celery_app: Celery) -> None:
     celery_app.conf.update(
-        broker_settings(settings.CELERY_BROKER_URL, settings.BROKER_DIR),
+        broker_settings(settings.CELERY_BROKER_URL, settings.BROKER_DIR, settings.CELERY_BROKER_KEY_PREFIX),
+        beat_schedule=beat_schedule(settings.JOB_STALE_SECONDS),
+        beat_schedule_filename=os.path.join(os.fspath(settings.DATA_DIR), "celerybeat-schedule"),
         task_queues=(Queue("ingest"), Queue("gpu"), Queue("default")),
         task_default_queue="default",
         task_routes={

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from reliability_site.dburl import parse_database_url
@@ -36,6 +37,10 @@ if not SECRET_KEY:
         _key_file.write_text(SECRET_KEY)
         _key_file.chmod(0o600)
 
+# How many reverse proxies in front of this server append to X-Forwarded-For (0: none, so
+# the header is ignored): the API throttles and the login lockout count by that address.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -51,12 +56,14 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "sources",
     "tasks",
     "core",
 ]
 
 MIDDLEWARE = [
+    "reliability_site.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -66,6 +73,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page / API error.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "reliability_site.urls"
@@ -104,10 +113,43 @@ DATABASES["default"]["OPTIONS"]["options"] = (
 ).strip()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Cache ----------------------------------------------------------------------------
+# Shared by every web process (gunicorn runs several): the API throttles count here.
+# CACHE_URL (or REDIS_URL) selects Redis; unset, a table in the database (created by the
+# migration core/migrations/0004_cache_table.py, so `migrate` is enough).
+CACHE_URL = env_str("CACHE_URL", "") or env_str("REDIS_URL", "")
+CACHE_TABLE = "django_cache"
+if CACHE_URL:
+    if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"CACHE_URL must be a redis://, rediss:// or unix:// URL, got {CACHE_URL!r}")
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": CACHE_TABLE,
+            # Django culls a third of the entries past MAX_ENTRIES (default 300): throttle
+            # counts must not vanish because many clients came by.
+            "OPTIONS": {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 100_000, minimum=1000)},
+        }
+    }
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out client before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Lock out logins (/login/, /admin/login/, POST /api/token/) after AXES_FAILURE_LIMIT
+# failures, per account and, separately, per client address, for AXES_COOLOFF_MINUTES.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("AXES_COOLOFF_MINUTES", 15.0, minimum=0.1))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_CLIENT_IP_CALLABLE = "reliability_site.client_ip.client_ip"
+AXES_LOCKOUT_CALLABLE = "core.lockout.lockout_response"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "ask"
 LOGOUT_REDIRECT_URL = "login"
@@ -128,6 +170,8 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # CELERY_BROKER_URL selects Redis or RabbitMQ; unset, kombu's filesystem transport
 # (a real broker that needs no server) under DATA_DIR/broker.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+# Redis only: a prefix for every broker key, so installations (or test sessions) can share one Redis.
+CELERY_BROKER_KEY_PREFIX = env_str("CELERY_BROKER_KEY_PREFIX", "")
 BROKER_DIR = Path(env_str("BROKER_DIR", str(DATA_DIR / "broker")))
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
@@ -139,6 +183,10 @@ CHUNK_SIZE_WORDS = env_int("CHUNK_SIZE_WORDS", 120, minimum=8)
 CHUNK_OVERLAP_WORDS = env_int("CHUNK_OVERLAP_WORDS", 20, minimum=0)
 if CHUNK_OVERLAP_WORDS >= CHUNK_SIZE_WORDS:
     raise ConfigError("CHUNK_OVERLAP_WORDS must be smaller than CHUNK_SIZE_WORDS")
+# A chunk never holds more characters than this, whatever its words (a text without spaces).
+CHUNK_MAX_CHARS = env_int("CHUNK_MAX_CHARS", 2000, minimum=100)
+# JSON deeper than this (API bodies, uploaded .json/.jsonl/.jsonld) is refused, never parsed.
+JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 64, minimum=2)
 UPLOAD_DIR = DATA_DIR / "uploads"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 25 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
@@ -171,6 +219,8 @@ JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 900, minimum=10)
 # without a new response a dispatched batch counts as lost and is sent again.
 ESTIMATION_POLL_SECONDS = env_float("ESTIMATION_POLL_SECONDS", 1.0, minimum=0.0)
 ESTIMATION_STALL_SECONDS = env_float("ESTIMATION_STALL_SECONDS", 600.0, minimum=1.0)
+# Estimation runs one user may have pending or running at once.
+ESTIMATION_MAX_CONCURRENT_PER_USER = env_int("ESTIMATION_MAX_CONCURRENT_PER_USER", 2, minimum=1)
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -179,6 +229,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Size- and depth-bounded JSON for every API view (core/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "core.api.parsers.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "core.api.parsers.LimitedMultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -189,6 +245,9 @@ REST_FRAMEWORK = {
         "ask": env_str("API_ASK_THROTTLE", "30/minute"),  # POST /api/questions/ (each runs the generator)
     },
     "EXCEPTION_HANDLER": "core.api.exceptions.api_exception_handler",
+    # Throttles count per client address: X-Forwarded-For is believed only as far as the
+    # trusted proxies go (0: never), so varying that header cannot reset the count.
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Reliability-aware RAG API",
@@ -199,6 +258,32 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+}
+
+# --- Deployment: TLS, cookies, browser policy (docs/operations.md, "Production settings") ---
+# Off by default so the local run works on plain http://127.0.0.1; turn them on behind TLS.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+# Only behind a proxy that always sets X-Forwarded-Proto itself (and strips the client's).
+if env_bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Sent on every response by reliability_site.csp; the API docs views add what Swagger UI and
+# Redoc need (core/api/urls.py). No inline script anywhere, no inline style on our pages.
+CONTENT_SECURITY_POLICY = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "frame-ancestors": ["'none'"],
+    "form-action": ["'self'"],
 }
 
 LOGGING = {

@@ -13,12 +13,16 @@ mkdir -p "$data_dir/log"
 $py manage.py migrate --noinput >/dev/null
 echo "Database ready."
 
+# Every worker gets a node name of its own (random per start): a worker's restart only fails
+# jobs recorded under exactly its name, so two workers must never share one (docs/operations.md).
+worker_name="worker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
+# -B: this (single) worker also runs beat, which sends tasks.reap_stale_jobs every minute.
 .venv/bin/celery -A reliability_site worker -Q ingest,gpu,default -c "${CELERY_WORKER_CONCURRENCY:-2}" \
-  -n "worker@%h" -l info >"$data_dir/log/worker.log" 2>&1 &
+  -n "$worker_name" -B -l info >"$data_dir/log/worker.log" 2>&1 &
 worker_pid=$!
 cleanup() { kill "$worker_pid" 2>/dev/null || true; wait "$worker_pid" 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
-echo "Celery worker started (log: $data_dir/log/worker.log)."
+echo "Celery worker ${worker_name/\%h/$(hostname)} started with beat (log: $data_dir/log/worker.log)."
 
 $py manage.py load_demo --wait
 has_run='from core.models import EstimationRun as R; import sys; sys.exit(0 if R.objects.filter(state="succeeded").exists() else 1)'

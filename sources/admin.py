@@ -10,9 +10,11 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from core.forms import JSON_FORMFIELD_OVERRIDES
 from core.services.estimation import start_estimation_run
 from core.services.jobs import dispatch_job
-from sources.forms import UploadDocumentsForm
+from sources.forms import DocumentAdminForm, UploadDocumentsForm
+from sources.links import http_url
 from sources.models import Document, Source
 from sources.services import start_upload_ingest
 
@@ -46,6 +48,11 @@ class SourceAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Source]:
         return super().get_queryset(request).annotate(document_total=Count("documents", distinct=True))
+
+    def has_delete_permission(self, request: HttpRequest, obj: Source | None = None) -> bool:
+        # Sources are never deleted (their runs, scores and votes refer to them): deactivate
+        # instead. Without delete permission the admin offers no delete button nor bulk delete.
+        return False
 
     @admin.display(description="Documents", ordering="document_total")
     def documents(self, source: Source) -> int:
@@ -137,13 +144,20 @@ class SourceAdmin(admin.ModelAdmin):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
+    form = DocumentAdminForm
     list_display = ("title", "source", "published_at", "ingested_at", "link")
     list_filter = ("source", "ingested_at")
     search_fields = ("title", "text", "url")
     list_select_related = ("source",)
     readonly_fields = ("content_hash", "ingested_at", "job")
+    formfield_overrides = JSON_FORMFIELD_OVERRIDES
     date_hierarchy = "ingested_at"
 
     @admin.display(description="URL")
     def link(self, doc: Document) -> str:
-        return format_html('<a href="{}" rel="noopener noreferrer">link</a>', doc.url) if doc.url else "—"
+        # Only an http(s) URL becomes a link; anything else stored (a javascript: URL from
+        # before ingestion checked URLs) is shown as text, never as an href.
+        href = http_url(doc.url)
+        if href:
+            return format_html('<a href="{}" rel="noopener noreferrer">link</a>', href)
+        return format_html('<span title="{}">not a web link</span>', doc.url) if doc.url else "—"

@@ -7,10 +7,13 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib.admin.widgets import AdminURLFieldWidget
 
+from core.engine.jsondepth import JsonTooDeep, loads_bounded
 from sources.ingest import SUPPORTED_EXTENSIONS, IngestError
 from sources.ingest.base import ParsedDocument
-from sources.models import Source
+from sources.links import HTTP_URL_MESSAGE, MAX_URL_CHARS, is_http_url
+from sources.models import Document, Source
 from sources.services import validate_uploads
 
 
@@ -41,9 +44,11 @@ class UploadDocumentsForm(forms.Form):
         if not raw.strip():
             return {}
         try:
-            mapping = json.loads(raw)
+            mapping = loads_bounded(raw, settings.JSON_MAX_DEPTH)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc.msg}") from None
+        except JsonTooDeep as exc:
+            raise forms.ValidationError(f"Not accepted: {exc.reason}") from None
         if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
             raise forms.ValidationError("Expected a JSON object of strings")
         return mapping
@@ -65,4 +70,22 @@ class UploadDocumentsForm(forms.Form):
         return cleaned
 
 
-__all__ = ["ParsedDocument", "UploadDocumentsForm"]
+class DocumentAdminForm(forms.ModelForm):
+    """The admin's document form: a URL is an absolute http(s) URL or nothing, as in ingestion."""
+
+    url = forms.URLField(
+        required=False, max_length=MAX_URL_CHARS, assume_scheme="https", widget=AdminURLFieldWidget(attrs={"size": 80})
+    )
+
+    class Meta:
+        model = Document
+        fields = ["source", "title", "text", "url", "published_at", "metadata", "job"]
+
+    def clean_url(self) -> str:
+        url: str = self.cleaned_data.get("url") or ""
+        if url and not is_http_url(url):
+            raise forms.ValidationError(HTTP_URL_MESSAGE[0].upper() + HTTP_URL_MESSAGE[1:] + ".")
+        return url
+
+
+__all__ = ["DocumentAdminForm", "ParsedDocument", "UploadDocumentsForm"]

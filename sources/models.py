@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
+from sources.validators import validate_homepage
+
 
 class Source(models.Model):
     class Kind(models.TextChoices):
@@ -20,7 +22,7 @@ class Source(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.OTHER)
-    homepage = models.URLField(blank=True)
+    homepage = models.URLField(blank=True, validators=[validate_homepage])
     description = models.TextField(blank=True)
     active = models.BooleanField(default=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)

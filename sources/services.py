@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils.text import get_valid_filename
 
@@ -39,6 +39,26 @@ class FileOutcome:
         }
 
 
+# Chunks embedded between two heartbeats: long files report progress (and stay alive for
+# the stale-job reaper) every this many chunks.
+EMBED_CHUNKS_PER_HEARTBEAT = 512
+
+
+class IngestInterrupted(Exception):
+    """The database became unreachable while a file was being stored: nothing of that file was stored,
+    the files before it are kept, and ingestion stops (the files after it are not tried)."""
+
+    def __init__(self, name: str, error: BaseException, outcomes: list[FileOutcome]) -> None:
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        super().__init__(
+            f"{name}: the database failed while this file was being stored, so nothing of it was stored; "
+            f"the files before it are kept, ingest it and the files after it again "
+            f"({type(error).__name__}: {first_line})"
+        )
+        self.name = name
+        self.outcomes = outcomes
+
+
 def chunk_options(params: dict[str, Any]) -> tuple[int, int]:
     size = int(params.get("chunk_size") or settings.CHUNK_SIZE_WORDS)
     overlap = int(
@@ -56,8 +76,12 @@ def store_documents(
     chunk_overlap: int,
     job_id: int | None = None,
     outcome: FileOutcome,
+    on_embedded: Callable[[int, int], None] | None = None,
 ) -> FileOutcome:
-    """Store new documents of one file atomically; texts already held by the source are skipped."""
+    """Store new documents of one file atomically; texts already held by the source are skipped.
+
+    Chunks are embedded EMBED_CHUNKS_PER_HEARTBEAT at a time, calling `on_embedded(done, total)`
+    after each batch (a job's heartbeat); the file is then stored in one transaction."""
     unique: dict[str, ParsedDocument] = {}
     for doc in documents:
         unique.setdefault(content_hash(doc.text), doc)
@@ -72,9 +96,18 @@ def store_documents(
 
     # Embed before opening the transaction: the model is the slow part, and holding a
     # row lock while it runs would stall concurrent ingestion into the same source.
-    planned = [(h, doc, chunk_text(doc.text, chunk_size, chunk_overlap)) for h, doc in fresh.items()]
+    planned = [
+        (h, doc, chunk_text(doc.text, chunk_size, chunk_overlap, settings.CHUNK_MAX_CHARS)) for h, doc in fresh.items()
+    ]
     texts = [chunk.text for _, _, chunks in planned for chunk in chunks]
-    vectors = embedder.encode(texts, batch_size=settings.EMBEDDING_BATCH_SIZE) if texts else np.zeros((0, 0))
+    parts = []
+    for start in range(0, len(texts), EMBED_CHUNKS_PER_HEARTBEAT):
+        parts.append(
+            embedder.encode(texts[start : start + EMBED_CHUNKS_PER_HEARTBEAT], batch_size=settings.EMBEDDING_BATCH_SIZE)
+        )
+        if on_embedded is not None:
+            on_embedded(min(start + EMBED_CHUNKS_PER_HEARTBEAT, len(texts)), len(texts))
+    vectors = np.concatenate(parts) if parts else np.zeros((0, 0))
 
     with transaction.atomic():
         Source.objects.select_for_update().filter(pk=source.pk).first()  # serialise ingestion per source
@@ -135,21 +168,43 @@ def ingest_files(
     job_id: int | None = None,
     on_file_done: Any = None,
     display_names: dict[str, str] | None = None,
+    heartbeat: Callable[[str], None] | None = None,
 ) -> list[FileOutcome]:
+    """Ingest files one transaction each. A rejected file is recorded and the next one tried;
+    a database failure raises IngestInterrupted naming the file (nothing of it stored).
+    `heartbeat(message)` is called between embedding batches of a long file."""
     opts = dict(options or {})
     size, overlap = chunk_options(opts)
     outcomes: list[FileOutcome] = []
     for path in expand_paths(paths):
         name = (display_names or {}).get(str(path), path.name)
         outcome = FileOutcome(name=name)
+
+        def embedded(done: int, total: int, name: str = name) -> None:
+            if heartbeat is not None:
+                heartbeat(f"{name}: embedded {done} of {total} chunks")
+
         try:
-            documents = parse_bytes(read_limited(path), name, opts)
+            try:
+                data = read_limited(path)
+            except OSError as exc:  # its message would name the server path
+                raise IngestError(f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+            documents = parse_bytes(data, name, opts)
             store_documents(
-                source, documents, embedder, chunk_size=size, chunk_overlap=overlap, job_id=job_id, outcome=outcome
+                source,
+                documents,
+                embedder,
+                chunk_size=size,
+                chunk_overlap=overlap,
+                job_id=job_id,
+                outcome=outcome,
+                on_embedded=embedded,
             )
+        except (OperationalError, InterfaceError) as exc:  # the database went away, not the file's fault
+            raise IngestInterrupted(name, exc, outcomes) from exc
         except IngestError as exc:
-            exc.located(name)
-            outcome = FileOutcome(name=name, error=str(exc))
+            exc.filename = name  # the name the user gave, never the stored upload's path or name
+            outcome = FileOutcome(name=name, error=exc.describe())
         outcomes.append(outcome)
         if on_file_done is not None:
             on_file_done(outcome)

@@ -38,9 +38,11 @@ def answer_question(progress: JobProgress, params: dict[str, Any]) -> dict[str, 
 
 @app.task(name="tasks.generate_batch", acks_late=True)
 def generate_batch(run_id: int, pairs: list[list[int]]) -> int:
-    """Answer a batch of (query id, source id) pairs of a run (queue "gpu"); idempotent."""
+    """Answer a batch of (query id, source id) pairs of a run (queue "gpu"); idempotent.
+    Each batch is a heartbeat of the run's job."""
+    job_id = EstimationRun.objects.filter(pk=run_id).values_list("job_id", flat=True).first()
     try:
-        return generate(run_id, pairs)
+        return generate(run_id, pairs, heartbeat=JobProgress(job_id).heartbeat if job_id else None)
     except Exception as exc:  # noqa: BLE001 - a broken backend must end the run and its job, not hang them
         job_id = fail_run(run_id)
         if job_id is not None:

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.services.estimation import fail_runs_of_ended_jobs
 from core.services.jobs import wait_for
 from reliability_site.celery import app
 from tasks.models import Job
@@ -38,22 +39,32 @@ def start_job(
 
 
 def reap_stale_jobs(now: dt.datetime | None = None) -> int:
-    """Mark running jobs whose heartbeat stopped as failed, so none stays 'running' forever."""
+    """Mark running jobs whose heartbeat stopped as failed, so none stays 'running' forever,
+    and fail the estimation runs of failed jobs. Run by the worker: on start and every
+    reap_interval() seconds (the beat task `tasks.reap_stale_jobs`), never by a page view."""
     now = now or timezone.now()
     cutoff = now - dt.timedelta(seconds=settings.JOB_STALE_SECONDS)
-    return Job.objects.filter(state=Job.State.RUNNING, heartbeat_at__lt=cutoff).update(
+    reaped = Job.objects.filter(state=Job.State.RUNNING, heartbeat_at__lt=cutoff).update(
         state=Job.State.FAILED,
         error=f"The worker stopped reporting for more than {settings.JOB_STALE_SECONDS} s (worker lost or killed).",
         message="Failed: worker lost",
         finished_at=now,
     )
+    fail_runs_of_ended_jobs()
+    return reaped
 
 
 def fail_jobs_of_worker(hostname: str, reason: str) -> int:
-    """On worker start: whatever this host was running when it went down did not finish."""
-    return Job.objects.filter(state=Job.State.RUNNING, worker=hostname).update(
+    """On worker start: whatever a worker of exactly this node name ("worker-1a2b@host") was
+    running when it went down did not finish. Node names must be unique per live worker
+    (scripts/run.sh gives each one a random name), or this would fail a live worker's jobs."""
+    if not hostname:
+        return 0
+    failed = Job.objects.filter(state=Job.State.RUNNING, worker=hostname).update(
         state=Job.State.FAILED, error=reason, message="Failed: worker restarted", finished_at=timezone.now()
     )
+    fail_runs_of_ended_jobs()
+    return failed
 
 
 def wait_for_job(job_id: int, timeout: float | None = None, poll: float = 0.5) -> Job:

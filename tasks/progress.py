@@ -2,16 +2,26 @@
 
 Writes are single UPDATE statements outside any caller transaction's rows, so pages that
 poll the job see progress as it happens.
+
+A job that has ended stays ended: progress, heartbeats and the final succeed/fail only
+apply to a job that is still pending or running. Work that ends after its job was marked
+failed (the stale-job reaper, a worker restart) leaves the job failed with its first error
+and appends a log line saying what happened instead (see docs/operations.md).
+
+The final write (succeed, fail) is retried with a bounded backoff while the database is
+unreachable, so a job whose database went away mid-work is recorded once it is back.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -19,15 +29,47 @@ from tasks.models import Job
 
 logger = logging.getLogger(__name__)
 MAX_LOG_LINES = 500
+# Seconds to wait before each new try of a job's final write while the database is down
+# (about 4 minutes in all); past that the job stays running and the stale-job reaper ends it.
+FINAL_WRITE_BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 30.0, 30.0, 30.0, 30.0, 30.0, 30.0)
+UNFINISHED = (Job.State.PENDING, Job.State.RUNNING)
+
+
+def _retry_while_database_down(write: Callable[[], Any], what: str) -> Any:
+    """Run `write`; while it fails because the database is unreachable, reconnect and try
+    again after each FINAL_WRITE_BACKOFF delay. The last failure is raised."""
+    for delay in (*FINAL_WRITE_BACKOFF, None):
+        try:
+            return write()
+        except (OperationalError, InterfaceError) as exc:
+            if delay is None or connection.in_atomic_block:
+                raise
+            logger.warning("%s: the database is unreachable (%s); trying again in %s s", what, exc, delay)
+            try:
+                connection.close()  # the next query opens a fresh connection
+            except Exception:  # noqa: BLE001 - a broken connection may fail to close; it is dropped anyway
+                logger.debug("closing the broken database connection failed", exc_info=True)
+            time.sleep(delay)
+    return None  # not reached
 
 
 class JobProgress:
     def __init__(self, job_id: int) -> None:
         self.job_id = job_id
 
-    def _update(self, **fields: Any) -> None:
+    def _update(self, **fields: Any) -> int:
+        """Write to the job while it has not ended; returns 1 if it was written, else 0."""
         fields.setdefault("heartbeat_at", timezone.now())
-        Job.objects.filter(pk=self.job_id).update(**fields)
+        return Job.objects.filter(pk=self.job_id, state__in=UNFINISHED).update(**fields)
+
+    def heartbeat(self, message: str | None = None) -> bool:
+        """Say the work is alive (between batches of long work), so the stale-job reaper
+        leaves the job alone. False when the job has ended meanwhile (reaped, say): the
+        caller should stop, since nothing it does will be recorded as this job's."""
+        fields: dict[str, Any] = {}
+        if message is not None:
+            fields["message"] = message[:500]
+        return bool(self._update(**fields))
 
     def start(self, *, total: int | None = None, message: str = "", celery_task_id: str = "", worker: str = "") -> None:
         fields: dict[str, Any] = {
@@ -72,17 +114,31 @@ class JobProgress:
                 [MAX_LOG_LINES, entry, self.job_id],
             )
 
-    def succeed(self, result: dict[str, Any] | None = None, message: str = "Done") -> None:
-        job = Job.objects.only("progress_total").get(pk=self.job_id)
-        self._update(
-            state=Job.State.SUCCEEDED,
-            result=result or {},
-            message=message[:500],
-            progress_current=job.progress_total,
-            finished_at=timezone.now(),
-        )
+    def succeed(self, result: dict[str, Any] | None = None, message: str = "Done") -> bool:
+        """The job succeeded (and any earlier error is cleared). Only a running job can
+        succeed: one already marked failed stays failed, and its log says the work ended
+        later. Returns whether the job was marked succeeded."""
 
-    def fail(self, error: BaseException | str, *, result: dict[str, Any] | None = None) -> None:
+        def write() -> int:
+            job = Job.objects.only("progress_total").get(pk=self.job_id)
+            return Job.objects.filter(pk=self.job_id, state=Job.State.RUNNING).update(
+                state=Job.State.SUCCEEDED,
+                result=result or {},
+                message=message[:500],
+                error="",
+                progress_current=job.progress_total,
+                finished_at=timezone.now(),
+                heartbeat_at=timezone.now(),
+            )
+
+        if _retry_while_database_down(write, f"job {self.job_id}: recording success"):
+            return True
+        self._late(f"the work finished ({message}) after the job had ended; the job keeps its state", result)
+        return False
+
+    def fail(self, error: BaseException | str, *, result: dict[str, Any] | None = None) -> bool:
+        """The job failed with `error`. A job that has already ended keeps its state and
+        first error; the new error is added to its log. Returns whether the job was marked failed."""
         if isinstance(error, BaseException):
             text = f"{type(error).__name__}: {error}" if not isinstance(error, ValueError) else str(error)
             logger.error("job %s failed:\n%s", self.job_id, "".join(traceback.format_exception(error)))
@@ -96,4 +152,14 @@ class JobProgress:
         }
         if result is not None:
             fields["result"] = result
-        self._update(**fields)
+        if _retry_while_database_down(lambda: self._update(**fields), f"job {self.job_id}: recording the failure"):
+            return True
+        self._late(f"the work failed after the job had ended: {text.splitlines()[0] if text else ''}", result)
+        return False
+
+    def _late(self, line: str, result: dict[str, Any] | None) -> None:
+        """Work that ended after its job had: say so in the job's log, change nothing else."""
+        logger.warning("job %s: %s", self.job_id, line)
+        if result:
+            line += f" (result: {str(result)[:300]})"
+        _retry_while_database_down(lambda: self.log(line), f"job {self.job_id}: logging")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from celery.signals import worker_ready
@@ -12,6 +11,10 @@ from tasks.jobs import fail_jobs_of_worker, reap_stale_jobs
 
 @worker_ready.connect
 def _fail_jobs_left_running(sender: Any = None, **_: Any) -> None:
-    hostname = getattr(sender, "hostname", None) or socket.gethostname()
-    fail_jobs_of_worker(hostname, "The worker restarted while this job was running; run it again.")
+    """A worker starting under a node name fails the jobs still recorded as running under
+    exactly that name (it went down while running them), then reaps stale jobs. A worker
+    never touches another node name's jobs: a live worker's jobs stay alive."""
+    fail_jobs_of_worker(
+        getattr(sender, "hostname", None) or "", "The worker restarted while this job was running; run it again."
+    )
     reap_stale_jobs()

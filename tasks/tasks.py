@@ -8,14 +8,16 @@ from typing import Any
 
 from django.conf import settings
 
+from reliability_site.celery import app
 from sources.embedding import configured_embedder
 from sources.ingest import IngestError, expand_paths
 from sources.models import Source
+from sources.services import IngestInterrupted, reembed
 from sources.services import ingest_files as ingest
-from sources.services import reembed
 
 # Engine tasks live in their own module; importing it here registers them with Celery.
 from tasks import engine_tasks  # noqa: F401
+from tasks.jobs import reap_stale_jobs as reap
 from tasks.progress import JobProgress
 from tasks.runner import JobFailed, job_task
 
@@ -40,6 +42,10 @@ def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any
             )
         progress.advance(1, f"Processed {outcome.name}")
 
+    def heartbeat(message: str) -> None:
+        if not progress.heartbeat(message):  # the job was ended meanwhile (reaped): store no more under it
+            raise JobFailed(f"Stopped: the job had already ended before {message.split(':')[0]} was stored.")
+
     try:
         outcomes = ingest(
             source,
@@ -49,7 +55,11 @@ def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any
             job_id=progress.job_id,
             on_file_done=file_done,
             display_names=params.get("display_names"),
+            heartbeat=heartbeat,
         )
+    except IngestInterrupted as exc:
+        done = [o.as_dict() for o in exc.outcomes]
+        raise JobFailed(str(exc), {"source": source.name, "files": done, "interrupted": exc.name}) from exc
     finally:
         upload_dir = params.get("upload_dir")
         if upload_dir and Path(upload_dir).resolve().is_relative_to(Path(settings.UPLOAD_DIR).resolve()):
@@ -75,3 +85,10 @@ def reembed_source(progress: JobProgress, params: dict[str, Any]) -> dict[str, A
     """Recompute every chunk vector of the given sources with the configured model."""
     embedder = configured_embedder()
     return reembed(params["source_ids"], embedder, progress)
+
+
+@app.task(name="tasks.reap_stale_jobs", ignore_result=True)
+def reap_stale_jobs() -> int:
+    """Fail running jobs whose heartbeat is older than JOB_STALE_SECONDS (and their runs).
+    Celery beat sends it every reap_interval() seconds (reliability_site/celery.py)."""
+    return reap()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
@@ -21,6 +22,44 @@ class PayloadTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "The request body is larger than the server accepts."
     default_code = "payload_too_large"
+
+
+class TooManyRunsInProgress(exceptions.APIException):
+    """429: the user already has ESTIMATION_MAX_CONCURRENT_PER_USER estimation runs in progress."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_detail = "Too many estimation runs in progress."
+    default_code = "too_many_runs"
+
+
+class JsonTooDeepError(exceptions.ParseError):
+    default_detail = "The JSON body is nested too deeply."
+    default_code = "json_too_deep"
+
+
+def json_too_deep(error: Exception | None) -> JsonTooDeepError:
+    """400 naming the nesting limit (JSON_MAX_DEPTH) and, when known, the line past it."""
+    limit = int(getattr(settings, "JSON_MAX_DEPTH", 64))
+    line = getattr(error, "line", None)
+    where = f", at line {line}" if line is not None else ""
+    return JsonTooDeepError(
+        f"The JSON body nests arrays or objects deeper than the limit of {limit} levels (JSON_MAX_DEPTH){where}."
+    )
+
+
+class TooManyParts(exceptions.ParseError):
+    """A multipart or form body with more files or fields than Django accepts."""
+
+    default_detail = "The request has too many files or fields."
+    default_code = "too_many_files"
+
+    @classmethod
+    def from_django(cls, exc: Exception) -> TooManyParts:
+        if isinstance(exc, TooManyFilesSent):
+            limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+            return cls(f"An upload holds at most {limit} files (DATA_UPLOAD_MAX_NUMBER_FILES).", "too_many_files")
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return cls(f"A request holds at most {limit} fields (DATA_UPLOAD_MAX_NUMBER_FIELDS).", "too_many_fields")
 
 
 def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -69,6 +108,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(str(exc) or None)
+    elif isinstance(exc, (TooManyFilesSent, TooManyFieldsSent)):
+        exc = TooManyParts.from_django(exc)
     elif isinstance(exc, DjangoValidationError):
         # Services raise Django's ValidationError naming the field at fault.
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

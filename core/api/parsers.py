@@ -1,14 +1,21 @@
-"""Body parsers that refuse an oversized request with 413 before reading all of it."""
+"""Body parsers that refuse an oversized request with 413 before reading all of it, JSON
+nested deeper than JSON_MAX_DEPTH and multipart uploads with too many files or fields with
+400 (the API's JSON error envelope, never an HTML page or a RecursionError)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import TooManyFieldsSent, TooManyFilesSent
 from rest_framework.parsers import JSONParser, MultiPartParser
 
-from core.api.exceptions import PayloadTooLarge
+from core.engine.jsondepth import json_depth_error
+
+# core.api.exceptions is imported inside the parsers: it imports rest_framework.views, whose
+# APIView reads DEFAULT_PARSER_CLASSES (this module) while it is being defined.
 
 
 def json_limit() -> int:
@@ -21,6 +28,11 @@ def upload_limit() -> int:
     return int(getattr(settings, "API_MAX_UPLOAD_BYTES", 4 * settings.INGEST_MAX_FILE_BYTES))
 
 
+def json_max_depth() -> int:
+    """How deeply a JSON body may nest arrays and objects (JSON_MAX_DEPTH)."""
+    return int(getattr(settings, "JSON_MAX_DEPTH", 64))
+
+
 def _declared_length(parser_context: Any) -> int:
     request = (parser_context or {}).get("request")
     try:
@@ -31,18 +43,37 @@ def _declared_length(parser_context: Any) -> int:
 
 class LimitedJSONParser(JSONParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        from core.api.exceptions import PayloadTooLarge, json_too_deep
+
         limit = json_limit()
         if _declared_length(parser_context) > limit:
             raise PayloadTooLarge(f"The JSON body is over the limit of {limit} bytes.")
         data = stream.read(limit + 1) if stream is not None else b""
         if len(data) > limit:
             raise PayloadTooLarge(f"The JSON body is over the limit of {limit} bytes.")
-        return super().parse(io.BytesIO(data), media_type, parser_context)
+        encoding = str((parser_context or {}).get("encoding", settings.DEFAULT_CHARSET))
+        text: str | bytes = data  # UTF-8 bytes are scanned as they are
+        if encoding.lower().replace("-", "").replace("_", "") != "utf8":
+            with contextlib.suppress(LookupError, UnicodeDecodeError):  # the parser reports those
+                text = data.decode(encoding)
+        too_deep = json_depth_error(text, json_max_depth())
+        if too_deep is not None:
+            raise json_too_deep(too_deep)
+        try:
+            return super().parse(io.BytesIO(data), media_type, parser_context)
+        except RecursionError:  # the scan above should make this unreachable
+            raise json_too_deep(None) from None
 
 
 class LimitedMultiPartParser(MultiPartParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        from core.api.exceptions import PayloadTooLarge, TooManyParts
+
         limit = upload_limit()
         if _declared_length(parser_context) > limit:
             raise PayloadTooLarge(f"The upload is over the limit of {limit} bytes.")
-        return super().parse(stream, media_type, parser_context)
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except (TooManyFilesSent, TooManyFieldsSent) as exc:
+            # Django raises these before DRF sees the body; unhandled they are an HTML 400.
+            raise TooManyParts.from_django(exc) from None

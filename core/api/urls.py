@@ -1,13 +1,14 @@
 """The REST API under /api/ (see docs/api.md)."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from core.api.views.auth import ObtainToken
 from core.api.views.catalogue import DocumentViewSet, SourceViewSet
 from core.api.views.engine import ConflictsView, EstimationRunViewSet, JobViewSet, QuestionViewSet
 from core.api.views.strategies import StrategiesView
+from reliability_site.csp import csp_update
 
 app_name = "api"
 
@@ -23,7 +24,20 @@ urlpatterns = [
     path("conflicts/", ConflictsView.as_view(), name="conflicts"),
     path("strategies/", StrategiesView.as_view(), name="strategies"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    # The docs pages keep the site's script policy (Swagger UI's start-up script is served as
+    # a file by the split view, not inlined) but carry inline <style>; Redoc also starts its
+    # search worker from a blob: URL.
+    path(
+        "docs/",
+        csp_update(style_src=["'unsafe-inline'"])(SpectacularSwaggerSplitView.as_view(url_name="api:schema")),
+        name="docs",
+    ),
+    path(
+        "redoc/",
+        csp_update(style_src=["'unsafe-inline'"], worker_src=["'self'", "blob:"])(
+            SpectacularRedocView.as_view(url_name="api:schema")
+        ),
+        name="redoc",
+    ),
     path("", include(router.urls)),
 ]

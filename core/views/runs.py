@@ -1,9 +1,10 @@
-"""Estimation runs: the list, starting one (curators), live progress and the result."""
+"""Estimation runs: the list, starting and resuming one (curators), live progress and the result."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count
@@ -76,11 +77,14 @@ def _params(post: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
 @require_POST
 def run_start(request: HttpRequest) -> HttpResponse:
     params, errors = _params(request.POST)
-    source_ids = [int(s) for s in request.POST.getlist("sources") if s.isdigit()]
+    picked = request.POST.getlist("sources")
+    every = estimation.ALL_SOURCES in picked  # the explicit "every active source" option
+    source_ids = [int(s) for s in picked if s.isdigit()]
     query_set_id = request.POST.get("query_set", "")
     query_set = QuerySet.objects.filter(pk=query_set_id).first() if query_set_id.isdigit() else None
     if not errors:
-        sources = list(Source.objects.filter(pk__in=source_ids)) if source_ids else None
+        # Nothing chosen is an error (the service says so), never a run over everything.
+        sources: Any = estimation.ALL_SOURCES if every else list(Source.objects.filter(pk__in=source_ids)) or None
         try:
             run = estimation.start_estimation_run(
                 query_set=query_set, sources=sources, params=params, user=request.user
@@ -95,7 +99,12 @@ def run_start(request: HttpRequest) -> HttpResponse:
                 response["HX-Redirect"] = run_url(run)
                 return response
             return redirect("run-detail", pk=run.pk)
-    form = {"params": {**DEFAULT_PARAMS, **params}, "sources": source_ids, "query_set": query_set_id}
+    form = {
+        "params": {**DEFAULT_PARAMS, **params},
+        "sources": source_ids,
+        "all_sources": every,
+        "query_set": query_set_id,
+    }
     runs = (
         EstimationRun.objects.select_related("query_set", "job", "created_by")
         .annotate(source_count=Count("sources"))
@@ -114,11 +123,15 @@ def _run(pk: int) -> EstimationRun:
 
 
 def _finished(run: EstimationRun) -> bool:
-    return run.state in (EstimationRun.State.SUCCEEDED, EstimationRun.State.FAILED)
+    return run.effective_state in (EstimationRun.State.SUCCEEDED, EstimationRun.State.FAILED)
 
 
-def _result_context(run: EstimationRun) -> dict[str, Any]:
+def _result_context(run: EstimationRun, request: HttpRequest | None = None) -> dict[str, Any]:
     context: dict[str, Any] = {"run": run, "finished": _finished(run)}
+    # A failed (or interrupted) run can be resumed by a curator: its stored responses are kept.
+    context["can_resume"] = (
+        request is not None and is_curator(request.user) and run.effective_state == EstimationRun.State.FAILED
+    )
     if run.state == EstimationRun.State.SUCCEEDED:
         changes = run_changes(run)
         matrix = agreement_matrix(run, limit=MATRIX_ROWS)
@@ -141,7 +154,7 @@ def _result_context(run: EstimationRun) -> dict[str, Any]:
 @analyst_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _run(pk)
-    context = _result_context(run)
+    context = _result_context(run, request)
     context["source_names"] = list(run.sources.order_by("name").values_list("name", flat=True))
     return render(request, "core/run_detail.html", context)
 
@@ -150,5 +163,23 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def run_result(request: HttpRequest, pk: int) -> HttpResponse:
     """The result section the run page polls; 286 (htmx: stop polling) once the run ended."""
     run = _run(pk)
-    context = _result_context(run)
+    context = _result_context(run, request)
     return render_poll(request, "core/_run_result.html", context, finished=context["finished"])
+
+
+@curator_required
+@require_POST
+def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    """Resume a failed or interrupted run (the button on its page); back to the run page."""
+    run = _run(pk)
+    try:
+        estimation.resume_estimation_run(run, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.message_dict.get("run", exc.messages)))
+    else:
+        messages.success(request, f"Run #{run.pk} resumed: its stored responses are kept, the missing ones generated.")
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = run_url(run)
+        return response
+    return redirect("run-detail", pk=run.pk)

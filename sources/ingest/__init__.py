@@ -76,6 +76,9 @@ def parse_bytes(data: bytes, filename: str, options: Mapping[str, Any] | None = 
         return list(adapter.parse(text, filename=filename, options=opts))
     except IngestError as exc:
         raise exc.located(filename) from None
+    except RecursionError:
+        # Defensive: JSON depth is bounded before parsing, but no input may crash a batch.
+        raise IngestError("nested too deeply to parse", filename=filename) from None
 
 
 def read_limited(path: Path) -> bytes:

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 from django.utils.dateparse import parse_date, parse_datetime
 
+from sources.links import HTTP_URL_MESSAGE, MAX_URL_CHARS, is_http_url
+
 
 class IngestError(ValueError):
     """A file is rejected whole; the message says where and why."""
@@ -106,3 +108,12 @@ def optional_str(value: Any, *, line: int | None, field_name: str, max_chars: in
     if "\x00" in value:
         raise IngestError("contains a NUL character", line=line, field=field_name)
     return value.strip()
+
+
+def optional_url(value: Any, *, line: int | None, field_name: str) -> str:
+    """An optional document URL: empty, or an absolute http(s) URL. Anything else (a
+    `javascript:` or `data:` URL, a relative path) rejects the record, and so the file."""
+    url = optional_str(value, line=line, field_name=field_name, max_chars=MAX_URL_CHARS)
+    if url and not is_http_url(url):
+        raise IngestError(HTTP_URL_MESSAGE, line=line, field=field_name)
+    return url

@@ -6,15 +6,22 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.conf import settings
+
+from core.engine.jsondepth import JsonTooDeep, loads_bounded
 from sources.ingest.base import IngestError, ParsedDocument
 from sources.ingest.records import field_mapping, record_to_document
 
 
-def load_json(text: str) -> Any:
+def load_json(text: str, *, line: int | None = None) -> Any:
+    """Parse JSON whose nesting is bounded by JSON_MAX_DEPTH; any problem is an IngestError
+    with the line at fault (``line`` numbers a JSON Lines record)."""
     try:
-        return json.loads(text)
+        return loads_bounded(text, settings.JSON_MAX_DEPTH)
     except json.JSONDecodeError as exc:
-        raise IngestError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+        raise IngestError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=line or exc.lineno) from None
+    except JsonTooDeep as exc:
+        raise IngestError(exc.reason, line=line or exc.line) from None
 
 
 class JsonAdapter:
@@ -59,10 +66,7 @@ class JsonLinesAdapter:
         for number, raw in enumerate(text.split("\n"), start=1):
             if not raw.strip():
                 continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise IngestError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=number) from None
+            record = load_json(raw, line=number)
             count += 1
             yield record_to_document(record, mapping, filename=filename, line=number, max_chars=options["max_chars"])
         if count == 0:

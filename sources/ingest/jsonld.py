@@ -5,8 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sources.ingest.base import IngestError, ParsedDocument, optional_str, parse_published, require_text
+from sources.ingest.base import (
+    IngestError,
+    ParsedDocument,
+    optional_str,
+    optional_url,
+    parse_published,
+    require_text,
+)
 from sources.ingest.json_adapter import load_json
+from sources.links import http_url
 
 TEXT_KEYS = ("articleBody", "text", "description", "abstract")
 TITLE_KEYS = ("headline", "name")
@@ -52,7 +60,9 @@ class JsonLdAdapter:
             yield ParsedDocument(
                 text=require_text(body, field_name=f"{where}.{text_key}", max_chars=options["max_chars"]),
                 title=optional_str(title, line=None, field_name=f"{where}.headline", max_chars=500),
-                url=optional_str(node.get("url") or node.get("@id"), line=None, field_name=f"{where}.url"),
+                # "url" must be an http(s) URL; "@id" is an identifier (often a URN or a blank
+                # node) and only serves as the link when it is one.
+                url=optional_url(node.get("url"), line=None, field_name=f"{where}.url") or http_url(node.get("@id")),
                 published_at=parse_published(node.get("datePublished"), field_name=f"{where}.datePublished"),
                 metadata={
                     k: v

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sources.ingest.base import IngestError, ParsedDocument, optional_str, parse_published, require_text
+from sources.ingest.base import (
+    IngestError,
+    ParsedDocument,
+    optional_str,
+    optional_url,
+    parse_published,
+    require_text,
+)
 
 DEFAULT_FIELDS = {"text": "text", "title": "title", "url": "url", "published": "published"}
 
@@ -53,7 +60,7 @@ def record_to_document(
     return ParsedDocument(
         text=require_text(record[text_field], line=line, field_name=text_field, max_chars=max_chars),
         title=optional_str(record.get(mapping["title"]), line=line, field_name=mapping["title"], max_chars=500),
-        url=optional_str(record.get(mapping["url"]), line=line, field_name=mapping["url"]),
+        url=optional_url(record.get(mapping["url"]), line=line, field_name=mapping["url"]),
         published_at=parse_published(record.get(mapping["published"]), line=line, field_name=mapping["published"]),
         metadata=metadata,
         provenance={"file": filename, provenance_key: line if position is None else position},

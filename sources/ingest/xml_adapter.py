@@ -13,7 +13,14 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from sources.ingest.base import IngestError, ParsedDocument, optional_str, parse_published, require_text
+from sources.ingest.base import (
+    IngestError,
+    ParsedDocument,
+    optional_str,
+    optional_url,
+    parse_published,
+    require_text,
+)
 
 RECORD_TAGS = ("document", "article", "item", "entry")
 TEXT_TAGS = ("text", "body", "content", "description", "summary")
@@ -64,7 +71,7 @@ class XmlAdapter:
             yield ParsedDocument(
                 text=require_text(body, field_name=f"{where}/{text_tag}", max_chars=options["max_chars"]),
                 title=optional_str(title, line=None, field_name=f"{where}/title", max_chars=500),
-                url=optional_str(url, line=None, field_name=f"{where}/{url_tag}"),
+                url=optional_url(url, line=None, field_name=f"{where}/{url_tag}"),
                 published_at=parse_published(date, field_name=f"{where}/{date_tag}"),
                 metadata={"id": record.get("id")} if record.get("id") else {},
                 provenance={"file": filename, "element": where},

@@ -12,11 +12,14 @@ from django.core.cache import cache
 
 
 @pytest.fixture(autouse=True)
-def fresh_throttles() -> Iterator[None]:
-    """Throttle counters live in the cache; each test starts with none."""
-    cache.clear()
+def fresh_throttles(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    """Throttle counters live in the cache, a table of the (per-session) test database:
+    each test starts with none, whether or not it uses the database itself."""
+    with django_db_blocker.unblock():
+        cache.clear()
     yield
-    cache.clear()
+    with django_db_blocker.unblock():
+        cache.clear()
 
 
 @pytest.fixture(autouse=True)

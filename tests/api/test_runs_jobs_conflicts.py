@@ -86,7 +86,9 @@ def test_a_bad_run_parameter_is_named_inside_params(as_curator):
     query_set = demo_query_set()
     SourceFactory(name="wiki", chunk_count=3)
     response = as_curator.post(
-        "/api/estimation-runs/", {"query_set": query_set.pk, "params": {"tau": "high", "speed": 9}}, format="json"
+        "/api/estimation-runs/",
+        {"query_set": query_set.pk, "sources": "all", "params": {"tau": "high", "speed": 9}},
+        format="json",
     )
     assert response.status_code == 400
     assert set(error_of(response)["fields"]) == {"params", "params.tau"}

@@ -120,3 +120,22 @@ def seeded(worker: Any, embedder: Any, curator: Any) -> dict[str, Any]:
     for question, answers in QUERIES:
         FactQueryFactory(query_set=query_set, question=question, reference_answers=answers)
     return {"user": curator, "query_set": query_set}
+
+
+# The Content-Security-Policy refuses inline script and style: a page that still relied on
+# them would half work. Violations are collected from the first byte of every page (a script
+# added through the DevTools protocol runs before the page's own, and the policy does not apply to it).
+_WATCH_CSP = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__cspViolations.push(`${e.effectiveDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}:${e.lineNumber}`);
+});
+"""
+
+
+def watch_csp(driver: Any) -> None:
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _WATCH_CSP})
+
+
+def csp_violations(driver: Any) -> list[str]:
+    return list(driver.execute_script("return window.__cspViolations || []"))

@@ -10,7 +10,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import csp_violations, screenshot, watch_csp
 from tests.factories import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
@@ -29,6 +29,7 @@ def start_run(driver: Any, base: str, *, tau: str) -> None:
     driver.get(f"{base}/runs/")
     driver.find_element(By.CSS_SELECTOR, "#start-run summary").click()
     Select(driver.find_element(By.ID, "id_query_set")).select_by_visible_text("demo (3 queries)")
+    Select(driver.find_element(By.ID, "id_sources")).select_by_value("all")  # sources are chosen explicitly
     field = driver.find_element(By.NAME, "tau")
     field.clear()
     field.send_keys(tau)
@@ -41,6 +42,7 @@ def start_run(driver: Any, base: str, *, tau: str) -> None:
 
 
 def test_asking_a_question_fills_the_vote_table_without_a_reload(browser: Any, live_server: Any, seeded: Any) -> None:
+    watch_csp(browser)
     log_in(browser, live_server.url, seeded["user"].username)
     browser.execute_script("window.__sameDocument = true")
     browser.find_element(By.ID, "id_text").send_keys("Who wrote the novel Dracula?")
@@ -62,6 +64,7 @@ def test_asking_a_question_fills_the_vote_table_without_a_reload(browser: Any, l
     panel = browser.find_element(By.ID, "question-panel")
     assert panel.get_attribute("data-finished") == "true"
     browser.find_element(By.CSS_SELECTOR, "#vote-table details summary").click()  # passages expand
+    assert csp_violations(browser) == []  # htmx and the swapped-in answer need no inline script or style
     screenshot(browser, "ask")
 
     browser.get(f"{live_server.url}/questions/")

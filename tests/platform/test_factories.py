@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.contrib.auth import authenticate
+from django.test import RequestFactory
 
 from core.roles import is_analyst, is_curator
 from tests import factories as f
@@ -67,5 +68,9 @@ def test_the_shared_accounts_have_one_role_each_and_the_factory_password(analyst
     assert is_analyst(analyst) and not is_curator(analyst)
     assert is_curator(curator)
     assert not is_analyst(nobody)
-    assert authenticate(username=curator.username, password=f.PASSWORD) == curator
+    # django-axes (the first authentication backend) needs the request it counts failures by.
+    assert (
+        authenticate(request=RequestFactory().post("/login/"), username=curator.username, password=f.PASSWORD)
+        == curator
+    )
     assert f.UserFactory(password="another one").check_password("another one")

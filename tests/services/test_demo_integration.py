@@ -20,7 +20,7 @@ def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(w
     call_command("load_demo", "--wait", "--timeout", "600")
     manifest = json.loads(Path("sources/demo_data/manifest.json").read_text(encoding="utf-8"))
     truth = {s["name"]: s["simulated_reliability"] for s in manifest["sources"]}
-    run = start_estimation_run()
+    run = start_estimation_run(sources="all")
     job = wait_for_job(run.job_id, timeout=600)
     assert job.state == Job.State.SUCCEEDED, job.error
     run.refresh_from_db()

@@ -40,7 +40,7 @@ def run_to_end(run: EstimationRun) -> EstimationRun:
 
 def test_a_run_scores_the_misinformation_source_below_the_sources_that_agree_and_is_idempotent(worker, embedder):
     good, bad, query_set = build_corpus(embedder)
-    run = run_to_end(start_estimation_run(params={"batch_size": 7}))
+    run = run_to_end(start_estimation_run(sources="all", params={"batch_size": 7}))
     assert run.state == EstimationRun.State.SUCCEEDED and run.query_set == query_set
     n_pairs = len(FACTS) * 4
     assert RunResponse.objects.filter(run=run).count() == n_pairs
@@ -58,7 +58,7 @@ def test_a_run_scores_the_misinformation_source_below_the_sources_that_agree_and
     assert RunResponse.objects.filter(run=run, source=bad, agrees=False).exists()
 
     before = list(RunResponse.objects.filter(run=run).order_by("id").values_list("id", flat=True))
-    run = run_to_end(resume_estimation_run(run))
+    run = run_to_end(resume_estimation_run(run, reestimate=True))
     assert list(RunResponse.objects.filter(run=run).order_by("id").values_list("id", flat=True)) == before
     assert ReliabilityScore.objects.filter(run=run).count() == 4
     assert run.job.result["responses"] == n_pairs
@@ -66,22 +66,22 @@ def test_a_run_scores_the_misinformation_source_below_the_sources_that_agree_and
 
 def test_a_run_resumes_where_it_stopped_and_only_generates_missing_pairs(worker, embedder):
     build_corpus(embedder, reliable=2)
-    run = run_to_end(start_estimation_run())
+    run = run_to_end(start_estimation_run(sources="all"))
     RunResponse.objects.filter(run=run, query__question__startswith="Who").delete()
     kept = set(RunResponse.objects.filter(run=run).values_list("id", flat=True))
-    run = run_to_end(resume_estimation_run(run))
+    run = run_to_end(resume_estimation_run(run, reestimate=True))
     assert RunResponse.objects.filter(run=run).count() == len(FACTS) * 3
     assert kept <= set(RunResponse.objects.filter(run=run).values_list("id", flat=True))
 
 
 def test_a_run_uses_the_estimator_it_names_and_stores_the_chunks_each_source_read(worker, embedder):
     good, bad, _ = build_corpus(embedder)
-    run = run_to_end(start_estimation_run(params={"estimator": "truthfinder"}))
+    run = run_to_end(start_estimation_run(sources="all", params={"estimator": "truthfinder"}))
     assert run.params["estimator"] == "truthfinder"
     scores = {s.source.name: s for s in ReliabilityScore.objects.filter(run=run).select_related("source")}
     for source in good:
         assert scores[source.name].reliability > scores["misinformer"].reliability
-    iwmv = run_to_end(start_estimation_run())
+    iwmv = run_to_end(start_estimation_run(sources="all"))
     assert iwmv.params["estimator"] == "iwmv"
     truthfinder_scores = sorted(s.reliability for s in scores.values())
     iwmv_scores = sorted(ReliabilityScore.objects.filter(run=iwmv).values_list("reliability", flat=True))

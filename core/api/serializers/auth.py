@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 class TokenRequestSerializer(serializers.Serializer):
     username = serializers.CharField()
-    password = serializers.CharField()
+    password = serializers.CharField(trim_whitespace=False)  # a password is taken as typed
 
 
 class TokenSerializer(serializers.Serializer):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tasks.models import Job
+from tasks.public import public_job
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -33,6 +36,10 @@ class JobSerializer(serializers.ModelSerializer):
             "finished_at",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: Job) -> dict[str, Any]:
+        # Users see the names of their files, never a server path (tasks.public).
+        return dict(super().to_representation(public_job(instance)))
 
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, job: Job) -> dict[str, int]:

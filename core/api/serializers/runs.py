@@ -9,15 +9,49 @@ from rest_framework import serializers
 
 from core.api.fields import StrictSerializer
 from core.models import EstimationRun, QuerySet, ReliabilityScore
+from core.services.estimation import ALL_SOURCES
 from core.services.insights import run_changes
 from sources.models import Source
 
 # --- Estimation runs ------------------------------------------------------------------
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+            {"type": "string", "enum": [ALL_SOURCES]},
+        ]
+    }
+)
+class RunSourcesField(serializers.Field):
+    """The sources of a run: a non-empty list of source ids, or "all" (every active source
+    with documents). Required: an empty request never starts a run over everything."""
+
+    default_error_messages = {"invalid": 'Expected a list of source ids, or "all" for every active source.'}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ids = serializers.PrimaryKeyRelatedField(queryset=Source.objects.all(), many=True, allow_empty=False)
+
+    def bind(self, field_name: str, parent: Any) -> None:
+        super().bind(field_name, parent)
+        self.ids.bind(field_name, parent)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data == ALL_SOURCES:
+            return ALL_SOURCES
+        if not isinstance(data, list):
+            self.fail("invalid")
+        return self.ids.to_internal_value(data)
+
+    def to_representation(self, value: Any) -> Any:
+        return value if value == ALL_SOURCES else [getattr(s, "pk", s) for s in value]
+
+
 class StartRunSerializer(StrictSerializer):
     query_set = serializers.PrimaryKeyRelatedField(queryset=QuerySet.objects.all(), required=False, allow_null=True)
-    sources = serializers.PrimaryKeyRelatedField(queryset=Source.objects.all(), many=True, required=False)
+    sources = RunSourcesField(help_text='Source ids, or "all" for every active source with documents.')
     params = serializers.DictField(required=False, help_text="k, tau, strict clustering, prior, tolerance")
 
 
@@ -32,6 +66,8 @@ class ScoreSerializer(serializers.ModelSerializer):
 
 class RunSerializer(serializers.ModelSerializer):
     query_set_name = serializers.CharField(source="query_set.name", read_only=True, allow_null=True, default=None)
+    # Never "running" under a job that has ended (EstimationRun.effective_state).
+    state = serializers.ChoiceField(choices=EstimationRun.State.choices, source="effective_state", read_only=True)
     created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True, default=None)
     sources = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
 
@@ -85,6 +121,14 @@ class RunDetailSerializer(RunSerializer):
     @extend_schema_field(RunChangesSerializer)
     def get_changes(self, run: EstimationRun) -> dict[str, Any]:
         return run_changes(run)
+
+
+class ResumeRunSerializer(StrictSerializer):
+    reestimate = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also accept a run that succeeded: compute its estimate again from its stored responses.",
+    )
 
 
 class RunAcceptedSerializer(serializers.Serializer):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.validators import URLValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import StrictModelSerializer, StrictSerializer, Text
 from sources.ingest import ADAPTERS
 from sources.models import Document, Source
+from sources.validators import validate_homepage
 
 # --- Sources --------------------------------------------------------------------------
 
@@ -26,7 +26,8 @@ class ReliabilitySerializer(serializers.Serializer):
 
 class SourceSerializer(StrictModelSerializer):
     # Blank is allowed, so not "format: uri" in the schema (an empty string is no URI).
-    homepage = Text(required=False, allow_blank=True, max_length=200, validators=[URLValidator()])
+    # http(s) only, and a valid URI as written (no quotes, angle brackets or spaces).
+    homepage = Text(required=False, allow_blank=True, max_length=200, validators=[validate_homepage])
     reliability = serializers.SerializerMethodField()
     document_count = serializers.IntegerField(read_only=True)
 

@@ -17,11 +17,14 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from core.api.exceptions import TooManyRunsInProgress
+from core.api.serializers.common import ErrorSerializer
 from core.api.serializers.jobs import JobSerializer
 from core.api.serializers.questions import (
     AskSerializer,
@@ -32,6 +35,7 @@ from core.api.serializers.questions import (
 from core.api.serializers.runs import (
     PairwiseConflictsSerializer,
     QuestionConflictsSerializer,
+    ResumeRunSerializer,
     RunAcceptedSerializer,
     RunDetailSerializer,
     RunSerializer,
@@ -41,7 +45,7 @@ from core.api.throttles import AskThrottle
 from core.api.views.base import ApiViewMixin, filter_by_query, query_param
 from core.models import EstimationRun, Question, ReliabilityScore, Vote
 from core.services.asking import start_question
-from core.services.estimation import start_estimation_run
+from core.services.estimation import TooManyRuns, resume_estimation_run, start_estimation_run
 from core.services.insights import pairwise_disagreement, question_clusters
 from tasks.jobs import wait_for_job
 from tasks.models import Job
@@ -127,6 +131,14 @@ class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
 RUN_FILTERS = [OpenApiParameter("state", OpenApiTypes.STR, enum=EstimationRun.State.values)]
 
 
+class RunConflict(exceptions.APIException):
+    """409: the run's state does not allow this now (resuming a running run, say)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The run cannot be resumed now."
+    default_code = "conflict"
+
+
 @extend_schema_view(
     list=extend_schema(summary="Estimation runs", parameters=RUN_FILTERS),
     retrieve=extend_schema(summary="A run with its per-source scores and the change since the previous run"),
@@ -136,7 +148,7 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
     def get_queryset(self) -> QuerySet[EstimationRun]:
-        runs = EstimationRun.objects.select_related("query_set", "created_by").prefetch_related("sources")
+        runs = EstimationRun.objects.select_related("query_set", "created_by", "job").prefetch_related("sources")
         if self.action == "retrieve":
             return runs.prefetch_related(
                 Prefetch("scores", ReliabilityScore.objects.select_related("source").order_by("-reliability"))
@@ -146,7 +158,12 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
     @extend_schema(
         summary="Start an estimation run (curators)",
         request=StartRunSerializer,
-        responses={202: RunAcceptedSerializer},
+        responses={
+            202: RunAcceptedSerializer,
+            429: OpenApiResponse(
+                ErrorSerializer, description="ESTIMATION_MAX_CONCURRENT_PER_USER runs of yours are in progress."
+            ),
+        },
     )
     def create(self, request: Request) -> Response:
         start = StartRunSerializer(data=request.data)
@@ -156,21 +173,48 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
             with transaction.atomic():
                 run = start_estimation_run(
                     query_set=data.get("query_set"),
-                    sources=data.get("sources") or None,
+                    sources=data["sources"],
                     params=data.get("params"),
                     user=request.user,
                 )
+        except TooManyRuns as exc:
+            raise TooManyRunsInProgress(" ".join(exc.messages)) from None
         except DjangoValidationError as exc:
             # The service names a parameter by itself ("tau"); the client sent it inside "params".
             known = set(StartRunSerializer().fields)
             raise exceptions.ValidationError(
                 {(k if k in known else f"params.{k}"): v for k, v in exc.message_dict.items()}
             ) from None
+        return self._accepted(request, run)
+
+    def _accepted(self, request: Request, run: EstimationRun) -> Response:
         run = self.get_queryset().get(pk=run.pk)
         status_url = reverse("api:job-detail", args=[run.job_id], request=request) if run.job_id else None
         headers = {"Location": status_url} if status_url else {}
         body = {"run": run, "job": run.job_id, "status_url": status_url}
         return Response(RunAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers=headers)
+
+    @extend_schema(
+        summary="Resume a failed or interrupted run (curators)",
+        description=(
+            "Runs it again under a new job: its stored responses are kept, only the missing ones are "
+            "generated, then the estimate is computed. 409 while its job is still running, and for a run "
+            "that succeeded unless `reestimate` is true."
+        ),
+        request=ResumeRunSerializer,
+        responses={202: RunAcceptedSerializer, 409: OpenApiResponse(description="The run cannot be resumed now.")},
+    )
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str | None = None) -> Response:
+        run = self.get_object()
+        options = ResumeRunSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        try:
+            with transaction.atomic():
+                run = resume_estimation_run(run, user=request.user, reestimate=options.validated_data["reestimate"])
+        except DjangoValidationError as exc:
+            raise RunConflict(" ".join(exc.message_dict.get("run", exc.messages))) from None
+        return self._accepted(request, run)
 
 
 @extend_schema_view(
@@ -185,7 +229,7 @@ class JobViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def get_queryset(self) -> QuerySet[Job]:
         jobs = Job.objects.all()
         if self.action == "list":
-            jobs = jobs.defer("log", "params")
+            # Nothing deferred: the list shows each log, and tasks.public needs the params.
             jobs = filter_by_query(self.request, jobs, {"kind": ("kind", "text")})
         return jobs
 

@@ -10,7 +10,7 @@ from core.engine.backends.generation.base import Capability, GenerationRequest
 from core.engine.lexical import content_words
 from core.engine.params import NoParams, ParamSet, param
 from core.engine.strategies.base import AnswerStrategy, EngineContext, Evidence, Requirement, StrategyResult
-from core.engine.strategies.pipeline import passage_evidence, record
+from core.engine.strategies.pipeline import caveat_from_evidence, passage_evidence, record
 from core.engine.strategies.registry import register
 from core.engine.text import IDK, is_idk, normalize_answer
 from core.engine.types import CallStats
@@ -54,6 +54,7 @@ class VanillaRag(AnswerStrategy):
         record(stats, generations)
         result = _result(self.name, ctx, generations[0].text, stats, started, 1.0)
         result.evidence = passage_evidence(passages, used=True)
+        caveat_from_evidence(result, ctx.sources)
         return result
 
 
@@ -135,4 +136,5 @@ class RobustRag(AnswerStrategy):
                 result = _result(self.name, ctx, final[0].text, stats, started, confidence)
         result.evidence = evidence
         result.trace = trace
+        caveat_from_evidence(result, ctx.sources)
         return result

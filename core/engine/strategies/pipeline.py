@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many
 from core.engine.steps.clustering import cluster_answers
 from core.engine.steps.voting import VoteOutcome, weighted_vote
-from core.engine.strategies.base import ClusterInfo, EngineContext, Evidence, SourceVote
+from core.engine.strategies.base import ClusterInfo, EngineContext, Evidence, SourceVote, StrategyResult
 from core.engine.text import IDK, is_idk
 from core.engine.types import CallStats, Passage, SourceInfo
 
@@ -91,6 +92,71 @@ def cluster_and_vote(
     ]
     answer = IDK if outcome.winner is None else clustering.representatives[outcome.winner]
     return outcome, clusters, answer
+
+
+# An accuracy estimated from fewer non-IDK answers than this is thin evidence of reliability.
+FEW_CHECKED_ANSWERS = 5
+
+
+def _sources_phrase(count: int) -> str:
+    return f"{count} source" if count == 1 else f"{count} sources"
+
+
+def _named(sources: Sequence[SourceInfo], limit: int = 3) -> str:
+    names = ", ".join(s.name for s in sources[:limit])
+    return names + (f" and {len(sources) - limit} more" if len(sources) > limit else "")
+
+
+def never_checked(source: SourceInfo) -> bool:
+    """No estimation run has measured this source: it votes with the prior accuracy."""
+    return source.accuracy is None or source.answers_count == 0
+
+
+def evidence_caveat(
+    confidence: float, backers: Iterable[int], sources: Sequence[SourceInfo]
+) -> tuple[float, str | None]:
+    """The confidence to show for an answer backed by the sources ``backers`` (ids), and a
+    plain-language note when they are little evidence.
+
+    - every backer never estimated (accuracy None or no checked answer): the confidence is
+      capped at the prior accuracy (PRIOR_ACCURACY, 0.5): the share of the vote says nothing
+      about truth when nobody's reliability is known (one unchecked source voting alone wins
+      100% of the vote);
+    - every backer never estimated or estimated on fewer than FEW_CHECKED_ANSWERS answers: a
+      note only.
+    Otherwise (an estimated source behind the answer, as always in the benchmark) the
+    confidence is returned unchanged and there is no note, so WMV itself is untouched."""
+    by_id = {s.id: s for s in sources}
+    behind = [by_id[i] for i in dict.fromkeys(backers) if i in by_id]
+    if not behind:
+        return confidence, None
+    unchecked = [s for s in behind if never_checked(s)]
+    if len(unchecked) == len(behind):
+        capped = min(confidence, PRIOR_ACCURACY)
+        return capped, (
+            f"This answer rests on {_sources_phrase(len(behind))} whose reliability has never been checked "
+            f"({_named(behind)}): run a reliability estimation before trusting it. "
+            f"Its confidence is capped at {PRIOR_ACCURACY:.2f}, the accuracy assumed for an unchecked source."
+        )
+    thin = [s for s in behind if not never_checked(s) and s.answers_count < FEW_CHECKED_ANSWERS]
+    if len(unchecked) + len(thin) == len(behind):
+        most = max(s.answers_count for s in thin)
+        return confidence, (
+            f"This answer rests on {_sources_phrase(len(behind))} whose reliability rests on few checked "
+            f"answers (at most {most}; {_named(behind)}): treat it with caution."
+        )
+    return confidence, None
+
+
+def caveat_from_evidence(result: StrategyResult, sources: Sequence[SourceInfo]) -> None:
+    """evidence_caveat for a strategy without per-source votes (pooled retrieval): the answer
+    is backed by the sources of the passages it used. Adjusts ``result`` in place."""
+    if is_idk(result.answer):
+        return
+    backers = [e.source_id for e in result.evidence if e.used]
+    result.confidence, note = evidence_caveat(result.confidence, backers, sources)
+    if note:
+        result.notes.append(note)
 
 
 def passage_evidence(passages: Iterable[Passage], used: bool) -> list[Evidence]:

@@ -15,7 +15,13 @@ from core.engine.strategies.base import (
     SourceVote,
     StrategyResult,
 )
-from core.engine.strategies.pipeline import answer_sources, cluster_and_vote, retrieve_per_source, vote_evidence
+from core.engine.strategies.pipeline import (
+    answer_sources,
+    cluster_and_vote,
+    evidence_caveat,
+    retrieve_per_source,
+    vote_evidence,
+)
 from core.engine.strategies.registry import register
 from core.engine.text import is_idk
 from core.engine.types import CallStats, SourceInfo
@@ -59,14 +65,17 @@ class _Voting(AnswerStrategy):
         trace: dict[str, object] = {}
         votes = self.choose(question, ctx, params, stats, trace)
         outcome, clusters, answer = cluster_and_vote(question, ctx, votes, params.strict_clustering)
+        backers = [v.source_id for v in votes if outcome.winner is not None and v.cluster == outcome.winner]
+        confidence, caveat = evidence_caveat(outcome.confidence, backers, ctx.sources)
         return StrategyResult(
             answer=answer,
-            confidence=outcome.confidence,
+            confidence=confidence,
             strategy=self.name,
             backend=ctx.generator.name,
             votes=votes,
             clusters=clusters,
             evidence=vote_evidence(votes, outcome.winner),
+            notes=[caveat] if caveat else [],
             trace=trace,
             stats=stats,
             seconds=time.perf_counter() - started,

@@ -1,4 +1,5 @@
-"""python manage.py estimate [--queries SET] [--sources NAME ...] [--estimator NAME] [--wait] [--timeout S] [--json]"""
+"""python manage.py estimate [--queries SET] [--sources NAME ...] [--estimator NAME] [--wait] [--timeout S] [--json]
+python manage.py estimate --resume RUN_ID [--reestimate] [--wait] [--timeout S] [--json]"""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
-from core.models import QuerySet
-from core.services.estimation import run_scores, sources_for_names, start_estimation_run
+from core.models import EstimationRun, QuerySet
+from core.services.estimation import (
+    ALL_SOURCES,
+    resume_estimation_run,
+    run_scores,
+    sources_for_names,
+    start_estimation_run,
+)
 from tasks.jobs import wait_for_job
 
 
@@ -29,32 +36,63 @@ class Command(BaseCommand):
             default=None,
             help=f"reliability estimator (default {DEFAULT_ESTIMATOR}); see docs/architecture.md",
         )
+        parser.add_argument(
+            "--resume",
+            type=int,
+            default=None,
+            metavar="RUN_ID",
+            help="resume a failed or interrupted run: keep its stored responses, generate the missing ones, estimate",
+        )
+        parser.add_argument(
+            "--reestimate", action="store_true", help="with --resume: also accept a run that succeeded (estimate again)"
+        )
         parser.add_argument("--wait", action="store_true", help="block until the run ends; exit non-zero if it fails")
         parser.add_argument("--timeout", type=float, default=None, help="with --wait: give up after this many seconds")
         parser.add_argument("--json", action="store_true", help="wait, then print the per-source scores as JSON")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        run = self.resume(opts) if opts["resume"] is not None else self.start(opts)
+        if not opts["json"]:
+            verb = "resumed" if opts["resume"] is not None else "queued"
+            self.stdout.write(
+                f"Estimation run {run.pk} {verb} (job {run.job_id}): query set {run.query_set}, {run.sources.count()} source(s)."
+            )
+        if not (opts["wait"] or opts["json"]):
+            return
+        self.wait_and_report(run, opts)
+
+    def resume(self, opts: dict[str, Any]) -> EstimationRun:
+        run = EstimationRun.objects.filter(pk=opts["resume"]).first()
+        if run is None:
+            raise CommandError(f"No estimation run #{opts['resume']}.")
+        try:
+            return resume_estimation_run(run, reestimate=opts["reestimate"])
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.message_dict.get("run", exc.messages))) from None
+
+    def start(self, opts: dict[str, Any]) -> EstimationRun:
+        if opts["reestimate"]:
+            raise CommandError("--reestimate goes with --resume RUN_ID.")
         try:
             query_set = None
             if opts["queries"]:
                 query_set = QuerySet.objects.filter(name=opts["queries"]).first()
                 if query_set is None:
                     raise ValidationError({"queries": f"No query set named {opts['queries']!r}."})
-            sources = list(sources_for_names(opts["sources"])) if opts["sources"] else None
+            # The documented default: without --sources, every active source with documents (said explicitly).
+            sources = list(sources_for_names(opts["sources"])) if opts["sources"] else ALL_SOURCES
             params: dict[str, Any] = {}
             if opts["batch_size"]:
                 params["batch_size"] = opts["batch_size"]
             if opts["estimator"]:
                 params["estimator"] = opts["estimator"]
-            run = start_estimation_run(query_set=query_set, sources=sources, params=params)
+            return start_estimation_run(query_set=query_set, sources=sources, params=params)
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
-        if not opts["json"]:
-            self.stdout.write(
-                f"Estimation run {run.pk} queued (job {run.job_id}): query set {run.query_set}, {run.sources.count()} source(s)."
-            )
-        if not (opts["wait"] or opts["json"]):
-            return
+
+    def wait_and_report(self, run: EstimationRun, opts: dict[str, Any]) -> None:
+        if run.job_id is None:
+            raise CommandError(f"run {run.pk} has no job to wait for.")
         job = wait_for_job(run.job_id, timeout=opts["timeout"])
         if not job.finished:
             raise CommandError(f"job {job.pk} still {job.state} after {opts['timeout']} s: {job.message}")

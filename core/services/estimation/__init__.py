@@ -36,10 +36,19 @@ from core.services.estimation.coordinate import (
     missing_pairs,
     run_layout,
 )
-from core.services.estimation.finish import fail_run, finish_run, finished_message, run_scores
+from core.services.estimation.finish import (
+    RunEnded,
+    fail_run,
+    fail_runs_of_ended_jobs,
+    finish_run,
+    finished_message,
+    run_scores,
+)
 from core.services.estimation.queries import QueryGenerationUnavailable, generate_queries
 from core.services.estimation.start import (
+    ALL_SOURCES,
     DEFAULT_PARAMS,
+    TooManyRuns,
     default_query_set,
     resume_estimation_run,
     sources_for_names,
@@ -47,13 +56,17 @@ from core.services.estimation.start import (
 )
 
 __all__ = [
+    "ALL_SOURCES",
     "DEFAULT_PARAMS",
     "CoordinatorStep",
     "QueryGenerationUnavailable",
+    "RunEnded",
+    "TooManyRuns",
     "batches",
     "coordinate_run",
     "default_query_set",
     "fail_run",
+    "fail_runs_of_ended_jobs",
     "finish_run",
     "finished_message",
     "generate_batch",

@@ -8,7 +8,7 @@ returns the next one, which the task layer stores on the Job between steps.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,11 +43,16 @@ def batches(pairs: Sequence[tuple[int, int]], size: int) -> list[list[tuple[int,
     return [list(pairs[i : i + size]) for i in range(0, len(pairs), size)]
 
 
-def generate_batch(run_id: int, pairs: Sequence[Sequence[int]]) -> int:
-    """Answer (query id, source id) pairs of a run and store them; returns rows stored."""
+def generate_batch(run_id: int, pairs: Sequence[Sequence[int]], heartbeat: Callable[[], object] | None = None) -> int:
+    """Answer (query id, source id) pairs of a run and store them; returns rows stored.
+
+    `heartbeat()` (the run's job's) is called when the batch starts and once it is stored, so
+    a run whose batches take long is not taken for dead by the stale-job reaper."""
     run = EstimationRun.objects.filter(pk=run_id).first()
     if run is None or run.state in (EstimationRun.State.SUCCEEDED, EstimationRun.State.FAILED):
         return 0
+    if heartbeat is not None:
+        heartbeat()
     done = set(RunResponse.objects.filter(run=run).values_list("query_id", "source_id"))
     todo = [(int(q), int(s)) for q, s in pairs if (int(q), int(s)) not in done]
     if not todo:
@@ -73,6 +78,8 @@ def generate_batch(run_id: int, pairs: Sequence[Sequence[int]]) -> int:
         for r in records
     ]
     RunResponse.objects.bulk_create(rows, ignore_conflicts=True)
+    if heartbeat is not None:
+        heartbeat()
     return len(rows)
 
 

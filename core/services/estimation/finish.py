@@ -17,6 +17,10 @@ from core.services.estimation.coordinate import run_layout
 from sources.models import Source
 
 
+class RunEnded(Exception):
+    """The run ended (failed by its job's reaping) before its estimate could be stored."""
+
+
 def _representative(responses: list[str]) -> str:
     counts = Counter(r.strip() for r in responses)
     return max(counts, key=lambda text: (counts[text], -responses.index(text) if text in responses else 0))
@@ -69,6 +73,10 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         resp.agrees = None if rec.cluster is None else (winner is not None and rec.cluster == winner)
     now = timezone.now()
     with transaction.atomic():
+        state = EstimationRun.objects.select_for_update().filter(pk=run.pk).values_list("state", flat=True).first()
+        if state not in UNFINISHED:
+            # Its job was failed meanwhile (reaped, say) and the run with it: store nothing.
+            raise RunEnded(f"Run #{run.pk} was marked {state} while its estimate was computed; resume it to finish.")
         RunResponse.objects.bulk_update(list(by_record.values()), ["cluster", "agrees"], batch_size=1000)
         RunAnswer.objects.filter(run=run).delete()
         RunAnswer.objects.bulk_create(answers)
@@ -131,13 +139,28 @@ def finished_message(summary: dict[str, Any]) -> str:
     return f"Estimated {summary['sources']} source(s) over {summary['queries']} queries"
 
 
+UNFINISHED = (EstimationRun.State.PENDING, EstimationRun.State.RUNNING)
+
+
 def fail_run(run_id: int) -> int | None:
-    """Mark the run failed (its job is the task layer's business); returns the run's job id."""
+    """Mark the run failed unless it has ended (its job is the task layer's business);
+    returns the run's job id."""
     run = EstimationRun.objects.filter(pk=run_id).only("pk", "job_id").first()
     if run is None:
         return None
-    EstimationRun.objects.filter(pk=run_id).update(state=EstimationRun.State.FAILED, finished_at=timezone.now())
+    EstimationRun.objects.filter(pk=run_id, state__in=UNFINISHED).update(
+        state=EstimationRun.State.FAILED, finished_at=timezone.now()
+    )
     return run.job_id
+
+
+def fail_runs_of_ended_jobs() -> int:
+    """A run's state follows its job: every run still pending or running under a job that
+    has ended (reaped, its worker restarted, failed) is marked failed, so it can be resumed.
+    The task layer calls this whenever it fails jobs in bulk; returns the runs failed."""
+    return EstimationRun.objects.filter(state__in=UNFINISHED, job__finished_at__isnull=False).update(
+        state=EstimationRun.State.FAILED, finished_at=timezone.now()
+    )
 
 
 def run_scores(run: EstimationRun) -> list[dict[str, Any]]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet as DjangoQuerySet
@@ -77,6 +78,62 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
     return {**DEFAULT_PARAMS, "k": settings.RETRIEVAL_K, "tau": settings.ALIGN_TAU, **params}
 
 
+ALL_SOURCES = "all"
+SOURCES_REQUIRED = (
+    'Choose the sources: a list of source ids, or "all" for every active source with documents '
+    "(an estimation run is never started over everything by default)."
+)
+IN_PROGRESS = (EstimationRun.State.PENDING, EstimationRun.State.RUNNING)
+
+
+class TooManyRuns(ValidationError):
+    """The user already has ESTIMATION_MAX_CONCURRENT_PER_USER runs pending or running."""
+
+
+def _chosen_sources(sources: Iterable[Source] | Literal["all"] | None, errors: dict[str, str]) -> list[Source]:
+    if sources is None:
+        errors["sources"] = SOURCES_REQUIRED
+        return []
+    if isinstance(sources, str):
+        if sources != ALL_SOURCES:
+            errors["sources"] = SOURCES_REQUIRED
+            return []
+        chosen = list(Source.objects.filter(active=True, chunk_count__gt=0).order_by("id"))
+        if not chosen:
+            errors["sources"] = "No active source holds documents yet: there is nothing to estimate."
+        return chosen
+    chosen = list(sources)
+    if not chosen:
+        errors["sources"] = "Choose at least one source."
+        return chosen
+    empty = [s.name for s in chosen if not s.chunk_count]
+    if empty:
+        errors["sources"] = f"These sources hold no documents: {', '.join(empty)}."
+    return chosen
+
+
+def _check_concurrency(user: Any) -> None:
+    """At most ESTIMATION_MAX_CONCURRENT_PER_USER runs of one user pending or running at once.
+
+    Runs in the caller's transaction with the user's row locked, so two requests at the same
+    moment cannot both take the last slot. Runs started without a user (the CLI) are not capped."""
+    if not getattr(user, "is_authenticated", False):
+        return
+    limit = int(settings.ESTIMATION_MAX_CONCURRENT_PER_USER)
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    running = EstimationRun.objects.filter(created_by_id=user.pk, state__in=IN_PROGRESS).count()
+    if running >= limit:
+        raise TooManyRuns(
+            {
+                "runs": (
+                    f"You already have {running} estimation run(s) in progress; at most {limit} at once "
+                    "(ESTIMATION_MAX_CONCURRENT_PER_USER). Start this one when one of them has finished."
+                )
+            },
+            code="too_many_runs",
+        )
+
+
 def _dispatch(run: EstimationRun, user: Any) -> Any:
     return dispatch_job(
         kind="estimate", task_name="tasks.estimation_run", params={"run_id": run.pk}, user=user, queue="default"
@@ -86,27 +143,22 @@ def _dispatch(run: EstimationRun, user: Any) -> Any:
 def start_estimation_run(
     *,
     query_set: QuerySet | None = None,
-    sources: Iterable[Source] | None = None,
+    sources: Iterable[Source] | Literal["all"] | None = None,
     params: dict[str, Any] | None = None,
     user: Any = None,
 ) -> EstimationRun:
-    """Validate, store the run and its Job, enqueue `tasks.estimation_run` on "default"."""
+    """Validate, store the run and its Job, enqueue `tasks.estimation_run` on "default".
+
+    `sources` is required: the sources to estimate, or "all" (every active source that holds
+    documents). A user may have ESTIMATION_MAX_CONCURRENT_PER_USER runs in progress at once
+    (TooManyRuns, a ValidationError, past that)."""
     errors: dict[str, str] = {}
     query_set = query_set or default_query_set()
     if query_set is None:
         errors["query_set"] = "Choose a query set: there is no set named 'demo' and not exactly one set."
     elif not query_set.queries.exists():
         errors["query_set"] = f"The query set {query_set.name!r} holds no queries."
-    if sources is None:
-        chosen = list(Source.objects.filter(active=True, chunk_count__gt=0).order_by("id"))
-    else:
-        chosen = list(sources)
-    if not chosen:
-        errors["sources"] = "Choose at least one source (no active source holds documents)."
-    elif sources is not None:
-        empty = [s.name for s in chosen if not s.chunk_count]
-        if empty:
-            errors["sources"] = f"These sources hold no documents: {', '.join(empty)}."
+    chosen = _chosen_sources(sources, errors)
     try:
         cleaned = _clean_params(params)
     except ValidationError as exc:
@@ -115,6 +167,7 @@ def start_estimation_run(
         raise ValidationError(errors)
 
     with transaction.atomic():
+        _check_concurrency(user)
         run = EstimationRun.objects.create(
             query_set=query_set,
             params=cleaned,
@@ -127,13 +180,31 @@ def start_estimation_run(
     return run
 
 
-def resume_estimation_run(run: EstimationRun, *, user: Any = None) -> EstimationRun:
-    """Run an existing run again under a new Job: stored responses are kept and skipped,
-    only missing pairs are generated, then the estimate is recomputed."""
+def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: bool = False) -> EstimationRun:
+    """Run a failed or interrupted run again under a new Job: stored responses are kept and
+    skipped, only missing pairs are generated, then the estimate is computed.
+
+    Refused (ValidationError on "run") while the run's job has not ended, and for a run that
+    succeeded unless `reestimate` (compute its estimate again from its stored responses)."""
     with transaction.atomic():
-        locked = EstimationRun.objects.select_for_update().get(pk=run.pk)
+        locked = EstimationRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
         if locked.job_id and not locked.job.finished:
-            raise ValidationError({"run": f"Run #{run.pk} is still in progress (job {locked.job_id})."})
+            raise ValidationError(
+                {
+                    "run": f"Run #{run.pk} is still running (job {locked.job_id}): it cannot be resumed until "
+                    "its job ends. If its worker died, the job is marked failed once it has been silent for "
+                    f"{settings.JOB_STALE_SECONDS} s (JOB_STALE_SECONDS); resume it then."
+                }
+            )
+        if locked.state == EstimationRun.State.SUCCEEDED and not reestimate:
+            raise ValidationError(
+                {
+                    "run": f"Run #{run.pk} already succeeded: there is nothing to resume. Ask to re-estimate "
+                    "it to compute its estimate again from its stored responses."
+                }
+            )
+        if locked.query_set_id is None:
+            raise ValidationError({"run": f"Run #{run.pk} cannot be resumed: its query set was deleted."})
         job = _dispatch(run, user)
         EstimationRun.objects.filter(pk=run.pk).update(job=job, state=EstimationRun.State.PENDING, finished_at=None)
     run.refresh_from_db()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.engine.jsondepth import JsonTooDeep, loads_bounded
 from core.services.jobs import wait_for
-from sources.ingest import IngestError, expand_paths
+from sources.ingest import IngestError, expand_paths, parse_bytes, read_limited
 from sources.models import Source
 from sources.services import start_ingest_job
 
@@ -39,15 +41,23 @@ class Command(BaseCommand):
         options: dict[str, Any] = {}
         if opts["mapping"]:
             try:
-                options["mapping"] = json.loads(opts["mapping"])
+                options["mapping"] = loads_bounded(opts["mapping"], settings.JSON_MAX_DEPTH)
             except json.JSONDecodeError as exc:
                 raise CommandError(f"--mapping is not valid JSON: {exc.msg}") from None
+            except JsonTooDeep as exc:
+                raise CommandError(f"--mapping is not accepted: {exc.reason}") from None
         if opts["format"]:
             options["format"] = opts["format"]
         if opts["chunk_size"]:
             options["chunk_size"] = opts["chunk_size"]
         if opts["chunk_overlap"] is not None:
             options["chunk_overlap"] = opts["chunk_overlap"]
+        rejected = self.rejected_files(files, options)
+        if len(rejected) == len(files):
+            # Nothing would be stored: say why, and create no source and no job.
+            raise CommandError("nothing ingested, every file was rejected:\n" + "\n".join(rejected))
+        for reason in rejected:
+            self.stderr.write(f"rejected {reason}")
         source, created = Source.objects.get_or_create(name=opts["source"], defaults={"kind": opts["kind"]})
         job = start_ingest_job(source, files, options=options)
         self.stdout.write(
@@ -55,6 +65,23 @@ class Command(BaseCommand):
         )
         if not opts["wait"]:
             return
+        self.wait_and_report(job, opts)
+
+    @staticmethod
+    def rejected_files(files: list[Any], options: dict[str, Any]) -> list[str]:
+        """Parse every file now (cheap, no model), as the upload form and the API do: the
+        reason for each file the worker would reject whole."""
+        rejected: list[str] = []
+        for path in files:
+            try:
+                parse_bytes(read_limited(path), path.name, options)
+            except IngestError as exc:
+                rejected.append(str(exc.located(path.name)))
+            except OSError as exc:
+                rejected.append(f"{path.name}: cannot be read ({exc.strerror or exc})")
+        return rejected
+
+    def wait_and_report(self, job: Any, opts: dict[str, Any]) -> None:
         job = wait_for(job, timeout=opts["timeout"])
         if not job.finished:
             raise CommandError(f"job {job.pk} still {job.state} after {opts['timeout']} s: {job.message}")

