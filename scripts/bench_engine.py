@@ -33,6 +33,7 @@ from core.bench.qa import build_retriever  # noqa: E402
 from core.engine.backends.generation.extractive import ExtractiveReader  # noqa: E402
 from core.engine.backends.nli import EmbeddingLexicalNLI  # noqa: E402
 from core.engine.params import parse_params  # noqa: E402
+from core.engine.reliability import get_estimator  # noqa: E402
 from core.engine.reliability.iwmv import iwmv  # noqa: E402
 from core.engine.reliability.weights import voting_weight  # noqa: E402
 from core.engine.strategies import EngineContext, get_strategy  # noqa: E402
@@ -115,6 +116,21 @@ def truth_discovery(n_queries: int, n_sources: int, seed: int) -> list[tuple[str
             float(spearmanr(result.accuracies, p)[0]),
         )
     )
+
+    for name in ("onecoin", "accucopy", "truthfinder"):
+        estimator = get_estimator(name)
+        started = time.perf_counter()
+        found = estimator.estimate(labels)
+        seconds = time.perf_counter() - started
+        guessed = np.array([-1 if a is None else a for a in found.answers])
+        rows.append(
+            (
+                f"{name} (core.engine.reliability)",
+                seconds,
+                float((guessed == truth).mean()),
+                float(spearmanr(found.accuracies, p)[0]),
+            )
+        )
 
     q, s = np.nonzero(labels >= 0)
     frame = pd.DataFrame({"task": q, "worker": s, "label": labels[q, s]})

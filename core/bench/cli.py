@@ -40,7 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--estimator",
         choices=available_estimators(),
         default=DEFAULT_ESTIMATOR,
-        help="reliability estimator of the estimation phase (QA datasets)",
+        help="reliability estimator of the estimation phase (QA datasets; default: the product's default)",
+    )
+    parser.add_argument(
+        "--gold-queries",
+        type=int,
+        default=0,
+        help="how many estimation queries carry their reference answer (gold anchors)",
     )
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1)")
     parser.add_argument("--seed", type=int, default=None, help="run this one seed only")
@@ -80,6 +86,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         from core.bench.truth_methods import evaluate_truth_discovery
 
         result = evaluate_truth_discovery(load_claims(dataset, data_dir))
+        result["default_estimator"] = DEFAULT_ESTIMATOR
         print(report.truth_table(result), file=stdout)
         if options.get("plots"):
             plots.plot_truth(result, Path(options["plots"]), stem, fmt)
@@ -101,6 +108,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         k=options.get("k", 3),
         estimation_queries=options["estimation_queries"],
         estimator=options.get("estimator") or DEFAULT_ESTIMATOR,
+        gold_queries=int(options.get("gold_queries") or 0),
         collude=bool(options.get("collude")),
         max_questions=options.get("max_questions"),
         memo=not options.get("no_memo"),

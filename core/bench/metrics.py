@@ -62,3 +62,28 @@ def correlations(estimated: Sequence[float], true: Sequence[float]) -> dict[str,
 def mean_ignoring_nan(values: Sequence[float]) -> float:
     kept = [v for v in values if not math.isnan(v)]
     return sum(kept) / len(kept) if kept else float("nan")
+
+
+def calibration(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10) -> dict[str, object]:
+    """Expected calibration error over ``bins`` equal-width confidence bins, and the
+    reliability diagram's points (mean confidence, accuracy, count per non-empty bin).
+
+    ECE = sum over bins of (n_b / n) * |accuracy_b - mean confidence_b|."""
+    if len(confidences) != len(correct):
+        raise ValueError("one confidence per answer")
+    n = len(confidences)
+    if n == 0:
+        return {"ece": float("nan"), "bins": []}
+    edges = [i / bins for i in range(bins + 1)]
+    points = []
+    ece = 0.0
+    for b in range(bins):
+        low, high = edges[b], edges[b + 1]
+        members = [i for i, c in enumerate(confidences) if (low <= c < high) or (b == bins - 1 and c == high)]
+        if not members:
+            continue
+        conf = sum(confidences[i] for i in members) / len(members)
+        acc = sum(bool(correct[i]) for i in members) / len(members)
+        ece += len(members) / n * abs(acc - conf)
+        points.append({"low": low, "high": high, "confidence": conf, "accuracy": acc, "count": len(members)})
+    return {"ece": ece, "bins": points}

@@ -20,6 +20,7 @@ from core.bench.corpus import Corpus, build_corpus, make_sources
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
 from core.bench.metrics import correlations
+from core.engine.reliability import DEFAULT_ESTIMATOR
 from core.engine.strategies.base import Requirement
 from core.engine.text import IDK, answer_contains_gold
 from core.engine.types import Embedder, Passage, SourceInfo
@@ -41,7 +42,8 @@ class QAConfig:
     tau: float = 0.1
     k: int = 3
     estimation_queries: int = 100
-    estimator: str = "iwmv"  # a name in core.engine.reliability.available_estimators()
+    estimator: str = DEFAULT_ESTIMATOR  # a name in core.engine.reliability.available_estimators()
+    gold_queries: int = 0  # how many estimation queries carry their reference answer (anchors)
     collude: bool = False  # the paper: each misinformation source draws its own wrong answer
     max_questions: int | None = None
     memo: bool = True  # share reader and NLI outputs between methods (faster; see docs)
@@ -64,6 +66,7 @@ class QAConfig:
 @dataclass
 class MethodRun:
     correct: list[bool] = field(default_factory=list)
+    confidences: list[float] = field(default_factory=list)  # one per answer, when the method gives one
     calls: int = 0
     tokens: int = 0
     seconds: float = 0.0
@@ -82,6 +85,8 @@ class SeedRun:
     estimation_seconds: float
     n_test: int
     n_documents: int
+    flagged_pairs: list[tuple[int, int]] = field(default_factory=list)  # dependence >= 0.5
+    colluding_pairs: list[tuple[int, int]] = field(default_factory=list)  # the truth, with --collude
 
     @property
     def reliability_correlation(self) -> dict[str, float]:
@@ -202,7 +207,10 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     # Reliability estimation over the fact-checking queries (IWMV unless configured otherwise).
     started = time.perf_counter()
     estimation_texts = [corpus.question(q).question for q in corpus.estimation_ids]
-    estimation = estimate(estimation_texts, ctx, estimator=config.estimator)
+    gold = {
+        i: list(corpus.question(q).gold) for i, q in enumerate(corpus.estimation_ids[: max(config.gold_queries, 0)])
+    }
+    estimation = estimate(estimation_texts, ctx, estimator=config.estimator, gold=gold or None)
     estimation_seconds = time.perf_counter() - started
     weights = estimation.by_source()
     rel = dict(zip(estimation.source_ids, estimation.reliability.sources, strict=True))
@@ -236,6 +244,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             run.tokens += result.stats.tokens
             run.answers.append(result.answer)
             run.correct.append(answer_contains_gold(result.answer, q.gold))
+            run.confidences.append(float(result.confidence))
             if name == CROWD_BASE:
                 labels = {c.id: c.label for c in result.clusters}
                 test_votes.append([(v.source_id, labels[v.cluster]) for v in result.votes if v.cluster is not None])
@@ -255,6 +264,14 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             answers=answers,
         )
     runs = {m: runs[m] for m in methods}
+    ids = estimation.source_ids
+    flagged = sorted(
+        (min(ids[d.a], ids[d.b]), max(ids[d.a], ids[d.b]))
+        for d in estimation.reliability.dependence
+        if d.probability >= 0.5
+    )
+    adversaries = sorted(s.id for s in sources if s.reliability < 0.5)
+    colluding = [(a, b) for i, a in enumerate(adversaries) for b in adversaries[i + 1 :]] if config.collude else []
 
     return SeedRun(
         seed=seed,
@@ -267,4 +284,6 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         estimation_seconds=estimation_seconds,
         n_test=len(tests),
         n_documents=len(corpus.documents),
+        flagged_pairs=flagged,
+        colluding_pairs=colluding,
     )

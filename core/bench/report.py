@@ -5,7 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-ESTIMATE_LABELS = {"iwmv": "IWMV w_i", "truthfinder": "TruthFinder t(w)"}  # estimator -> what it reports
+ESTIMATE_LABELS = {
+    "iwmv": "IWMV w_i",
+    "truthfinder": "TruthFinder t(w)",
+    "onecoin": "one-coin w_i",
+    "accucopy": "AccuCopy w_i",
+}  # estimator -> what it reports
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -16,13 +21,14 @@ def _num(value: Any, digits: int = 3) -> str:
 
 def qa_table(summary: dict[str, Any]) -> str:
     lines = [
-        "| method | accuracy | 95% CI | calls/q | tokens/q | ms/q |",
-        "| --- | ---: | --- | ---: | ---: | ---: |",
+        "| method | accuracy | 95% CI | ECE | calls/q | tokens/q | ms/q |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for name, m in summary["methods"].items():
         lo, hi = m["ci95"]
         lines.append(
-            f"| {name} | {_num(m['accuracy'])} | [{_num(lo)}, {_num(hi)}] | {_num(m['calls_per_question'], 2)} "
+            f"| {name} | {_num(m['accuracy'])} | [{_num(lo)}, {_num(hi)}] | {_num(m.get('ece'))} "
+            f"| {_num(m['calls_per_question'], 2)} "
             f"| {_num(m['tokens_per_question'], 0)} | {_num(1000 * m['seconds_per_question'], 1)} |"
         )
     rel = summary.get("reliability", {})
@@ -33,6 +39,12 @@ def qa_table(summary: dict[str, Any]) -> str:
         f"Reliability estimate vs truth ({estimate} vs p_i, mean over seeds): Pearson {_num(rel.get('pearson'))}, "
         f"Spearman {_num(rel.get('spearman'))}"
     )
+    copy = summary.get("copy_detection") or {}
+    if copy.get("flagged") or copy.get("colluding"):
+        lines.append(
+            f"Copy detection: {copy['flagged']} pair(s) flagged, {copy['colluding']} colluding; "
+            f"precision {_num(copy.get('precision'))}, recall {_num(copy.get('recall'))}"
+        )
     return "\n".join(lines)
 
 
@@ -49,6 +61,17 @@ def sweep_table(result: dict[str, Any]) -> str:
             cells.append(f"{_num(m['accuracy'])} ± {_num(half)}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines.append("| *Pearson(w, p)* | " + " | ".join(_num(p["reliability"]["pearson"]) for p in points) + " |")
+    if "ra-rag" in points[0]["methods"]:
+        lines.append("| *ECE ra-rag* | " + " | ".join(_num(p["methods"]["ra-rag"].get("ece")) for p in points) + " |")
+    if any((p.get("copy_detection") or {}).get("colluding") for p in points):
+        lines.append(
+            "| *copy precision / recall* | "
+            + " | ".join(
+                f"{_num(p['copy_detection'].get('precision'))} / {_num(p['copy_detection'].get('recall'))}"
+                for p in points
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -61,9 +84,11 @@ def truth_table(result: dict[str, Any]) -> str:
         "| method | accuracy | correct / labelled | Pearson (source acc.) | Spearman | seconds |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
+    default = result.get("default_estimator")
     for name, m in result["methods"].items():
+        label = f"{name} (default)" if name == default else name
         lines.append(
-            f"| {name} | {_num(m['accuracy'])} | {m['correct']} / {m['labelled_tasks']} | {_num(m['source_pearson'])} "
+            f"| {label} | {_num(m['accuracy'])} | {m['correct']} / {m['labelled_tasks']} | {_num(m['source_pearson'])} "
             f"| {_num(m['source_spearman'])} | {_num(m['seconds'], 2)} |"
         )
     return "\n".join(lines)

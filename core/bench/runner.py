@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.bench.datasets import load_questions
-from core.bench.metrics import accuracy_interval, mean_ignoring_nan
+from core.bench.metrics import accuracy_interval, calibration, mean_ignoring_nan
 from core.bench.qa import QAConfig, SeedRun, run_seed
 from core.engine.types import Embedder
 
@@ -24,9 +24,16 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
         per_seed = [r.methods[name] for r in runs]
         accuracy, (lo, hi) = accuracy_interval([m.correct for m in per_seed])
         questions = sum(len(m.correct) for m in per_seed)
+        calibrated = (
+            calibration([c for m in per_seed for c in m.confidences], [c for m in per_seed for c in m.correct])
+            if all(len(m.confidences) == len(m.correct) for m in per_seed)
+            else {"ece": float("nan"), "bins": []}
+        )
         methods[name] = {
             "accuracy": accuracy,
             "ci95": [lo, hi],
+            "ece": calibrated["ece"],
+            "reliability_diagram": calibrated["bins"],
             "calls_per_question": sum(m.calls for m in per_seed) / questions,
             "tokens_per_question": sum(m.tokens for m in per_seed) / questions,
             "seconds_per_question": sum(m.seconds for m in per_seed) / questions,
@@ -52,12 +59,27 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
                 for r, c in zip(runs, correlations, strict=True)
             ],
         },
+        "copy_detection": _copy_detection(runs),
         "estimation": {
             "calls_per_seed": sum(r.estimation_calls for r in runs) / len(runs),
             "seconds_per_seed": sum(r.estimation_seconds for r in runs) / len(runs),
         },
         "test_questions_per_seed": runs[0].n_test,
         "documents_per_seed": sum(r.n_documents for r in runs) / len(runs),
+    }
+
+
+def _copy_detection(runs: Sequence[SeedRun]) -> dict[str, Any]:
+    """Precision and recall of the pairs the estimator flagged as dependent (probability >=
+    0.5) against the truly colluding pairs (two misinformation sources pushing one answer)."""
+    flagged = sum(len(r.flagged_pairs) for r in runs)
+    colluding = sum(len(r.colluding_pairs) for r in runs)
+    hits = sum(len(set(r.flagged_pairs) & set(r.colluding_pairs)) for r in runs)
+    return {
+        "flagged": flagged,
+        "colluding": colluding,
+        "precision": hits / flagged if flagged else float("nan"),
+        "recall": hits / colluding if colluding else float("nan"),
     }
 
 

@@ -25,7 +25,7 @@ from core.bench.metrics import correlations
 from core.bench.truth import ClaimSet, group_by_task, set_similarity
 from core.engine.reliability.truthfinder import exact_similarity, truthfinder
 
-TRUTH_METHODS = ("majority-vote", "iwmv", "dawid-skene", "wawa", "truthfinder")
+TRUTH_METHODS = ("majority-vote", "iwmv", "dawid-skene", "wawa", "truthfinder", "onecoin", "accucopy")
 
 
 @dataclass
@@ -63,6 +63,11 @@ def majority_vote(claims: ClaimSet) -> TruthOutput:
 
 
 def iwmv_truths(claims: ClaimSet) -> TruthOutput:
+    return estimator_truths(claims, "iwmv")
+
+
+def estimator_truths(claims: ClaimSet, name: str) -> TruthOutput:
+    """Any registered engine estimator on the tasks x sources matrix of per-task value codes."""
     import numpy as np
 
     from core.engine.reliability import MISSING, UNIFORM_PRIOR, get_estimator
@@ -74,7 +79,7 @@ def iwmv_truths(claims: ClaimSet) -> TruthOutput:
     matrix = np.full((len(tasks), len(sources)), MISSING, dtype=np.int64)
     for t_index, source, code in rows:
         matrix[t_index, s_index[source]] = code
-    result = get_estimator("iwmv").estimate(matrix, prior=UNIFORM_PRIOR)
+    result = get_estimator(name).estimate(matrix, prior=UNIFORM_PRIOR)
     truths = {task: values[task][label] for task, label in zip(tasks, result.answers, strict=True) if label is not None}
     return TruthOutput(truths, {s: result.sources[i].accuracy for s, i in s_index.items()})
 
@@ -121,6 +126,8 @@ METHODS: dict[str, Callable[[ClaimSet], TruthOutput]] = {
     "dawid-skene": dawid_skene,
     "wawa": wawa,
     "truthfinder": truthfinder_truths,
+    "onecoin": lambda claims: estimator_truths(claims, "onecoin"),
+    "accucopy": lambda claims: estimator_truths(claims, "accucopy"),
 }
 
 

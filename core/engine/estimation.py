@@ -9,15 +9,16 @@ core.engine.reliability). estimate() chains both for in-memory use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.backends.nli import NLI
-from core.engine.reliability import DEFAULT_ESTIMATOR, Prior, ReliabilityResult, get_estimator, to_matrix
+from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE, Prior, ReliabilityResult, get_estimator, to_matrix
 from core.engine.steps.alignment import align_many
 from core.engine.steps.clustering import cluster_answers
 from core.engine.strategies.base import EngineContext
+from core.engine.text import answer_contains_gold
 from core.engine.types import CallStats, Passage, Vector
 
 
@@ -99,10 +100,14 @@ def estimate_from_records(
     alpha: float = 1.0,
     beta: float = 1.0,
     estimator: str = DEFAULT_ESTIMATOR,
+    gold: Mapping[int, Sequence[str]] | None = None,
 ) -> tuple[ReliabilityResult, list[ResponseRecord]]:
     """Cluster each query's responses, build the vote matrix, run the named estimator
     with a Beta(alpha, beta) prior.
 
+    ``gold`` maps a query index to its reference answers: the cluster most of whose members'
+    responses contain a reference answer is that query's gold label (GOLD_NONE when no
+    cluster does), which anchors the estimator (see core.engine.reliability.base).
     Missing (query, source) pairs count as IDK, so a partial run still estimates.
     Records get their cluster label set in place.
     """
@@ -118,11 +123,37 @@ def estimate_from_records(
         for record, label in zip(group, clustering.labels, strict=False):
             record.cluster = label
             matrix[q][column[record.source_id]] = label
-    result = chosen.estimate(to_matrix(matrix), prior=Prior(alpha, beta))
+    gold_labels = {
+        q: gold_label([r for r in by_query.get(q, []) if r.cluster is not None], references)
+        for q, references in (gold or {}).items()
+        if references and 0 <= q < len(questions)
+    }
+    result = chosen.estimate(to_matrix(matrix), prior=Prior(alpha, beta), gold=gold_labels or None)
     return result, list(records)
 
 
-def estimate(questions: Sequence[str], ctx: EngineContext, estimator: str = DEFAULT_ESTIMATOR) -> EstimationResult:
+def gold_label(records: Sequence[ResponseRecord], references: Sequence[str]) -> int:
+    """The cluster whose members mostly give a reference answer (the largest share wins;
+    ties go to the larger cluster, then the smaller label); GOLD_NONE when none does."""
+    members: dict[int, list[bool]] = {}
+    for record in records:
+        if record.cluster is not None:
+            hit = any(answer_contains_gold(record.response, ref) for ref in references)
+            members.setdefault(record.cluster, []).append(hit)
+    scored = [
+        (sum(hits) / len(hits), len(hits), -label, label)
+        for label, hits in members.items()
+        if sum(hits) * 2 > len(hits)
+    ]
+    return max(scored)[3] if scored else GOLD_NONE
+
+
+def estimate(
+    questions: Sequence[str],
+    ctx: EngineContext,
+    estimator: str = DEFAULT_ESTIMATOR,
+    gold: Mapping[int, Sequence[str]] | None = None,
+) -> EstimationResult:
     """Every question against every source, then the named estimator (IWMV by default)."""
     get_estimator(estimator)  # an unknown name fails before any generator call
     stats = CallStats()
@@ -130,6 +161,6 @@ def estimate(questions: Sequence[str], ctx: EngineContext, estimator: str = DEFA
     pairs = [(q, s) for q in range(len(questions)) for s in source_ids]
     records = answer_pairs(questions, pairs, ctx, stats)
     result, records = estimate_from_records(
-        questions, source_ids, records, ctx.nli, ctx.params.strict_clustering, estimator=estimator
+        questions, source_ids, records, ctx.nli, ctx.params.strict_clustering, estimator=estimator, gold=gold
     )
     return EstimationResult(records, result, source_ids, stats)

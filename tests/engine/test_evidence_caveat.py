@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.params import parse_params
@@ -58,12 +60,13 @@ def test_every_voting_strategy_and_the_pooled_baselines_cap_an_answer_backed_onl
 def test_a_source_estimated_on_few_answers_gets_a_note_and_one_estimated_on_many_gets_none() -> None:
     thin = SourceInfo(4, "newcomer", weight=voting_weight(0.8, 1), answers_count=2, accuracy=0.8)
     result = _answer("ra-rag", _context([thin], [INJECTED]))
-    assert result.confidence == 1.0  # estimated: the vote share stands
+    # Estimated: the answer's probability under the one-coin model, i.e. the accuracy of its only voter.
+    assert result.confidence == pytest.approx(0.8)
     assert any("few checked answers (at most 2; newcomer)" in n for n in result.notes)
 
     checked = SourceInfo(3, "wire", weight=voting_weight(0.9, 1), answers_count=40, accuracy=0.9)
     result = _answer("ra-rag", _context([checked], [INJECTED]))
-    assert result.confidence == 1.0
+    assert result.confidence == pytest.approx(0.9)
     assert result.notes == []
 
 

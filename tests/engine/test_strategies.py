@@ -80,7 +80,8 @@ def test_it_lets_reliable_sources_outvote_the_majority() -> None:
     assert answer_contains_gold(mv.answer, "Frank Sinatra")
     assert rarag.backend == "extractive" and rarag.strategy == "ra-rag"
     assert {c.label for c in rarag.clusters} >= {rarag.answer}
-    assert 0.5 < rarag.confidence <= 1.0
+    # The model probability: Elvis (accuracies 0.6, 0.56), Sinatra (three at 0.24: weight 0), or neither.
+    assert 1 / 3 < rarag.confidence < 0.6
 
 
 def test_it_retrieves_all_sources_in_one_call_and_stops_at_kappa() -> None:

@@ -3,7 +3,9 @@
 - ``base``: the :class:`Estimator` protocol, its result types, the label-matrix helpers;
 - ``weights``: the one place where an accuracy w_i becomes a voting weight v_i;
 - ``iwmv``: iterative weighted majority voting (the default, RA-RAG's estimator);
-- ``truthfinder``: TruthFinder, on generic claims and as an estimator.
+- ``truthfinder``: TruthFinder, on generic claims and as an estimator;
+- ``onecoin``: Bayes-optimal one-coin EM with log-odds weights ("onecoin"), and with
+  AccuCopy's copy / collusion detection and vote discounting ("accucopy").
 
 Estimators are registered by name; ``get_estimator("iwmv")`` returns a fresh one.
 A new estimator plugs in with ``register_estimator(name, factory)``.
@@ -14,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from core.engine.reliability.base import (
+    GOLD_NONE,
     MISSING,
     UNIFORM_PRIOR,
+    Dependence,
     Estimator,
     Prior,
     ReliabilityResult,
@@ -24,12 +28,18 @@ from core.engine.reliability.base import (
     wilson_interval,
 )
 from core.engine.reliability.iwmv import IWMV
+from core.engine.reliability.onecoin import AccuCopy, CopyModel, OneCoin
 from core.engine.reliability.truthfinder import TruthFinderEstimator
 from core.engine.reliability.weights import voting_weight
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
+    "GOLD_NONE",
     "IWMV",
+    "AccuCopy",
+    "CopyModel",
+    "Dependence",
+    "OneCoin",
     "MISSING",
     "UNIFORM_PRIOR",
     "Estimator",
@@ -71,3 +81,5 @@ def available_estimators() -> list[str]:
 
 register_estimator("iwmv", IWMV)
 register_estimator("truthfinder", TruthFinderEstimator)
+register_estimator("onecoin", OneCoin)
+register_estimator("accucopy", AccuCopy)

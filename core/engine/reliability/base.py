@@ -9,14 +9,15 @@ w_i in [0, 1] with the evidence it rests on, its voting weight v_i (see
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 MISSING = -1  # matrix code for IDK / no answer
+GOLD_NONE = -2  # gold code: the reference answer matches none of the query's answer labels
 
 LabelMatrix = npt.NDArray[np.int64]
 
@@ -46,6 +47,27 @@ class SourceReliability:
     answers: int  # non-IDK answers the estimate rests on
     agreements: int  # of those, how many agree with the estimated answers
     interval: tuple[float, float]  # 95% Wilson interval of the raw agreement rate
+    gold_answers: int = 0  # non-IDK answers to gold-checked queries
+    gold_agreements: int = 0  # of those, how many match the reference answer
+
+    @property
+    def gold_accuracy(self) -> float | None:
+        """The share of gold-checked answers that were right (None without gold evidence)."""
+        return self.gold_agreements / self.gold_answers if self.gold_answers else None
+
+
+@dataclass(frozen=True)
+class Dependence:
+    """How likely two sources are dependent (one copies the other, or both copy a third, or
+    they collude), from the answers they share; ``a`` and ``b`` are column indices."""
+
+    a: int
+    b: int
+    probability: float  # posterior probability of dependence
+    shared: int  # queries both answered
+    same_true: float  # expected number of shared answers that are true
+    same_false: float  # expected number of shared answers that are false: the evidence of copying
+    different: int
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,10 @@ class ReliabilityResult:
     answers: list[int | None]  # estimated cluster label per query (None: nobody answered)
     iterations: int
     converged: bool
+    # The probability, under the estimator's model, that each estimated answer is right
+    # (empty when the estimator has no probabilistic model, e.g. IWMV, TruthFinder).
+    confidence: list[float] = field(default_factory=list)
+    dependence: list[Dependence] = field(default_factory=list)  # pairs the estimator examined
 
     @property
     def weights(self) -> list[float]:
@@ -72,9 +98,43 @@ class Estimator(Protocol):
         """The registry name (a read-only ``name: str``: a class attribute or a frozen field)."""
         ...
 
-    def estimate(self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR) -> ReliabilityResult:
-        """Reliabilities (one per column, in column order) from a queries x sources matrix."""
+    @property
+    def weight_scheme(self) -> str:
+        """How the accuracy becomes a voting weight ("paper" or "log-odds", see weights.py)."""
         ...
+
+    def estimate(
+        self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR, gold: Mapping[int, int] | None = None
+    ) -> ReliabilityResult:
+        """Reliabilities (one per column, in column order) from a queries x sources matrix.
+
+        ``gold`` maps a query (row) to its reference answer's label, or GOLD_NONE when the
+        reference matches none of the answers: those rows' truth is fixed, and they count
+        GOLD_WEIGHT times in the accuracies."""
+        ...
+
+
+GOLD_WEIGHT = 3.0  # a gold-checked answer counts this many times in a source's accuracy
+
+
+def gold_vector(gold: Mapping[int, int] | None, n_queries: int) -> npt.NDArray[np.int64]:
+    """Per query: the gold label, GOLD_NONE, or MISSING (no gold)."""
+    out = np.full(n_queries, MISSING, dtype=np.int64)
+    for q, label in (gold or {}).items():
+        if not 0 <= int(q) < n_queries:
+            raise ValueError(f"gold query {q} is outside the matrix ({n_queries} queries)")
+        if int(label) < GOLD_NONE:
+            raise ValueError(f"gold label {label} of query {q} is not a label or GOLD_NONE")
+        out[int(q)] = int(label)
+    return out
+
+
+def gold_counts(
+    labels: LabelMatrix, gold: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per source: non-IDK answers to gold queries, and how many match the gold label."""
+    checked = (gold != MISSING)[:, None] & (labels >= 0)
+    return checked.sum(axis=0), (checked & (labels == gold[:, None])).sum(axis=0)
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:

@@ -16,20 +16,24 @@ Departures from the official code, each for robustness:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from core.engine.reliability.base import (
+    GOLD_WEIGHT,
     MISSING,
     UNIFORM_PRIOR,
     LabelMatrix,
     Prior,
     ReliabilityResult,
     SourceReliability,
+    agreement_counts,
     as_label_matrix,
+    gold_counts,
+    gold_vector,
     to_matrix,
     wilson_interval,
 )
@@ -78,12 +82,18 @@ def iwmv(
     min_weight: float = MIN_WEIGHT,
     tol: float = 1e-6,
     max_iter: int = 100,
+    gold: Mapping[int, int] | None = None,
+    gold_weight: float = GOLD_WEIGHT,
 ) -> ReliabilityResult:
     """Estimate source reliabilities from a queries x sources matrix of cluster labels.
 
     Labels are per-query cluster ids (>= 0); None or MISSING (-1) means IDK or no answer.
+    ``gold`` fixes the answer of gold-checked queries (GOLD_NONE: none of the labels) and
+    makes them count ``gold_weight`` times in the accuracies.
     """
     labels = as_label_matrix(votes)
+    if gold:
+        return _iwmv_with_gold(labels, alpha, beta, min_weight, tol, max_iter, gold, gold_weight)
     n_queries, n_sources = labels.shape
     answered = labels >= 0
     answers = answered.sum(axis=0)
@@ -120,6 +130,62 @@ def iwmv(
     return ReliabilityResult(sources, answers_out, iterations, converged)
 
 
+def _iwmv_with_gold(
+    labels: LabelMatrix,
+    alpha: float,
+    beta: float,
+    min_weight: float,
+    tol: float,
+    max_iter: int,
+    gold: Mapping[int, int],
+    gold_weight: float,
+) -> ReliabilityResult:
+    n_queries, n_sources = labels.shape
+    answered = labels >= 0
+    gold_labels = gold_vector(gold, n_queries)
+    gold_rows = gold_labels != MISSING
+    row_weight = np.where(gold_rows, gold_weight, 1.0)[:, None]
+    weighted_answers = (answered * row_weight).sum(axis=0)
+    weights = np.ones(n_sources)
+    accuracy = np.full(n_sources, alpha / (alpha + beta) if alpha + beta > 0 else 0.5)
+    checked, right = gold_counts(labels, gold_labels)
+    if checked.any():  # start from the gold-checked accuracies (see onecoin.gold_start)
+        weights = voting_weights((right + alpha) / (checked + alpha + beta), n_sources, min_weight)
+    estimate = np.full(n_queries, MISSING, dtype=np.int64)
+    converged, iterations = False, 0
+    for _ in range(max_iter):
+        iterations += 1
+        estimate = _estimate_answers(labels, weights)
+        estimate[gold_rows] = gold_labels[gold_rows]  # GOLD_NONE matches no label
+        matches = (labels == estimate[:, None]) & answered
+        denom = weighted_answers + alpha + beta
+        accuracy = np.divide(
+            (matches * row_weight).sum(axis=0) + alpha, denom, out=np.full(n_sources, 0.5), where=denom > 0
+        )
+        new_weights = voting_weights(accuracy, n_sources, min_weight)
+        change = float(np.abs(new_weights - weights).max()) if n_sources else 0.0
+        weights = new_weights
+        if change < tol:
+            converged = True
+            break
+    answers, agreements = agreement_counts(labels, estimate)
+    gold_answers, gold_agreements = gold_counts(labels, gold_labels)
+    sources = [
+        SourceReliability(
+            accuracy=float(accuracy[i]),
+            weight=float(weights[i]),
+            answers=int(answers[i]),
+            agreements=int(agreements[i]),
+            interval=wilson_interval(int(agreements[i]), int(answers[i])),
+            gold_answers=int(gold_answers[i]),
+            gold_agreements=int(gold_agreements[i]),
+        )
+        for i in range(n_sources)
+    ]
+    answers_out = [None if int(a) < 0 else int(a) for a in estimate]
+    return ReliabilityResult(sources, answers_out, iterations, converged)
+
+
 @dataclass(frozen=True)
 class IWMV:
     """IWMV as an :class:`~core.engine.reliability.base.Estimator` (registered as "iwmv")."""
@@ -129,7 +195,17 @@ class IWMV:
     tol: float = 1e-6
     max_iter: int = 100
 
-    def estimate(self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR) -> ReliabilityResult:
+    weight_scheme: str = "paper"
+
+    def estimate(
+        self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR, gold: Mapping[int, int] | None = None
+    ) -> ReliabilityResult:
         return iwmv(
-            labels, alpha=prior.alpha, beta=prior.beta, min_weight=self.min_weight, tol=self.tol, max_iter=self.max_iter
+            labels,
+            alpha=prior.alpha,
+            beta=prior.beta,
+            min_weight=self.min_weight,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            gold=gold,
         )

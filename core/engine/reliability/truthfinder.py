@@ -16,7 +16,7 @@ similarity) behind the :class:`~core.engine.reliability.base.Estimator` contract
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -32,6 +32,8 @@ from core.engine.reliability.base import (
     SourceReliability,
     agreement_counts,
     as_label_matrix,
+    gold_counts,
+    gold_vector,
     wilson_interval,
 )
 from core.engine.reliability.weights import voting_weight
@@ -164,7 +166,13 @@ class TruthFinderEstimator:
     tolerance: float = 1e-6
     max_iterations: int = 100
 
-    def estimate(self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR) -> ReliabilityResult:
+    weight_scheme: str = "paper"
+
+    def estimate(
+        self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR, gold: Mapping[int, int] | None = None
+    ) -> ReliabilityResult:
+        """``gold`` fixes the reported truth of gold-checked queries and their gold counts;
+        TruthFinder's own iteration has no notion of anchors, so trust is not reweighted."""
         labels = as_label_matrix(labels)
         n_queries, n_sources = labels.shape
         rows, cols = np.nonzero(labels != MISSING)
@@ -181,7 +189,12 @@ class TruthFinderEstimator:
         )
         truths: list[int | None] = [result.truths.get(q) for q in range(n_queries)]
         estimate = np.array([MISSING if t is None else t for t in truths], dtype=np.int64)
+        gold_labels = gold_vector(gold, n_queries)
+        gold_rows = gold_labels != MISSING
+        estimate[gold_rows] = gold_labels[gold_rows]
+        truths = [None if int(t) < 0 else int(t) for t in estimate]
         answers, agreements = agreement_counts(labels, estimate)
+        gold_answers, gold_agreements = gold_counts(labels, gold_labels)
         sources = []
         for j in range(n_sources):
             accuracy = result.trust.get(j, prior.mean)
@@ -192,6 +205,8 @@ class TruthFinderEstimator:
                     answers=int(answers[j]),
                     agreements=int(agreements[j]),
                     interval=wilson_interval(int(agreements[j]), int(answers[j])),
+                    gold_answers=int(gold_answers[j]),
+                    gold_agreements=int(gold_agreements[j]),
                 )
             )
         return ReliabilityResult(sources, truths, result.iterations, result.converged)

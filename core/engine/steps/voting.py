@@ -7,8 +7,11 @@ so that a rerun of the same question gives the same answer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from core.engine.reliability.weights import PRIOR_ACCURACY, log_odds_weight
 
 
 @dataclass(frozen=True)
@@ -44,3 +47,33 @@ def weighted_vote(clusters: Sequence[int | None], weights: Sequence[float]) -> V
 def majority_vote(clusters: Sequence[int | None]) -> VoteOutcome:
     """MV: WMV with every weight equal to one."""
     return weighted_vote(clusters, [1.0] * len(clusters))
+
+
+def answer_probability(
+    clusters: Sequence[int | None],
+    accuracies: Sequence[float | None],
+    winner: int | None,
+    *,
+    other_mass: float = 1.0,
+) -> float:
+    """The probability that the ``winner`` cluster is the right answer under the one-coin
+    model: each answer counts with its source's log-odds weight ln(w / (1 - w)) (floored at
+    zero), abstentions count for nothing, a source never estimated has the prior accuracy
+    (weight 0), and ``other_mass`` is left for "none of the answers given" (the truth of an
+    open question may be an answer nobody gave). One unchecked source alone gives 0.5; four
+    agreeing sources estimated at 0.2 give 0.5 too, not 1.0."""
+    if winner is None:
+        return 0.0
+    if len(clusters) != len(accuracies):
+        raise ValueError("clusters and accuracies must have the same length")
+    score: dict[int, float] = {}
+    for cluster, accuracy in zip(clusters, accuracies, strict=True):
+        if cluster is None:
+            continue
+        weight = log_odds_weight(PRIOR_ACCURACY if accuracy is None else accuracy)
+        score[cluster] = score.get(cluster, 0.0) + weight
+    if winner not in score:
+        return 0.0
+    top = max(max(score.values()), 0.0)
+    denom = sum(math.exp(s - top) for s in score.values()) + other_mass * math.exp(-top)
+    return math.exp(score[winner] - top) / denom

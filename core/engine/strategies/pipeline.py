@@ -4,12 +4,13 @@ cluster, vote, and turn what was read into evidence."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from core.engine.backends.generation.base import Generation, GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many
 from core.engine.steps.clustering import cluster_answers
-from core.engine.steps.voting import VoteOutcome, weighted_vote
+from core.engine.steps.voting import VoteOutcome, answer_probability, weighted_vote
 from core.engine.strategies.base import ClusterInfo, EngineContext, Evidence, SourceVote, StrategyResult
 from core.engine.text import IDK, is_idk
 from core.engine.types import CallStats, Passage, SourceInfo
@@ -70,7 +71,9 @@ def answer_sources(
 def cluster_and_vote(
     question: str, ctx: EngineContext, votes: list[SourceVote], strict: bool = False
 ) -> tuple[VoteOutcome, list[ClusterInfo], str]:
-    """Cluster the votes' responses in place, run WMV with each vote's weight."""
+    """Cluster the votes' responses in place, run WMV with each vote's weight. The outcome's
+    confidence is the answer's probability under the one-coin model (answer_probability),
+    from the sources' estimated accuracies, not the winner's share of the vote."""
     clustering = cluster_answers(
         [v.response for v in votes],
         ctx.nli,
@@ -81,6 +84,9 @@ def cluster_and_vote(
     for vote, label in zip(votes, clustering.labels, strict=False):
         vote.cluster = label
     outcome = weighted_vote(clustering.labels, [v.weight for v in votes])
+    accuracy = {s.id: s.accuracy for s in ctx.sources}
+    probability = answer_probability(clustering.labels, [accuracy.get(v.source_id) for v in votes], outcome.winner)
+    outcome = replace(outcome, confidence=probability)
     clusters = [
         ClusterInfo(
             id=cid,
