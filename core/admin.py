@@ -4,22 +4,57 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db.models import Count
 from django.db.models import QuerySet as DjangoQuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from core.forms import JSON_FORMFIELD_OVERRIDES
-from core.models import EstimationRun, FactQuery, QuerySet, Question, ReliabilityScore, Vote
+from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField
+from core.models import (
+    EstimationRun,
+    FactQuery,
+    QuerySet,
+    Question,
+    ReliabilityScore,
+    SourceDependence,
+    Vote,
+)
+
+
+class FactQueryForm(forms.ModelForm):
+    """Reference answers are edited one per line; the rest of the JSON fields as JSON."""
+
+    reference_answers = ReferenceAnswersField()
+
+    class Meta:
+        model = FactQuery
+        fields = ["query_set", "question", "reference_answers", "tags", "origin", "document"]
 
 
 class FactQueryInline(admin.TabularInline):
     model = FactQuery
+    form = FactQueryForm
     fields = ("question", "reference_answers", "origin", "tags")
     formfield_overrides = JSON_FORMFIELD_OVERRIDES
     extra = 1
     show_change_link = True
+
+
+class GoldCheckedFilter(admin.SimpleListFilter):
+    title = "gold-checked"
+    parameter_name = "gold"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "With reference answers"), ("no", "Without reference answers")]
+
+    def queryset(self, request: HttpRequest, queryset: DjangoQuerySet[FactQuery]) -> DjangoQuerySet[FactQuery]:
+        if self.value() == "yes":
+            return queryset.exclude(reference_answers=[])
+        if self.value() == "no":
+            return queryset.filter(reference_answers=[])
+        return queryset
 
 
 @admin.register(QuerySet)
@@ -46,8 +81,9 @@ class QuerySetAdmin(admin.ModelAdmin):
 
 @admin.register(FactQuery)
 class FactQueryAdmin(admin.ModelAdmin):
+    form = FactQueryForm
     list_display = ("question", "query_set", "answers", "origin", "document", "created_at")
-    list_filter = ("query_set", "origin")
+    list_filter = ("query_set", "origin", GoldCheckedFilter)
     search_fields = ("question", "reference_answers", "tags")
     list_select_related = ("query_set", "document")
     raw_id_fields = ("document",)
@@ -71,14 +107,41 @@ class ReadOnlyInline(admin.TabularInline):
 
 class ReliabilityScoreInline(ReadOnlyInline):
     model = ReliabilityScore
-    fields = readonly_fields = ("source", "reliability", "weight", "low", "high", "answers", "agreements")
+    fields = readonly_fields = (
+        "source",
+        "reliability",
+        "weight",
+        "low",
+        "high",
+        "answers",
+        "agreements",
+        "gold_answers",
+        "gold_agreements",
+    )
     ordering = ("-reliability",)
+
+
+class SourceDependenceInline(ReadOnlyInline):
+    model = SourceDependence
+    fields = readonly_fields = (
+        "source_a",
+        "source_b",
+        "probability",
+        "shared",
+        "same_true",
+        "same_false",
+        "different",
+        "examples",
+    )
+    ordering = ("-probability",)
+    verbose_name_plural = "Pairwise dependence (copying, collusion)"
 
 
 @admin.register(EstimationRun)
 class EstimationRunAdmin(admin.ModelAdmin):
     list_display = (
         "__str__",
+        "kind",
         "state",
         "query_set",
         "source_count",
@@ -89,14 +152,26 @@ class EstimationRunAdmin(admin.ModelAdmin):
         "created_at",
         "finished_at",
     )
-    list_filter = ("state", "converged", "query_set", "backend", "created_at")
+    list_filter = ("state", "kind", "converged", "query_set", "backend", "created_at")
     search_fields = ("query_set__name", "sources__name", "backend")
     list_select_related = ("query_set", "job")
-    readonly_fields = ("state", "backend", "iterations", "converged", "job", "created_by", "created_at", "finished_at")
+    readonly_fields = (
+        "state",
+        "kind",
+        "parent",
+        "gold_queries",
+        "backend",
+        "iterations",
+        "converged",
+        "job",
+        "created_by",
+        "created_at",
+        "finished_at",
+    )
     filter_horizontal = ("sources",)
     formfield_overrides = JSON_FORMFIELD_OVERRIDES
     date_hierarchy = "created_at"
-    inlines = [ReliabilityScoreInline]
+    inlines = [ReliabilityScoreInline, SourceDependenceInline]
 
     def get_queryset(self, request: HttpRequest) -> DjangoQuerySet[EstimationRun]:
         return super().get_queryset(request).annotate(n_sources=Count("sources", distinct=True))

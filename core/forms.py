@@ -32,3 +32,37 @@ class BoundedJSONField(forms.JSONField):
 
 # ModelAdmin.formfield_overrides: every JSON model field is edited through BoundedJSONField.
 JSON_FORMFIELD_OVERRIDES: dict[Any, dict[str, Any]] = {models.JSONField: {"form_class": BoundedJSONField}}
+
+
+class ReferenceAnswersField(forms.CharField):
+    """A fact query's reference answers, edited one per line (stored as a JSON list of strings)."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "cols": 40})
+    max_answers = 50
+    max_chars = 500
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault(
+            "help_text",
+            "One accepted answer per line. A query with reference answers is gold-checked: estimation runs take its "
+            "truth from them and weigh it more in each source's accuracy.",
+        )
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return "\n".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        lines = [str(v) for v in value] if isinstance(value, list) else str(super().to_python(value) or "").splitlines()
+        answers = list(dict.fromkeys(line.strip() for line in lines if line.strip()))
+        if len(answers) > self.max_answers:
+            raise forms.ValidationError(f"At most {self.max_answers} reference answers.")
+        if any(len(a) > self.max_chars or "\x00" in a for a in answers):
+            raise forms.ValidationError(f"Each reference answer is at most {self.max_chars} characters, without NUL.")
+        return answers
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return self.to_python(initial or []) != self.to_python(data)

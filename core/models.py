@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from core.engine.strategies.codec import ResultSchemaError, validate_evidence, validate_graph
+from core.engine.text import is_idk
 from sources.models import Document, Source
 
 
@@ -77,6 +78,10 @@ class EstimationRun(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
 
+    class Kind(models.TextChoices):
+        FULL = "full", "Full estimation"
+        UPDATE = "update", "Incremental update"
+
     query_set = models.ForeignKey(QuerySet, null=True, on_delete=models.SET_NULL, related_name="runs")
     sources = models.ManyToManyField(Source, related_name="estimation_runs")
     job = models.OneToOneField(
@@ -90,12 +95,24 @@ class EstimationRun(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # "full": answered every (query, source) pair and estimated; "update": an incremental
+    # update of ``parent`` (new gold evidence added to its scores, no responses of its own).
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.FULL, db_index=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="updates"
+    )  # the run an update builds on
+    # Ids of the fact queries whose reference answers anchored it (an update: its parent's and its own).
+    gold_queries = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"Estimation run #{self.pk}"
+
+    @property
+    def is_update(self) -> bool:
+        return self.kind == self.Kind.UPDATE
 
     @property
     def effective_state(self) -> str:
@@ -158,6 +175,8 @@ class ReliabilityScore(models.Model):
     high = models.FloatField()
     answers = models.PositiveIntegerField(default=0)  # non-IDK answers the score rests on
     agreements = models.PositiveIntegerField(default=0)
+    gold_answers = models.PositiveIntegerField(default=0)  # non-IDK answers to gold-checked queries
+    gold_agreements = models.PositiveIntegerField(default=0)  # of those, how many match the reference answer
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -166,6 +185,40 @@ class ReliabilityScore(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id}, source {self.source_id}: accuracy {self.reliability:.2f}"
+
+    @property
+    def gold_accuracy(self) -> float | None:
+        """The share of the source's gold-checked answers that were right (None without any)."""
+        return self.gold_agreements / self.gold_answers if self.gold_answers else None
+
+
+class SourceDependence(models.Model):
+    """How likely two sources of a run copy each other (or both copy a third, or collude),
+    from the answers they share: the estimator's posterior probability of dependence and
+    its evidence. ``source_a`` has the smaller id. Written by runs whose estimator detects
+    copying (accucopy)."""
+
+    run = models.ForeignKey(EstimationRun, on_delete=models.CASCADE, related_name="dependences")
+    source_a = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+")
+    source_b = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+")
+    probability = models.FloatField()  # posterior probability that the two are dependent
+    shared = models.PositiveIntegerField(default=0)  # queries both answered (non-IDK)
+    same_true = models.FloatField(default=0.0)  # expected shared answers that are true
+    same_false = models.FloatField(default=0.0)  # expected shared answers that are false: the evidence of copying
+    different = models.PositiveIntegerField(default=0)  # shared queries where they answered differently
+    examples = models.JSONField(default=list, blank=True)  # up to 5 shared false answers: [{query_id, query, answer}]
+
+    class Meta:
+        ordering = ["-probability", "source_a_id", "source_b_id"]
+        constraints = [models.UniqueConstraint(fields=["run", "source_a", "source_b"], name="source_dependence_unique")]
+
+    def __str__(self) -> str:
+        return (
+            f"run {self.run_id}: sources {self.source_a_id} and {self.source_b_id} dependent at {self.probability:.2f}"
+        )
+
+
+LOW_EVIDENCE_CONFIDENCE = 0.5  # an answer less likely than this to be right is flagged as low evidence
 
 
 class Question(models.Model):
@@ -196,6 +249,20 @@ class Question(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+    @property
+    def low_evidence(self) -> bool:
+        """An answered question whose answer rests on little evidence: its confidence is
+        below LOW_EVIDENCE_CONFIDENCE (or unknown), or it carries a plain-language caveat
+        (``notes``: the sources behind it were never checked, or on few answers)."""
+        if self.answered_at is None or is_idk(self.answer):
+            return False  # nothing answered, nothing to warn about
+        return self.confidence is None or self.low_confidence or bool(self.notes)
+
+    @property
+    def low_confidence(self) -> bool:
+        """The answer's confidence is known and below LOW_EVIDENCE_CONFIDENCE."""
+        return self.confidence is not None and self.confidence < LOW_EVIDENCE_CONFIDENCE
 
 
 class Vote(models.Model):

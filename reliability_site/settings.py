@@ -7,6 +7,7 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
+from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
 from reliability_site.dburl import parse_database_url
 from reliability_site.embedded_db import embedded_database_url
 from reliability_site.env import (
@@ -221,6 +222,10 @@ ESTIMATION_POLL_SECONDS = env_float("ESTIMATION_POLL_SECONDS", 1.0, minimum=0.0)
 ESTIMATION_STALL_SECONDS = env_float("ESTIMATION_STALL_SECONDS", 600.0, minimum=1.0)
 # Estimation runs one user may have pending or running at once.
 ESTIMATION_MAX_CONCURRENT_PER_USER = env_int("ESTIMATION_MAX_CONCURRENT_PER_USER", 2, minimum=1)
+# The reliability estimator of runs that name none, whose weight scheme also turns every
+# source's accuracy into its voting weight when answering. The default is the engine's
+# (core.engine.reliability.DEFAULT_ESTIMATOR, chosen by the benchmark: docs/benchmarks.md).
+RELIABILITY_ESTIMATOR = env_choice("RELIABILITY_ESTIMATOR", DEFAULT_ESTIMATOR, tuple(available_estimators()))
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {

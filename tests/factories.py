@@ -16,7 +16,17 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from core.models import EstimationRun, FactQuery, QuerySet, Question, ReliabilityScore, RunAnswer, RunResponse, Vote
+from core.models import (
+    EstimationRun,
+    FactQuery,
+    QuerySet,
+    Question,
+    ReliabilityScore,
+    RunAnswer,
+    RunResponse,
+    SourceDependence,
+    Vote,
+)
 from core.roles import ANALYST, CURATOR
 from sources.models import Chunk, Document, Source, content_hash
 from tasks.models import Job
@@ -228,6 +238,23 @@ class ReliabilityScoreFactory(factory.django.DjangoModelFactory):
     high = factory.LazyAttribute(lambda s: min(1.0, s.reliability + 0.1))
     answers = 10
     agreements = 8
+
+
+class SourceDependenceFactory(factory.django.DjangoModelFactory):
+    """Two sources of a finished run found dependent (probability 0.9) on 8 shared answers, 6 of them false."""
+
+    class Meta:
+        model = SourceDependence
+
+    run = factory.SubFactory(EstimationRunFactory, succeeded=True)
+    source_a = factory.SubFactory(SourceFactory)
+    source_b = factory.SubFactory(SourceFactory)
+    probability = 0.9
+    shared = 8
+    same_true = 2.0
+    same_false = 6.0
+    different = 0
+    examples = factory.LazyFunction(list)
 
 
 # --- Questions and votes --------------------------------------------------------------

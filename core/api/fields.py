@@ -7,6 +7,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+MAX_ID = 2**63 - 1  # the largest database id (bigint)
+
 
 def no_nul(value: str) -> None:
     # PostgreSQL text cannot hold NUL; say so instead of failing at the database.

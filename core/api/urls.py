@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 from core.api.views.auth import ObtainToken
 from core.api.views.catalogue import DocumentViewSet, SourceViewSet
 from core.api.views.engine import ConflictsView, EstimationRunViewSet, JobViewSet, QuestionViewSet
+from core.api.views.queries import FactQueryViewSet, QuerySetViewSet
 from core.api.views.strategies import StrategiesView
 from reliability_site.csp import csp_update
 
@@ -18,6 +19,8 @@ router.register("documents", DocumentViewSet, basename="document")
 router.register("questions", QuestionViewSet, basename="question")
 router.register("estimation-runs", EstimationRunViewSet, basename="estimation-run")
 router.register("jobs", JobViewSet, basename="job")
+router.register("query-sets", QuerySetViewSet, basename="query-set")
+router.register("fact-queries", FactQueryViewSet, basename="fact-query")
 
 urlpatterns = [
     path("token/", ObtainToken.as_view(), name="token"),

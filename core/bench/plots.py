@@ -75,6 +75,53 @@ def plot_sweep(result: dict[str, Any], out_dir: Path, stem: str, fmt: str = "svg
     path = out_dir / f"{stem}-sweep.{fmt}"
     fig.savefig(path)
     plt.close(fig)
+    paths = [path]
+    paths += plot_calibration(sweep["points"], out_dir, stem, fmt)
+    copy = [(p["value"], p.get("copy_detection") or {}) for p in sweep["points"]]
+    if any(c.get("colluding") or c.get("flagged") for _, c in copy):
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for key in ("precision", "recall"):
+            ax.plot([v for v, _ in copy], [c.get(key) for _, c in copy], marker="o", label=key)
+        ax.set_xlabel(sweep["parameter"])
+        ax.set_ylim(0, 1.05)
+        ax.set_title("copy detection: flagged pairs vs colluding pairs")
+        ax.legend()
+        fig.tight_layout()
+        path = out_dir / f"{stem}-copy-detection.{fmt}"
+        fig.savefig(path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def plot_calibration(points: list[dict[str, Any]], out_dir: Path, stem: str, fmt: str = "svg") -> list[Path]:
+    """Reliability diagram (accuracy per confidence bin, pooled over the points) per method."""
+    plt = _pyplot()
+    pooled: dict[str, dict[float, list[float]]] = {}
+    for point in points:
+        for name, m in point["methods"].items():
+            for b in m.get("reliability_diagram") or []:
+                cell = pooled.setdefault(name, {}).setdefault(b["low"], [0.0, 0.0, 0.0])
+                cell[0] += b["confidence"] * b["count"]
+                cell[1] += b["accuracy"] * b["count"]
+                cell[2] += b["count"]
+    if not pooled:
+        return []
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], color="#999999", linestyle="--", linewidth=1)
+    for name, bins in pooled.items():
+        rows = sorted((c / n, a / n) for c, a, n in bins.values() if n)
+        ax.plot([r[0] for r in rows], [r[1] for r in rows], marker="o", label=name)
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("accuracy")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title("reliability diagram")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out_dir / f"{stem}-calibration.{fmt}"
+    fig.savefig(path)
+    plt.close(fig)
     return [path]
 
 

@@ -7,10 +7,12 @@ batch, so a finished estimation run changes the next answer's weights at once.
 Two reliability numbers, on purpose:
 - Source.reliability is the estimated *accuracy* w_i in [0, 1] (the Beta-smoothed share of a
   source's non-IDK answers that agreed with the estimated truth). It is what users see.
-- The *voting weight* v_i = N * w_i - 1 (RA-RAG eq. 4, floored at a small positive value) is
-  what WMV and kappa-RRSS use. It is recomputed here from w_i with N = the number of sources
-  in the context, so weights stay on one scale even when runs covered different sources.
-  A source never estimated gets the prior mean accuracy (0.5) and so a neutral weight.
+- The *voting weight* v_i is what WMV and kappa-RRSS use, under the weight scheme of the
+  configured estimator (settings.RELIABILITY_ESTIMATOR): "paper", v_i = N * w_i - 1 (RA-RAG
+  eq. 4, floored at a small positive value), for iwmv and truthfinder; "log-odds",
+  v_i = max(0, ln(w_i / (1 - w_i))), for onecoin and accucopy. It is recomputed here from w_i
+  with N = the number of sources in the context, so weights stay on one scale even when runs
+  covered different sources. A source never estimated gets the prior mean accuracy (0.5).
 The conversion lives in core.engine.reliability.weights (voting_weight); SourceInfo carries
 both numbers (``weight`` = v_i, ``accuracy`` = w_i).
 """
@@ -25,6 +27,7 @@ from django.conf import settings
 
 from core.engine.backends.generation import ExtractiveReader, Generator, OpenAIChatGenerator, TransformersGenerator
 from core.engine.backends.nli import NLI, CrossEncoderNLI, EmbeddingLexicalNLI
+from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
 from core.engine.strategies.base import EngineContext, EngineParams, Requirement, offers_of
 from core.engine.types import Embedder, SourceInfo
@@ -99,6 +102,11 @@ def configured_offers() -> frozenset[Requirement]:
     return offers_of(configured_generator())
 
 
+def weight_scheme() -> str:
+    """The weight scheme of the configured estimator (RELIABILITY_ESTIMATOR)."""
+    return get_estimator(settings.RELIABILITY_ESTIMATOR).weight_scheme
+
+
 def source_infos(source_ids: list[int] | None = None) -> tuple[list[SourceInfo], dict[int, float | None]]:
     """Active sources that hold chunks (a source with nothing to retrieve cannot answer),
     as SourceInfo with their voting weight; plus each source's displayed accuracy."""
@@ -108,8 +116,9 @@ def source_infos(source_ids: list[int] | None = None) -> tuple[list[SourceInfo],
     rows = rows.order_by("id").values_list("id", "name", "reliability", "reliability_answers")
     listed = list(rows)
     n = len(listed)
+    scheme = weight_scheme()
     infos = [
-        SourceInfo(id=i, name=name, weight=voting_weight(rel, n), answers_count=answers, accuracy=rel)
+        SourceInfo(id=i, name=name, weight=voting_weight(rel, n, scheme=scheme), answers_count=answers, accuracy=rel)
         for i, name, rel, answers in listed
     ]
     return infos, {i: rel for i, _, rel, _ in listed}

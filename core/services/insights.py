@@ -15,7 +15,9 @@ from typing import Any
 from django.db.models import Count, F, OuterRef, Q, Subquery, Window
 from django.db.models.functions import RowNumber
 
-from core.models import EstimationRun, Question, ReliabilityScore, RunAnswer, RunResponse
+from core.models import EstimationRun, Question, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
+from core.services.estimation.finish import DEPENDENT, detects_copying
+from core.services.estimation.update import full_run_of
 from sources.models import Source
 
 TREND_POINTS = 12
@@ -28,6 +30,18 @@ def finished_runs() -> Any:
 
 def latest_finished_run() -> EstimationRun | None:
     return finished_runs().first()
+
+
+def finished_full_runs() -> Any:
+    """Succeeded full runs (those with responses of their own, not incremental updates), newest first."""
+    return finished_runs().filter(kind=EstimationRun.Kind.FULL)
+
+
+def responses_run(run: EstimationRun) -> EstimationRun:
+    """The run whose stored responses describe ``run``: itself, or the full run an update rests on."""
+    if run.kind != EstimationRun.Kind.UPDATE:
+        return run
+    return full_run_of(run) or run
 
 
 def previous_finished_run(run: EstimationRun) -> EstimationRun | None:
@@ -49,21 +63,43 @@ def reliability_history(source: Source | int) -> list[dict[str, Any]]:
     rows = (
         ReliabilityScore.objects.filter(source_id=source_id, run__state=EstimationRun.State.SUCCEEDED)
         .order_by("run__created_at", "run_id")
-        .values("run_id", "run__created_at", "reliability", "low", "high", "answers", "agreements", "weight")
+        .values(
+            "run_id",
+            "run__created_at",
+            "run__kind",
+            "run__parent_id",
+            "reliability",
+            "low",
+            "high",
+            "answers",
+            "agreements",
+            "weight",
+            "gold_answers",
+            "gold_agreements",
+        )
     )
     return [
         {
             "run_id": r["run_id"],
             "created_at": r["run__created_at"],
+            "kind": r["run__kind"],
+            "parent_run_id": r["run__parent_id"],
             "reliability": r["reliability"],
             "low": r["low"],
             "high": r["high"],
             "answers": r["answers"],
             "agreements": r["agreements"],
             "weight": r["weight"],
+            "gold_answers": r["gold_answers"],
+            "gold_agreements": r["gold_agreements"],
+            "gold_accuracy": _share(r["gold_agreements"], r["gold_answers"]),
         }
         for r in rows
     ]
+
+
+def _share(part: int | None, whole: int | None) -> float | None:
+    return part / whole if part is not None and whole else None
 
 
 def _trends(source_ids: list[int] | None = None, points: int = TREND_POINTS) -> dict[int, list[float]]:
@@ -142,12 +178,14 @@ def _answer_key(cluster: int | None, response: str) -> Any:
 def pairwise_disagreement(run: EstimationRun | None = None) -> list[dict[str, Any]]:
     """For every pair of sources that both answered (non-IDK) at least one query of the run:
     how many queries they shared, on how many their answers fell in different clusters,
-    and the rate. The latest finished run by default; [] when there is none. Two queries."""
-    run = run or latest_finished_run()
+    and the rate. The latest finished full run by default (an update's are its full run's);
+    [] when there is none. Two queries."""
+    run = run or finished_full_runs().first()
     if run is None:
         return []
+    answered = responses_run(run)
     answers_by_query: dict[int, dict[int, Any]] = defaultdict(dict)
-    for query_id, source_id, cluster, response in RunResponse.objects.filter(run=run, is_idk=False).values_list(
+    for query_id, source_id, cluster, response in RunResponse.objects.filter(run=answered, is_idk=False).values_list(
         "query_id", "source_id", "cluster", "response"
     ):
         answers_by_query[query_id][source_id] = _answer_key(cluster, response)
@@ -211,6 +249,95 @@ def source_disagreements(source: Source | int, limit: int = 50) -> list[dict[str
     ]
 
 
+# --- Copying and collusion (pairwise dependence) -------------------------------------
+
+
+def has_copy_detection(run: EstimationRun) -> bool:
+    """Whether the run's estimator detects copying, so that its stored pairwise dependence (an
+    update: its full run's) is the whole story: no pair stored means no copying detected."""
+    return detects_copying(str(responses_run(run).params.get("estimator", "")))
+
+
+def run_dependence(run: EstimationRun, min_probability: float = 0.0) -> list[dict[str, Any]]:
+    """Every pair of sources the run's estimator examined for copying, most likely dependent
+    first, with its evidence (an update's are its full run's). One query."""
+    rows = (
+        SourceDependence.objects.filter(run=responses_run(run), probability__gte=min_probability)
+        .order_by("-probability", "source_a_id", "source_b_id")
+        .values(
+            "run_id",
+            "source_a_id",
+            "source_a__name",
+            "source_b_id",
+            "source_b__name",
+            "probability",
+            "shared",
+            "same_true",
+            "same_false",
+            "different",
+            "examples",
+        )
+    )
+    return [
+        {
+            "run_id": r["run_id"],
+            "source_a": r["source_a_id"],
+            "source_a_name": r["source_a__name"],
+            "source_b": r["source_b_id"],
+            "source_b_name": r["source_b__name"],
+            "probability": r["probability"],
+            "shared": r["shared"],
+            "same_true": r["same_true"],
+            "same_false": r["same_false"],
+            "different": r["different"],
+            "examples": r["examples"] or [],
+        }
+        for r in rows
+    ]
+
+
+def dependent_pairs(run: EstimationRun) -> list[dict[str, Any]]:
+    """The pairs detected as copying or colluding: probability >= DEPENDENT (0.5)."""
+    return run_dependence(run, min_probability=DEPENDENT)
+
+
+def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
+    """Detected copier pairs and blocs: the connected components of the pairs with probability
+    >= DEPENDENT, each with its members, its pairs and its evidence (the shared false answers,
+    at most five per pair), the most likely first. One query."""
+    pairs = dependent_pairs(run)
+    parent: dict[int, int] = {}
+
+    def find(a: int) -> int:
+        parent.setdefault(a, a)
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    names: dict[int, str] = {}
+    for p in pairs:
+        names[p["source_a"]], names[p["source_b"]] = p["source_a_name"], p["source_b_name"]
+        parent[find(p["source_a"])] = find(p["source_b"])
+    components: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for p in pairs:
+        components[find(p["source_a"])].append(p)
+    groups = []
+    for members_pairs in components.values():
+        members = sorted({s for p in members_pairs for s in (p["source_a"], p["source_b"])}, key=lambda s: names[s])
+        groups.append(
+            {
+                "kind": "pair" if len(members) == 2 else "bloc",
+                "members": [{"id": s, "name": names[s]} for s in members],
+                "probability": max(p["probability"] for p in members_pairs),
+                "pairs": members_pairs,
+                "shared_false": sum(p["same_false"] for p in members_pairs),
+            }
+        )
+    groups.sort(key=lambda g: (-g["probability"], -len(g["members"]), g["members"][0]["name"]))
+    return groups
+
+
 # --- One run -------------------------------------------------------------------------
 
 
@@ -270,7 +397,17 @@ def run_changes(run: EstimationRun) -> dict[str, Any]:
     status "new" (not scored before), "changed", or "dropped" (scored before, not now).
     Three queries."""
     previous = previous_finished_run(run)
-    fields = ("source_id", "source__name", "reliability", "low", "high", "answers")
+    fields = (
+        "source_id",
+        "source__name",
+        "reliability",
+        "low",
+        "high",
+        "answers",
+        "agreements",
+        "gold_answers",
+        "gold_agreements",
+    )
     now = {r["source_id"]: r for r in ReliabilityScore.objects.filter(run=run).values(*fields)}
     before = (
         {r["source_id"]: r for r in ReliabilityScore.objects.filter(run=previous).values(*fields)} if previous else {}
@@ -290,6 +427,10 @@ def run_changes(run: EstimationRun) -> dict[str, Any]:
                 "low": cur["low"] if cur else None,
                 "high": cur["high"] if cur else None,
                 "answers": cur["answers"] if cur else None,
+                "agreements": cur["agreements"] if cur else None,
+                "gold_answers": cur["gold_answers"] if cur else None,
+                "gold_agreements": cur["gold_agreements"] if cur else None,
+                "gold_accuracy": _share(cur["gold_agreements"], cur["gold_answers"]) if cur else None,
                 "previous_reliability": old["reliability"] if old else None,
                 "previous_answers": old["answers"] if old else None,
                 "delta": delta,

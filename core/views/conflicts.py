@@ -1,4 +1,7 @@
-"""Conflicts: which sources disagree with which, and the questions that split the sources."""
+"""Conflicts: which sources disagree with which, which copy each other or collude (detected by
+the run's estimator, with the false answers they share as evidence; for runs without copy
+detection, the older agreement heuristic, labelled as such), and the questions that split
+the sources."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from django.shortcuts import get_object_or_404, render
 
 from core.engine.graphs.conflict import conflict_graph
 from core.models import EstimationRun, Question
-from core.services.insights import finished_runs, pairwise_disagreement
+from core.services.insights import dependence_groups, finished_full_runs, has_copy_detection, pairwise_disagreement
 from core.views.access import analyst_required
 from sources.models import Source
 
@@ -17,7 +20,7 @@ EDGE_MODES = ("auto", "all", "strong", "conflict", "agreement")
 
 @analyst_required
 def conflicts(request: HttpRequest) -> HttpResponse:
-    runs = list(finished_runs().only("id", "created_at")[:30])
+    runs = list(finished_full_runs().only("id", "created_at")[:30])
     run_id = request.GET.get("run")
     run = (
         get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED)
@@ -30,6 +33,8 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     sources = list(Source.objects.values("id", "name", "reliability"))
     graph = conflict_graph(pairs, sources, edges=mode) if pairs else None
     top_pairs = sorted(pairs, key=lambda p: (-p["rate"], -p["shared"]))[:20]
+    # Copy detection when the run's estimator did it; otherwise the graph's heuristic blocs.
+    copy_detection = has_copy_detection(run) if run else False
     # Questions whose sources split into two or more answer clusters, newest first.
     contested = (
         Question.objects.exclude(answered_at=None)
@@ -48,5 +53,7 @@ def conflicts(request: HttpRequest) -> HttpResponse:
             "mode": mode,
             "modes": EDGE_MODES,
             "contested": contested,
+            "copy_detection": copy_detection,
+            "copy_groups": dependence_groups(run) if copy_detection and run else [],
         },
     )

@@ -4,40 +4,42 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
+from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
 from core.roles import is_curator
 from core.services import estimation
-from core.services.insights import agreement_matrix, run_changes
+from core.services.insights import agreement_matrix, dependence_groups, run_changes
 from core.views.access import analyst_required, curator_required
 from sources.models import Source
 from tasks.polling import render_poll
 
 MATRIX_ROWS = 200  # the heat map shows at most this many queries; the API has them all
-DEFAULT_PARAMS = {
-    "k": 3,
-    "tau": 0.1,
-    "alpha": 1.0,
-    "beta": 1.0,
-    "strict": False,
-    "estimator": DEFAULT_ESTIMATOR,
-}  # shown in the form; the service validates
+
+
+def form_defaults() -> dict[str, Any]:
+    """The parameters the form shows (the service's defaults, RELIABILITY_ESTIMATOR included); the service validates."""
+    return estimation.default_params()
 
 
 def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
     return {
-        "query_sets": QuerySet.objects.annotate(query_count=Count("queries")).order_by("name"),
+        "query_sets": QuerySet.objects.annotate(
+            query_count=Count("queries", distinct=True),
+            gold_count=Count("queries", filter=~Q(queries__reference_answers=[]), distinct=True),
+        ).order_by("name"),
         "all_sources": Source.objects.filter(active=True).only("id", "name").order_by("name"),
-        "form": form or {"params": DEFAULT_PARAMS, "sources": []},
+        "form": form or {"params": form_defaults(), "sources": []},
+        "default_estimator": settings.RELIABILITY_ESTIMATOR,
         "estimators": available_estimators(),
         "errors": errors or {},
     }
@@ -68,6 +70,8 @@ def _params(post: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
             except ValueError:
                 errors[name] = [f"{name} must be a number."]
     params["strict"] = post.get("strict") == "on"
+    if post.get("agreement_only") == "on":  # unchecked (the default): reference answers anchor the run
+        params["use_gold"] = False
     if post.get("estimator"):
         params["estimator"] = post["estimator"]
     return params, errors
@@ -100,7 +104,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
                 return response
             return redirect("run-detail", pk=run.pk)
     form = {
-        "params": {**DEFAULT_PARAMS, **params},
+        "params": {**form_defaults(), **params},
         "sources": source_ids,
         "all_sources": every,
         "query_set": query_set_id,
@@ -144,6 +148,7 @@ def _result_context(run: EstimationRun, request: HttpRequest | None = None) -> d
         context.update(
             changes=changes,
             matrix=matrix,
+            copy_groups=dependence_groups(run),
             scores=sorted(
                 (c for c in changes["sources"] if c["status"] != "dropped"), key=lambda c: -(c["reliability"] or 0.0)
             ),

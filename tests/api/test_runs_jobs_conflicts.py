@@ -130,7 +130,12 @@ def test_conflicts_list_pairwise_disagreement_of_the_latest_run(as_analyst):
 
 
 def test_conflicts_without_any_finished_run_are_empty(as_analyst):
-    assert as_analyst.get("/api/conflicts/").json() == {"run_id": None, "pairs": []}
+    assert as_analyst.get("/api/conflicts/").json() == {
+        "run_id": None,
+        "pairs": [],
+        "copy_detection": False,
+        "dependent_pairs": [],
+    }
 
 
 def test_conflicts_of_a_question_are_its_clusters_and_abstentions(as_analyst):

@@ -8,7 +8,7 @@ from core.bench.cli import add_arguments
 from core.bench.datasets import BenchQuestion
 from core.bench.qa import QAConfig, run_seed
 from core.bench.report import qa_table
-from core.engine.reliability import available_estimators
+from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
 from core.engine.reliability.weights import voting_weight
 from tests.bench.fakes import HashingEmbedder
 
@@ -19,8 +19,10 @@ def _parse(*argv: str) -> argparse.Namespace:
     return parser.parse_args(list(argv))
 
 
-def test_the_estimator_option_defaults_to_iwmv_like_the_qa_config() -> None:
-    assert _parse().estimator == "iwmv" == QAConfig().estimator
+def test_the_estimator_option_defaults_to_the_products_default_like_the_qa_config() -> None:
+    assert _parse().estimator == DEFAULT_ESTIMATOR == QAConfig().estimator
+    assert _parse().gold_queries == 0 == QAConfig().gold_queries
+    assert _parse("--gold-queries", "10").gold_queries == 10
 
 
 def test_the_estimator_option_accepts_every_registered_estimator_and_nothing_else() -> None:

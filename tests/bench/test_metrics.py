@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from core.bench.metrics import accuracy_interval, correlations, t_interval, wilson_interval
 
 
@@ -46,3 +48,16 @@ def test_correlations_are_one_for_a_monotone_linear_estimate() -> None:
 def test_correlations_are_undefined_for_constant_truth() -> None:
     result = correlations([0.2, 0.4, 0.6], [0.9, 0.9, 0.9])
     assert math.isnan(result["pearson"])
+
+
+def test_the_expected_calibration_error_is_the_count_weighted_gap_per_bin() -> None:
+    from core.bench.metrics import calibration
+
+    # Bin [0.9, 1.0]: confidence 0.95 twice, one right -> gap 0.45; bin [0.5, 0.6): 0.5 twice, both right -> 0.5.
+    result = calibration([0.95, 0.95, 0.5, 0.5], [True, False, True, True])
+    assert result["ece"] == pytest.approx(0.5 * 0.45 + 0.5 * 0.5)
+    assert [b["count"] for b in result["bins"]] == [2, 2]
+    perfect = calibration([1.0, 1.0, 0.0], [True, True, False])
+    assert perfect["ece"] == pytest.approx(0.0)
+    with pytest.raises(ValueError):
+        calibration([0.5], [True, False])

@@ -28,7 +28,9 @@ def log_in(driver: Any, base: str, username: str) -> None:
 def start_run(driver: Any, base: str, *, tau: str) -> None:
     driver.get(f"{base}/runs/")
     driver.find_element(By.CSS_SELECTOR, "#start-run summary").click()
-    Select(driver.find_element(By.ID, "id_query_set")).select_by_visible_text("demo (3 queries)")
+    Select(driver.find_element(By.ID, "id_query_set")).select_by_visible_text(
+        "demo (3 queries, 3 with reference answers)"
+    )
     Select(driver.find_element(By.ID, "id_sources")).select_by_value("all")  # sources are chosen explicitly
     field = driver.find_element(By.NAME, "tau")
     field.clear()

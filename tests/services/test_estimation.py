@@ -74,7 +74,8 @@ def test_a_run_resumes_where_it_stopped_and_only_generates_missing_pairs(worker,
     assert kept <= set(RunResponse.objects.filter(run=run).values_list("id", flat=True))
 
 
-def test_a_run_uses_the_estimator_it_names_and_stores_the_chunks_each_source_read(worker, embedder):
+def test_a_run_uses_the_estimator_it_names_and_stores_the_chunks_each_source_read(worker, embedder, settings):
+    settings.RELIABILITY_ESTIMATOR = "iwmv"  # the estimator of runs that name none
     good, bad, _ = build_corpus(embedder)
     run = run_to_end(start_estimation_run(sources="all", params={"estimator": "truthfinder"}))
     assert run.params["estimator"] == "truthfinder"

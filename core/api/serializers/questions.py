@@ -108,6 +108,11 @@ class QuestionSerializer(serializers.ModelSerializer):
     graph = AnswerGraphSerializer(read_only=True, allow_null=True)
     trace = serializers.JSONField(read_only=True, help_text="How the strategy reached the answer (visit order, ...).")
     chunk_ids = serializers.SerializerMethodField(help_text="Every chunk the strategy read, in first-read order.")
+    low_evidence = serializers.BooleanField(
+        read_only=True,
+        help_text="The answer rests on little evidence: confidence below 0.5, or a caveat in `notes` "
+        "(its sources were never checked, or on few answers). False until answered, and for no answer.",
+    )
 
     class Meta:
         model = Question
@@ -130,6 +135,7 @@ class QuestionSerializer(serializers.ModelSerializer):
             "tokens",
             "seconds",
             "notes",
+            "low_evidence",
             "job",
             "asked_by",
             "created_at",

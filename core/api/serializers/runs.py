@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.api.fields import StrictSerializer
+from core.api.fields import MAX_ID, StrictSerializer
 from core.models import EstimationRun, QuerySet, ReliabilityScore
 from core.services.estimation import ALL_SOURCES
 from core.services.insights import run_changes
@@ -57,10 +57,28 @@ class StartRunSerializer(StrictSerializer):
 
 class ScoreSerializer(serializers.ModelSerializer):
     source_name = serializers.CharField(source="source.name", read_only=True)
+    gold_accuracy = serializers.FloatField(
+        read_only=True,
+        allow_null=True,
+        help_text="gold_agreements / gold_answers: the share of its gold-checked answers that were right "
+        "(null without any), next to the estimated accuracy `reliability`.",
+    )
 
     class Meta:
         model = ReliabilityScore
-        fields = ["source", "source_name", "reliability", "weight", "low", "high", "answers", "agreements"]
+        fields = [
+            "source",
+            "source_name",
+            "reliability",
+            "weight",
+            "low",
+            "high",
+            "answers",
+            "agreements",
+            "gold_answers",
+            "gold_agreements",
+            "gold_accuracy",
+        ]
         read_only_fields = fields
 
 
@@ -87,6 +105,9 @@ class RunSerializer(serializers.ModelSerializer):
             "created_by",
             "created_at",
             "finished_at",
+            "kind",
+            "parent",
+            "gold_queries",
         ]
         read_only_fields = fields
 
@@ -99,6 +120,10 @@ class RunChangeSerializer(serializers.Serializer):
     low = serializers.FloatField(allow_null=True)
     high = serializers.FloatField(allow_null=True)
     answers = serializers.IntegerField(allow_null=True)
+    agreements = serializers.IntegerField(allow_null=True)
+    gold_answers = serializers.IntegerField(allow_null=True)
+    gold_agreements = serializers.IntegerField(allow_null=True)
+    gold_accuracy = serializers.FloatField(allow_null=True)
     previous_reliability = serializers.FloatField(allow_null=True)
     previous_answers = serializers.IntegerField(allow_null=True)
     delta = serializers.FloatField(allow_null=True)
@@ -131,6 +156,44 @@ class ResumeRunSerializer(StrictSerializer):
     )
 
 
+class GoldUpdateSerializer(StrictSerializer):
+    queries = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        allow_empty=False,
+        max_length=10000,
+        help_text="Fact-query ids whose reference answers to add; default: every query of the run's set with "
+        "reference answers the run has not used yet.",
+    )
+
+
+class DependenceExampleSerializer(serializers.Serializer):
+    query_id = serializers.IntegerField()
+    query = serializers.CharField(allow_blank=True)
+    answer = serializers.CharField(allow_blank=True, help_text="The false answer both sources gave.")
+
+
+class DependencePairSerializer(serializers.Serializer):
+    run_id = serializers.IntegerField()
+    source_a = serializers.IntegerField()
+    source_a_name = serializers.CharField()
+    source_b = serializers.IntegerField()
+    source_b_name = serializers.CharField()
+    probability = serializers.FloatField(help_text="Posterior probability that the two sources are dependent.")
+    shared = serializers.IntegerField(help_text="Queries both answered.")
+    same_true = serializers.FloatField(help_text="Expected shared answers that are true.")
+    same_false = serializers.FloatField(help_text="Expected shared answers that are false: the evidence of copying.")
+    different = serializers.IntegerField(help_text="Shared queries where their answers differ.")
+    examples = DependenceExampleSerializer(many=True, help_text="Up to 5 false answers both gave.")
+
+
+class RunDependenceSerializer(serializers.Serializer):
+    run_id = serializers.IntegerField()
+    copy_detection = serializers.BooleanField(help_text="Whether the run's estimator detects copying.")
+    threshold = serializers.FloatField(help_text="Pairs at or above this probability are reported as dependent.")
+    pairs = DependencePairSerializer(many=True)
+
+
 class RunAcceptedSerializer(serializers.Serializer):
     run = RunSerializer()
     job = serializers.IntegerField(allow_null=True)
@@ -154,6 +217,12 @@ class DisagreementSerializer(serializers.Serializer):
 class PairwiseConflictsSerializer(serializers.Serializer):
     run_id = serializers.IntegerField(allow_null=True)
     pairs = DisagreementSerializer(many=True)
+    copy_detection = serializers.BooleanField(
+        help_text="Whether the run stored pairwise dependence (its estimator detects copying)."
+    )
+    dependent_pairs = DependencePairSerializer(
+        many=True, help_text="Pairs detected as copying or colluding (probability >= 0.5), most likely first."
+    )
 
 
 class ClusterMemberSerializer(serializers.Serializer):

@@ -64,12 +64,21 @@ class SourceSerializer(StrictModelSerializer):
 class ReliabilityPointSerializer(serializers.Serializer):
     run_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
-    reliability = serializers.FloatField()
+    kind = serializers.ChoiceField(
+        choices=["full", "update"], help_text='"full" estimation, or an incremental "update" of `parent_run_id`.'
+    )
+    parent_run_id = serializers.IntegerField(allow_null=True)
+    reliability = serializers.FloatField(help_text="Estimated accuracy (from agreement, anchored by gold).")
     low = serializers.FloatField()
     high = serializers.FloatField()
     answers = serializers.IntegerField()
     agreements = serializers.IntegerField()
     weight = serializers.FloatField()
+    gold_answers = serializers.IntegerField(help_text="Non-IDK answers to gold-checked queries.")
+    gold_agreements = serializers.IntegerField(help_text="Of those, how many match the reference answer.")
+    gold_accuracy = serializers.FloatField(
+        allow_null=True, help_text="gold_agreements / gold_answers; null without any."
+    )
 
 
 class ReliabilityHistorySerializer(serializers.Serializer):

@@ -33,10 +33,12 @@ from core.api.serializers.questions import (
     QuestionSerializer,
 )
 from core.api.serializers.runs import (
+    GoldUpdateSerializer,
     PairwiseConflictsSerializer,
     QuestionConflictsSerializer,
     ResumeRunSerializer,
     RunAcceptedSerializer,
+    RunDependenceSerializer,
     RunDetailSerializer,
     RunSerializer,
     StartRunSerializer,
@@ -45,8 +47,16 @@ from core.api.throttles import AskThrottle
 from core.api.views.base import ApiViewMixin, filter_by_query, query_param
 from core.models import EstimationRun, Question, ReliabilityScore, Vote
 from core.services.asking import start_question
-from core.services.estimation import TooManyRuns, resume_estimation_run, start_estimation_run
-from core.services.insights import pairwise_disagreement, question_clusters
+from core.services.estimation import TooManyRuns, apply_gold_update, resume_estimation_run, start_estimation_run
+from core.services.estimation.finish import DEPENDENT
+from core.services.insights import (
+    dependent_pairs,
+    finished_full_runs,
+    has_copy_detection,
+    pairwise_disagreement,
+    question_clusters,
+    run_dependence,
+)
 from tasks.jobs import wait_for_job
 from tasks.models import Job
 
@@ -195,6 +205,57 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
         return Response(RunAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers=headers)
 
     @extend_schema(
+        summary="Pairwise dependence between the run's sources (copying, collusion)",
+        description=(
+            "Every pair of sources the run's estimator examined for copying (estimators that detect it: "
+            "accucopy), most likely dependent first, with the evidence: shared answers expected true and false, "
+            "and up to 5 false answers both gave. Empty with `copy_detection: false` for other estimators. "
+            "An incremental update shows its full run's."
+        ),
+        responses={200: RunDependenceSerializer},
+    )
+    @action(detail=True, methods=["get"])
+    def dependence(self, request: Request, pk: str | None = None) -> Response:
+        run = self.get_object()
+        body = {
+            "run_id": run.pk,
+            "copy_detection": has_copy_detection(run),
+            "threshold": DEPENDENT,
+            "pairs": run_dependence(run),
+        }
+        return Response(RunDependenceSerializer(body).data)
+
+    @extend_schema(
+        summary="Add new gold evidence to a finished run, incrementally (curators)",
+        description=(
+            "After reference answers were added to queries of the run's set: recomputes only those queries' gold "
+            "labels from the stored responses, adds the evidence to each source's reliability (Beta posterior) and "
+            "stores the result as a new run of kind `update` whose `parent` is this run; sources whose latest "
+            "score was this run's move to it. 201 with the new run. 409 for a run that has not succeeded; 400 on "
+            "`queries` when there is nothing new to add."
+        ),
+        request=GoldUpdateSerializer,
+        responses={201: RunDetailSerializer, 409: OpenApiResponse(description="The run cannot be updated now.")},
+    )
+    @action(detail=True, methods=["post"], url_path="update", url_name="update")
+    def gold_update(self, request: Request, pk: str | None = None) -> Response:
+        run = self.get_object()
+        options = GoldUpdateSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        try:
+            with transaction.atomic():
+                update = apply_gold_update(run, options.validated_data.get("queries"), user=request.user)
+        except DjangoValidationError as exc:
+            errors = exc.message_dict
+            if "run" in errors:
+                raise RunConflict(" ".join(errors["run"])) from None
+            raise exceptions.ValidationError(errors) from None
+        detail = self.get_queryset().prefetch_related(
+            Prefetch("scores", ReliabilityScore.objects.select_related("source").order_by("-reliability"))
+        )
+        return Response(RunDetailSerializer(detail.get(pk=update.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
         summary="Resume a failed or interrupted run (curators)",
         description=(
             "Runs it again under a new job: its stored responses are kept, only the missing ones are "
@@ -242,8 +303,10 @@ class ConflictsView(ApiViewMixin, APIView):
         summary="Where sources disagree",
         description=(
             "Without `question`: for every pair of sources, how often their answers fell in different clusters "
-            "in an estimation run (`run`, default the latest finished one). With `question`: that question's "
-            "answer clusters with the sources behind each, and the sources that abstained."
+            "in an estimation run (`run`, default the latest finished full run), and the pairs its estimator "
+            "detected as copying or colluding (`dependent_pairs`, probability >= 0.5, with the false answers "
+            "they share; `copy_detection` is false for estimators that do not detect copying). With `question`: "
+            "that question's answer clusters with the sources behind each, and the sources that abstained."
         ),
         parameters=[
             OpenApiParameter("question", OpenApiTypes.INT, description="Question id."),
@@ -265,7 +328,12 @@ class ConflictsView(ApiViewMixin, APIView):
             question = get_object_or_404(Question, pk=question_id)
             return Response(QuestionConflictsSerializer(question_clusters(question)).data)
         run_id = query_param(request, "run", "id")
-        run = get_object_or_404(EstimationRun, pk=run_id) if run_id is not None else None
-        pairs = pairwise_disagreement(run)
-        body = {"run_id": run.pk if run else (pairs[0]["run_id"] if pairs else None), "pairs": pairs}
+        run = get_object_or_404(EstimationRun, pk=run_id) if run_id is not None else finished_full_runs().first()
+        pairs = pairwise_disagreement(run) if run is not None else []
+        body = {
+            "run_id": run.pk if run else None,
+            "pairs": pairs,
+            "copy_detection": has_copy_detection(run) if run is not None else False,
+            "dependent_pairs": dependent_pairs(run) if run is not None else [],
+        }
         return Response(PairwiseConflictsSerializer(body).data)

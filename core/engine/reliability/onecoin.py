@@ -49,7 +49,7 @@ from core.engine.reliability.base import (
     gold_vector,
     wilson_interval,
 )
-from core.engine.reliability.weights import MAX_ACCURACY, log_odds_weights
+from core.engine.reliability.weights import MAX_ACCURACY, TIE_BREAK, log_odds_weights
 
 FloatArray = npt.NDArray[np.float64]
 REPORTED_DEPENDENCE = 0.01  # pairs less likely dependent than this are left out of the result
@@ -62,7 +62,7 @@ class CopyModel:
 
     prior: float = 0.2
     rate: float = 0.8
-    false_values: float = 10.0
+    false_values: float = 100.0  # open-ended answers (times, names, free text) have many wrong values
 
 
 def one_coin(
@@ -132,7 +132,9 @@ def one_coin(
             # Which shared answers are false is judged against the current best answers
             # (hard, as in AccuCopy): with soft posteriors a discounted bloc would make every
             # shared answer look a little false, and everyone a little dependent.
-            dependence = _dependence(cells, _hard(post, counts, present), new_accuracy, copy)
+            fresh = _dependence(cells, _hard(post, counts, present), new_accuracy, copy)
+            # Damped: copy detection and the truth feed each other, and undamped they can oscillate.
+            dependence = fresh if iterations == 1 else 0.5 * (dependence + fresh)
             discount = _discount(cells, dependence, new_accuracy, copy.rate)
         score = cells.scores(weights, discount)
         post = _posterior(score, present, other_mass)
@@ -199,7 +201,7 @@ def answer_weights(accuracy: FloatArray, cells: _Cells, known_k: FloatArray | No
     logit = np.log(accuracy / (1.0 - accuracy))[cells.source]
     if known_k is not None:
         logit = logit + np.log(np.maximum(known_k[cells.query] - 1.0, 1.0))
-    out: FloatArray = np.maximum(logit, 0.0)
+    out: FloatArray = np.maximum(logit, 0.0) + TIE_BREAK * accuracy[cells.source]
     return out
 
 
@@ -261,11 +263,15 @@ def _posterior(score: FloatArray, present: npt.NDArray[np.bool_], other_mass: fl
 
 
 def _hard(post: FloatArray, counts: FloatArray, present: npt.NDArray[np.bool_]) -> FloatArray:
-    """One-hot of each query's most probable label (none for a query nobody answered)."""
-    best = _argmax(post, counts, present)
-    out = np.zeros_like(post)
-    rows = np.flatnonzero(best != MISSING)
-    out[rows, best[rows]] = 1.0
+    """Each query's most probable label as a one-hot row; a tie (equal score and equal
+    count) is shared equally among the tied labels, so a tie-break credits nobody (else
+    the source whose answers happen to get the smallest labels would win every tie and
+    grow into a false authority). No credit for a query nobody answered."""
+    key = np.where(present, post + 1e-9 * counts / (counts.sum(axis=1, keepdims=True) + 1.0), -np.inf)
+    top = key.max(axis=1, keepdims=True)
+    tied = present & np.isclose(key, top, rtol=0.0, atol=1e-12)
+    n_tied = tied.sum(axis=1, keepdims=True)
+    out: FloatArray = np.divide(tied.astype(np.float64), n_tied, out=np.zeros_like(post), where=n_tied > 0)
     return out
 
 
@@ -357,6 +363,7 @@ class OneCoin:
 
     name: str = "onecoin"
     weight_scheme: str = "log-odds"
+    detects_copying: bool = False
     gold_weight: float = GOLD_WEIGHT
     tol: float = 1e-6
     max_iter: int = 200
@@ -373,6 +380,7 @@ class AccuCopy:
 
     name: str = "accucopy"
     weight_scheme: str = "log-odds"
+    detects_copying: bool = True
     copy: CopyModel = CopyModel()
     gold_weight: float = GOLD_WEIGHT
     tol: float = 1e-6

@@ -37,6 +37,7 @@ MIN_WEIGHT = 1e-3  # floor of v_i: a source with accuracy <= 1/N still votes, ba
 
 WEIGHT_SCHEMES = ("paper", "log-odds")
 MAX_ACCURACY = 1.0 - 1e-6  # keeps a log-odds weight finite
+TIE_BREAK = 1e-3  # + TIE_BREAK * w: sources below chance keep an order (and kappa-RRSS a ranking)
 
 
 def voting_weight(
@@ -56,17 +57,17 @@ def voting_weight(
     raise ValueError(f"unknown weight scheme {scheme!r}; choose one of {WEIGHT_SCHEMES}")
 
 
-def log_odds_weight(accuracy: float, n_candidates: int | None = None) -> float:
+def log_odds_weight(accuracy: float, n_candidates: int | None = None, *, tie_break: bool = True) -> float:
     """max(0, ln(w / (1 - w)) + ln(K - 1)); open-ended (K unknown) drops the second term."""
     w = min(max(float(accuracy), 1.0 - MAX_ACCURACY), MAX_ACCURACY)
     extra = math.log(n_candidates - 1) if n_candidates is not None and n_candidates > 2 else 0.0
-    return max(0.0, math.log(w / (1.0 - w)) + extra)
+    return max(0.0, math.log(w / (1.0 - w)) + extra) + (TIE_BREAK * w if tie_break else 0.0)
 
 
 def log_odds_weights(accuracy: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """log_odds_weight over an array (open-ended answers)."""
     w = np.clip(accuracy, 1.0 - MAX_ACCURACY, MAX_ACCURACY)
-    return np.maximum(np.log(w / (1.0 - w)), 0.0)
+    return np.maximum(np.log(w / (1.0 - w)), 0.0) + TIE_BREAK * w
 
 
 def voting_weights(

@@ -70,7 +70,7 @@ def answer_probability(
     for cluster, accuracy in zip(clusters, accuracies, strict=True):
         if cluster is None:
             continue
-        weight = log_odds_weight(PRIOR_ACCURACY if accuracy is None else accuracy)
+        weight = log_odds_weight(PRIOR_ACCURACY if accuracy is None else accuracy, tie_break=False)
         score[cluster] = score.get(cluster, 0.0) + weight
     if winner not in score:
         return 0.0

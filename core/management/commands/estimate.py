@@ -1,4 +1,4 @@
-"""python manage.py estimate [--queries SET] [--sources NAME ...] [--estimator NAME] [--wait] [--timeout S] [--json]
+"""python manage.py estimate [--queries SET] [--sources NAME ...] [--estimator NAME] [--no-gold] [--wait] [--timeout S] [--json]
 python manage.py estimate --resume RUN_ID [--reestimate] [--wait] [--timeout S] [--json]"""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
+from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
 from core.services.estimation import (
     ALL_SOURCES,
@@ -34,7 +34,12 @@ class Command(BaseCommand):
             "--estimator",
             choices=available_estimators(),
             default=None,
-            help=f"reliability estimator (default {DEFAULT_ESTIMATOR}); see docs/architecture.md",
+            help="reliability estimator (default: the RELIABILITY_ESTIMATOR setting); see docs/architecture.md",
+        )
+        parser.add_argument(
+            "--no-gold",
+            action="store_true",
+            help="estimate from agreement alone: ignore the queries' reference answers (gold-checked queries)",
         )
         parser.add_argument(
             "--resume",
@@ -86,6 +91,8 @@ class Command(BaseCommand):
                 params["batch_size"] = opts["batch_size"]
             if opts["estimator"]:
                 params["estimator"] = opts["estimator"]
+            if opts["no_gold"]:
+                params["use_gold"] = False
             return start_estimation_run(query_set=query_set, sources=sources, params=params)
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
@@ -116,10 +123,12 @@ class Command(BaseCommand):
                 )
             )
             return
-        self.stdout.write(self.style.SUCCESS(f"run {run.pk} succeeded after {run.iterations} IWMV iteration(s)"))
+        estimator = run.params.get("estimator", "?")
+        self.stdout.write(self.style.SUCCESS(f"run {run.pk} succeeded after {run.iterations} {estimator} iteration(s)"))
         self.stdout.write("  reliability = estimated accuracy w_i (shown); weight = voting weight v_i")
         for s in sorted(scores, key=lambda s: -s["reliability"]):
             self.stdout.write(
                 f"  {s['source']:<30} reliability {s['reliability']:.3f} [{s['low']:.2f}, {s['high']:.2f}]  "
-                f"weight {s['weight']:.3f}  ({s['agreements']}/{s['answers']} answers agree)"
+                f"weight {s['weight']:.3f}  ({s['agreements']}/{s['answers']} answers agree"
+                + (f"; {s['gold_agreements']}/{s['gold_answers']} right on gold)" if s["gold_answers"] else ")")
             )

@@ -1,5 +1,5 @@
 """Estimation runs: answer every fact-checking query with every source, then estimate the
-sources' reliability (IWMV by default).
+sources' reliability (with the RELIABILITY_ESTIMATOR setting's estimator by default).
 
 How a run executes (robust with one worker of concurrency 1 on the filesystem broker):
 1. start.start_estimation_run() stores the run and dispatches a Job (kind "estimate") for
@@ -19,11 +19,15 @@ How a run executes (robust with one worker of concurrency 1 on the filesystem br
    summary the job succeeds with.
 
 Reliability: Source.reliability / ReliabilityScore.reliability is the estimated accuracy
-w_i in [0, 1] (shown to users); ReliabilityScore.weight is the voting weight
-v_i = N * w_i - 1 (floored), used by WMV. See core/services/engine_context.py.
+w_i in [0, 1] (shown to users); ReliabilityScore.weight is the voting weight v_i under the
+estimator's weight scheme, used by WMV. See core/services/engine_context.py. The estimator
+is the run's ``params.estimator``, by default settings.RELIABILITY_ESTIMATOR; queries with
+reference answers anchor the estimate unless ``params.use_gold`` is false.
 
 Modules: start (validate, start, resume), coordinate (missing pairs, batches, the coordinator
-step), finish (estimate and store; run_scores), queries (LLM-written fact-checking queries).
+step), finish (estimate and store: scores with gold evidence, pairwise dependence; run_scores),
+update (online updates: new gold evidence added to a finished run as a run of kind "update"),
+queries (LLM-written fact-checking queries).
 """
 
 from __future__ import annotations
@@ -49,14 +53,18 @@ from core.services.estimation.start import (
     ALL_SOURCES,
     DEFAULT_PARAMS,
     TooManyRuns,
+    default_params,
     default_query_set,
     resume_estimation_run,
     sources_for_names,
     start_estimation_run,
 )
+from core.services.estimation.update import apply_gold_update, full_run_of
 
 __all__ = [
     "ALL_SOURCES",
+    "apply_gold_update",
+    "full_run_of",
     "DEFAULT_PARAMS",
     "CoordinatorStep",
     "QueryGenerationUnavailable",
@@ -64,6 +72,7 @@ __all__ = [
     "TooManyRuns",
     "batches",
     "coordinate_run",
+    "default_params",
     "default_query_set",
     "fail_run",
     "fail_runs_of_ended_jobs",

@@ -1,17 +1,28 @@
 """Ending an estimation run: cluster and estimate from the stored responses, and store the
-answers, the scores and the sources' current reliability; or mark the run failed."""
+answers, the scores (with each source's gold evidence), the pairwise dependence between
+sources (estimators that detect copying) and the sources' current reliability; or mark the
+run failed.
+
+Gold-checked queries: unless the run's params say ``use_gold: false``, every query of the
+run's set that carries reference answers is passed to the estimator as gold
+(core.engine.estimation.estimate_from_records: the cluster most of whose members contain a
+reference answer is the truth, or none of them) and the run records their ids
+(``EstimationRun.gold_queries``)."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from itertools import combinations
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from core.engine.estimation import ResponseRecord, estimate_from_records
-from core.engine.reliability import DEFAULT_ESTIMATOR
-from core.models import EstimationRun, ReliabilityScore, RunAnswer, RunResponse
+from core.engine.reliability import ReliabilityResult, get_estimator
+from core.models import EstimationRun, FactQuery, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
 from core.services.engine_context import configured_nli
 from core.services.estimation.coordinate import run_layout
 from sources.models import Source
@@ -42,6 +53,11 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
     }
     alpha = float(run.params.get("alpha", 1.0))
     beta = float(run.params.get("beta", 1.0))
+    gold = (
+        {index[q.pk]: refs for q in queries if (refs := reference_answers(q))}
+        if run.params.get("use_gold", True)
+        else {}
+    )
     result, records = estimate_from_records(
         [q.question for q in queries],
         source_ids,
@@ -50,7 +66,8 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         strict=bool(run.params.get("strict", False)),
         alpha=alpha,
         beta=beta,
-        estimator=str(run.params.get("estimator", DEFAULT_ESTIMATOR)),
+        estimator=str(run.params.get("estimator", settings.RELIABILITY_ESTIMATOR)),
+        gold=gold,
     )
     weight = dict(zip(source_ids, result.weights, strict=False))
     answers = []
@@ -71,6 +88,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         resp.cluster = rec.cluster
         winner = result.answers[rec.query_index]
         resp.agrees = None if rec.cluster is None else (winner is not None and rec.cluster == winner)
+    dependences = dependence_rows(run, queries, source_ids, records, result)
     now = timezone.now()
     with transaction.atomic():
         state = EstimationRun.objects.select_for_update().filter(pk=run.pk).values_list("state", flat=True).first()
@@ -94,6 +112,8 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
                     high=high,
                     answers=rel.answers,
                     agreements=rel.agreements,
+                    gold_answers=rel.gold_answers,
+                    gold_agreements=rel.gold_agreements,
                 )
             )
             Source.objects.filter(pk=sid).update(
@@ -104,11 +124,14 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
                 reliability_updated_at=now,
             )
         ReliabilityScore.objects.bulk_create(scores)
+        SourceDependence.objects.filter(run=run).delete()
+        SourceDependence.objects.bulk_create(dependences, batch_size=1000)
         EstimationRun.objects.filter(pk=run.pk).update(
             state=EstimationRun.State.SUCCEEDED,
             iterations=result.iterations,
             converged=result.converged,
             finished_at=now,
+            gold_queries=[queries[q].pk for q in sorted(gold)],
         )
     names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
     return {
@@ -118,6 +141,8 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         "responses": len(responses),
         "iterations": result.iterations,
         "converged": result.converged,
+        "gold_queries": len(gold),
+        "dependent_pairs": sum(1 for d in dependences if d.probability >= DEPENDENT),
         "scores": [
             {
                 "source": names[sid],
@@ -128,10 +153,76 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
                 "high": round(rel.interval[1], 4),
                 "answers": rel.answers,
                 "agreements": rel.agreements,
+                "gold_answers": rel.gold_answers,
+                "gold_agreements": rel.gold_agreements,
             }
             for sid, rel in zip(source_ids, result.sources, strict=False)
         ],
     }
+
+
+DEPENDENT = 0.5  # a pair of sources at least this likely dependent is reported as copying / colluding
+MAX_EXAMPLES = 5  # shared false answers kept per pair as evidence
+
+
+def detects_copying(estimator: str) -> bool:
+    """Whether the named estimator detects copying between sources (and so returns the pairwise
+    dependence a run stores): one that says so (``detects_copying``), or one with a copy model
+    (accucopy). False for an unknown name (an older run's)."""
+    try:
+        chosen = get_estimator(estimator)
+    except KeyError:
+        return False
+    declared = getattr(chosen, "detects_copying", None)
+    return bool(declared) if declared is not None else getattr(chosen, "copy", None) is not None
+
+
+def reference_answers(query: FactQuery) -> list[str]:
+    """The query's usable reference answers (non-empty strings; a number stored as JSON counts as its text)."""
+    usable = (r for r in query.reference_answers or [] if isinstance(r, str | int | float) and not isinstance(r, bool))
+    return [str(r).strip() for r in usable if str(r).strip()]
+
+
+def dependence_rows(
+    run: EstimationRun,
+    queries: Sequence[FactQuery],
+    source_ids: Sequence[int],
+    records: Sequence[ResponseRecord],
+    result: ReliabilityResult,
+) -> list[SourceDependence]:
+    """One SourceDependence per pair of sources the estimator reports (none for estimators
+    without copy detection), with up to MAX_EXAMPLES shared *false* answers as evidence:
+    queries where both sources fell in the same answer cluster and that cluster is not the
+    run's answer (in query order)."""
+    if not result.dependence:
+        return []
+    examples: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    by_cell: dict[tuple[int, int], list[ResponseRecord]] = defaultdict(list)
+    for rec in records:
+        if rec.cluster is not None and rec.cluster != result.answers[rec.query_index]:
+            by_cell[(rec.query_index, rec.cluster)].append(rec)
+    for (q, _), members in sorted(by_cell.items()):
+        for one, other in combinations(sorted(members, key=lambda r: r.source_id), 2):
+            found = examples[(one.source_id, other.source_id)]
+            if len(found) < MAX_EXAMPLES:
+                found.append({"query_id": queries[q].pk, "query": queries[q].question[:300], "answer": one.response})
+    rows = []
+    for dep in result.dependence:
+        a, b = sorted((source_ids[dep.a], source_ids[dep.b]))
+        rows.append(
+            SourceDependence(
+                run=run,
+                source_a_id=a,
+                source_b_id=b,
+                probability=dep.probability,
+                shared=dep.shared,
+                same_true=dep.same_true,
+                same_false=dep.same_false,
+                different=dep.different,
+                examples=examples.get((a, b), []),
+            )
+        )
+    return rows
 
 
 def finished_message(summary: dict[str, Any]) -> str:
@@ -174,6 +265,8 @@ def run_scores(run: EstimationRun) -> list[dict[str, Any]]:
             "high": round(s.high, 4),
             "answers": s.answers,
             "agreements": s.agreements,
+            "gold_answers": s.gold_answers,
+            "gold_agreements": s.gold_agreements,
         }
         for s in run.scores.select_related("source").order_by("source__name")
     ]

@@ -11,20 +11,32 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet as DjangoQuerySet
 
-from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
+from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
 from core.services.engine_context import configured_generator
 from core.services.jobs import dispatch_job
 from sources.models import Source
 
+# What a run's params default to; the estimator a run names none of is the
+# RELIABILITY_ESTIMATOR setting (default_params()), k and tau come from settings too.
 DEFAULT_PARAMS: dict[str, Any] = {
     "alpha": 1.0,
     "beta": 1.0,
     "strict": False,
     "batch_size": 24,
-    "estimator": DEFAULT_ESTIMATOR,
+    "use_gold": True,  # queries with reference answers anchor the estimate; false: agreement only
 }
-KNOWN_PARAMS = frozenset({"alpha", "beta", "strict", "batch_size", "k", "tau", "estimator"})
+KNOWN_PARAMS = frozenset({"alpha", "beta", "strict", "batch_size", "k", "tau", "estimator", "use_gold"})
+
+
+def default_params() -> dict[str, Any]:
+    """Every parameter a run that names none gets, from DEFAULT_PARAMS and the settings."""
+    return {
+        **DEFAULT_PARAMS,
+        "k": settings.RETRIEVAL_K,
+        "tau": settings.ALIGN_TAU,
+        "estimator": settings.RELIABILITY_ESTIMATOR,
+    }
 
 
 def default_query_set() -> QuerySet | None:
@@ -69,13 +81,14 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
                 raise ValueError
         except (TypeError, ValueError):
             errors["tau"] = "tau must be a number from 0 to 1."
-    if "strict" in params and not isinstance(params["strict"], bool):
-        errors["strict"] = "strict must be true or false."
+    for name in ("strict", "use_gold"):
+        if name in params and not isinstance(params[name], bool):
+            errors[name] = f"{name} must be true or false."
     if "estimator" in params and params["estimator"] not in available_estimators():
         errors["estimator"] = f"estimator must be one of: {', '.join(available_estimators())}."
     if errors:
         raise ValidationError(errors)
-    return {**DEFAULT_PARAMS, "k": settings.RETRIEVAL_K, "tau": settings.ALIGN_TAU, **params}
+    return {**default_params(), **params}
 
 
 ALL_SOURCES = "all"
@@ -188,6 +201,13 @@ def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: b
     succeeded unless `reestimate` (compute its estimate again from its stored responses)."""
     with transaction.atomic():
         locked = EstimationRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
+        if locked.kind == EstimationRun.Kind.UPDATE:
+            raise ValidationError(
+                {
+                    "run": f"Run #{run.pk} is an incremental update of run #{locked.parent_id}: it has no responses "
+                    "of its own to resume. Re-estimate its parent run instead."
+                }
+            )
         if locked.job_id and not locked.job.finished:
             raise ValidationError(
                 {

@@ -35,18 +35,23 @@ class Command(BaseCommand):
                 defaults={"description": "Fact-checking queries of the demo corpus (PoisonedRAG questions)."},
             )
             for item in queries["estimation"]:
-                FactQuery.objects.get_or_create(
+                query, created = FactQuery.objects.get_or_create(
                     query_set=query_set,
                     question=item["question"],
                     defaults={"reference_answers": item["reference_answers"], "tags": item.get("tags", [])},
                 )
+                if not created and not query.reference_answers and item["reference_answers"]:
+                    # A set loaded before the reference answers were used: give them to it
+                    # (never overwriting what a curator set).
+                    FactQuery.objects.filter(pk=query.pk).update(reference_answers=item["reference_answers"])
             for entry in manifest["sources"]:
                 source, _ = Source.objects.get_or_create(
                     name=entry["name"], defaults={"kind": entry["kind"], "description": entry["description"]}
                 )
                 jobs.append(start_ingest_job(source, [DEMO_DIR / entry["file"]]))
         self.stdout.write(
-            f"Demo: {len(jobs)} sources, query set {DEMO_QUERY_SET!r} with {query_set.queries.count()} queries; "
+            f"Demo: {len(jobs)} sources, query set {DEMO_QUERY_SET!r} with {query_set.queries.count()} queries "
+            f"({query_set.queries.exclude(reference_answers=[]).count()} with reference answers); "
             f"ingestion jobs {', '.join(str(j.pk) for j in jobs)} queued."
         )
         if not opts["wait"]:

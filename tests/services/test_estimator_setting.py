@@ -1,0 +1,72 @@
+"""RELIABILITY_ESTIMATOR: the estimator of runs that name none, the weight scheme of every
+source's voting weight, and an unknown name stops the start with a clear error."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.engine.reliability import DEFAULT_ESTIMATOR, voting_weight
+from core.services.engine_context import source_infos
+from core.services.estimation import start_estimation_run
+from tests.factories import FactQueryFactory, QuerySetFactory, SourceFactory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_setting_defaults_to_the_engine_s_default_estimator() -> None:
+    from django.conf import settings
+
+    if "RELIABILITY_ESTIMATOR" in os.environ:
+        pytest.skip("RELIABILITY_ESTIMATOR is set in this environment")
+    assert settings.RELIABILITY_ESTIMATOR == DEFAULT_ESTIMATOR
+
+
+def test_a_run_that_names_no_estimator_uses_the_configured_one_and_a_named_one_wins(db: Any, settings: Any) -> None:
+    settings.RELIABILITY_ESTIMATOR = "truthfinder"
+    FactQueryFactory(query_set=QuerySetFactory(name="demo"))
+    source = SourceFactory(chunk_count=1)
+    assert start_estimation_run(sources=[source]).params["estimator"] == "truthfinder"
+    named = start_estimation_run(sources=[source], params={"estimator": "onecoin"})
+    assert named.params["estimator"] == "onecoin" and named.params["use_gold"] is True
+
+
+def test_voting_weights_follow_the_configured_estimator_s_weight_scheme(db: Any, settings: Any) -> None:
+    SourceFactory(name="good", chunk_count=1, reliability=0.9, reliability_answers=20)
+    SourceFactory(name="fair", chunk_count=1, reliability=0.6, reliability_answers=20)
+    settings.RELIABILITY_ESTIMATOR = "iwmv"  # "paper": N * w - 1
+    paper = {s.name: s.weight for s in source_infos()[0]}
+    assert paper == pytest.approx({"good": 2 * 0.9 - 1, "fair": 2 * 0.6 - 1})
+    settings.RELIABILITY_ESTIMATOR = "accucopy"  # "log-odds": about ln(w / (1 - w))
+    log_odds = {s.name: s.weight for s in source_infos()[0]}
+    assert log_odds == pytest.approx(
+        {"good": voting_weight(0.9, 2, scheme="log-odds"), "fair": voting_weight(0.6, 2, scheme="log-odds")}
+    )
+    assert log_odds == pytest.approx({"good": math.log(9), "fair": math.log(1.5)}, abs=0.01)
+
+
+def test_an_unknown_estimator_in_the_environment_stops_the_start_naming_the_choices(tmp_path: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
+        "DJANGO_SETTINGS_MODULE": "reliability_site.settings",
+        "DATA_DIR": str(tmp_path),
+        "DATABASE_URL": "postgresql://check:check@127.0.0.1:9/unused",  # never connected to
+        "SECRET_KEY": "x" * 50,
+        "RELIABILITY_ESTIMATOR": "astrology",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "RELIABILITY_ESTIMATOR must be one of accucopy, iwmv, onecoin, truthfinder, got 'astrology'" in result.stderr

@@ -1,0 +1,80 @@
+"""Finishing a run on the real database with the real clustering and estimators: gold-checked
+queries anchor the estimate and each source's gold evidence is stored; estimators that detect
+copying store every pair's dependence with the false answers the pair shares."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.models import ReliabilityScore, RunAnswer, SourceDependence
+from core.services.estimation import finish_run
+from tests.services.collusion import COLLUDERS, FACTS, HONEST, collusion_run
+
+
+def scores_by_name(run) -> dict[str, ReliabilityScore]:
+    return {s.source.name: s for s in ReliabilityScore.objects.filter(run=run).select_related("source")}
+
+
+def answers_of(run) -> list[str]:
+    return list(RunAnswer.objects.filter(run=run).order_by("query_id").values_list("answer", flat=True))
+
+
+def test_three_gold_checked_queries_override_a_colluding_majority_and_each_source_s_gold_evidence_is_stored(
+    db, embedder
+):
+    run, queries, sources = collusion_run(gold=3, estimator="onecoin")
+    summary = finish_run(run)
+    run.refresh_from_db()
+    assert run.gold_queries == [q.pk for q in queries[:3]]
+    assert summary["gold_queries"] == 3
+    assert answers_of(run) == [right for _, right, _ in FACTS]
+    scores = scores_by_name(run)
+    for name in HONEST:
+        assert (scores[name].gold_answers, scores[name].gold_agreements) == (3, 3)
+        assert scores[name].gold_accuracy == 1.0
+    for name in COLLUDERS:
+        assert (scores[name].gold_answers, scores[name].gold_agreements) == (3, 0)
+        assert scores[name].gold_accuracy == 0.0
+        assert scores[name].reliability < min(scores[h].reliability for h in HONEST)
+    sources["honest-a"].refresh_from_db()
+    assert sources["honest-a"].reliability == pytest.approx(scores["honest-a"].reliability)
+    assert {s["source"]: s["gold_agreements"] for s in summary["scores"]}["honest-a"] == 3
+
+
+def test_a_run_that_does_not_use_gold_estimates_from_agreement_alone(db, embedder):
+    run, _, _ = collusion_run(gold=3, estimator="onecoin", use_gold=False)
+    finish_run(run)
+    run.refresh_from_db()
+    assert run.gold_queries == []
+    assert answers_of(run) == [wrong for _, _, wrong in FACTS]  # agreement alone follows the colluders
+    assert all(s.gold_answers == 0 and s.gold_accuracy is None for s in scores_by_name(run).values())
+
+
+def test_accucopy_stores_the_colluders_as_dependent_with_the_false_answers_they_share(db, embedder):
+    run, queries, sources = collusion_run(gold=3, estimator="accucopy")
+    summary = finish_run(run)
+    pairs = {
+        (d.source_a.name, d.source_b.name): d
+        for d in SourceDependence.objects.filter(run=run).select_related("source_a", "source_b")
+    }
+    colluding = {("colluder-x", "colluder-y"), ("colluder-x", "colluder-z"), ("colluder-y", "colluder-z")}
+    detected = {pair for pair, d in pairs.items() if d.probability >= 0.5}
+    assert detected == colluding
+    assert summary["dependent_pairs"] == 3
+    xy = pairs[("colluder-x", "colluder-y")]
+    assert xy.source_a_id < xy.source_b_id and xy.shared == 10 and xy.different == 0
+    assert xy.same_false == pytest.approx(10.0)
+    # Evidence: the first five queries, where both gave the same answer and it is not the run's.
+    assert xy.examples == [
+        {"query_id": query.pk, "query": question, "answer": wrong}
+        for query, (question, _, wrong) in list(zip(queries, FACTS, strict=True))[:5]
+    ]
+    for pair in set(pairs) - colluding:  # pairs reported less likely dependent carry no false answers
+        assert pairs[pair].probability < 0.5 and pairs[pair].examples == []
+
+
+def test_an_estimator_without_copy_detection_stores_no_dependence(db, embedder):
+    run, _, _ = collusion_run(gold=3, estimator="iwmv")
+    summary = finish_run(run)
+    assert not SourceDependence.objects.filter(run=run).exists()
+    assert summary["dependent_pairs"] == 0
