@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Count, F, OuterRef, Q, Subquery, Window
 from django.db.models.functions import RowNumber
 
+from core.engine.graphs.blocs import components
 from core.models import EstimationRun, Question, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
 from core.services.estimation.finish import DEPENDENT, detects_copying
 from core.services.estimation.update import full_run_of
@@ -306,25 +307,13 @@ def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
     >= DEPENDENT, each with its members, its pairs and its evidence (the shared false answers,
     at most five per pair), the most likely first. One query."""
     pairs = dependent_pairs(run)
-    parent: dict[int, int] = {}
-
-    def find(a: int) -> int:
-        parent.setdefault(a, a)
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
     names: dict[int, str] = {}
     for p in pairs:
         names[p["source_a"]], names[p["source_b"]] = p["source_a_name"], p["source_b_name"]
-        parent[find(p["source_a"])] = find(p["source_b"])
-    components: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for p in pairs:
-        components[find(p["source_a"])].append(p)
     groups = []
-    for members_pairs in components.values():
-        members = sorted({s for p in members_pairs for s in (p["source_a"], p["source_b"])}, key=lambda s: names[s])
+    for component in components(names, [(p["source_a"], p["source_b"]) for p in pairs]):
+        members_pairs = [p for p in pairs if p["source_a"] in component]
+        members = sorted(component, key=lambda s: names[s])
         groups.append(
             {
                 "kind": "pair" if len(members) == 2 else "bloc",

@@ -173,3 +173,32 @@ def agreement_counts(
     answers = answered.sum(axis=0)
     agreements = ((labels == estimate[:, None]) & answered).sum(axis=0)
     return answers, agreements
+
+
+def source_results(
+    accuracy: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    labels: LabelMatrix,
+    scored: npt.NDArray[np.int64],
+    gold: npt.NDArray[np.int64] | None = None,
+) -> list[SourceReliability]:
+    """One SourceReliability per column: the estimator's accuracies and weights, with the
+    evidence counted against ``scored`` (the answer per query each answer is judged by) and,
+    where there is gold, against the gold labels."""
+    answers, agreements = agreement_counts(labels, scored)
+    if gold is None:
+        gold_answers = gold_agreements = np.zeros(labels.shape[1], dtype=np.int64)
+    else:
+        gold_answers, gold_agreements = gold_counts(labels, gold)
+    return [
+        SourceReliability(
+            accuracy=float(accuracy[i]),
+            weight=float(weights[i]),
+            answers=int(answers[i]),
+            agreements=int(agreements[i]),
+            interval=wilson_interval(int(agreements[i]), int(answers[i])),
+            gold_answers=int(gold_answers[i]),
+            gold_agreements=int(gold_agreements[i]),
+        )
+        for i in range(labels.shape[1])
+    ]

@@ -30,10 +30,10 @@ from core.engine.reliability.base import (
     Prior,
     ReliabilityResult,
     SourceReliability,
-    agreement_counts,
     as_label_matrix,
     gold_counts,
     gold_vector,
+    source_results,
     to_matrix,
     wilson_interval,
 )
@@ -116,16 +116,7 @@ def iwmv(
         if change < tol:
             converged = True
             break
-    sources = [
-        SourceReliability(
-            accuracy=float(accuracy[i]),
-            weight=float(weights[i]),
-            answers=int(answers[i]),
-            agreements=int(agreements[i]),
-            interval=wilson_interval(int(agreements[i]), int(answers[i])),
-        )
-        for i in range(n_sources)
-    ]
+    sources = source_results(accuracy, weights, labels, estimate)
     answers_out = [None if int(a) == MISSING else int(a) for a in estimate]
     return ReliabilityResult(sources, answers_out, iterations, converged)
 
@@ -168,20 +159,7 @@ def _iwmv_with_gold(
         if change < tol:
             converged = True
             break
-    answers, agreements = agreement_counts(labels, estimate)
-    gold_answers, gold_agreements = gold_counts(labels, gold_labels)
-    sources = [
-        SourceReliability(
-            accuracy=float(accuracy[i]),
-            weight=float(weights[i]),
-            answers=int(answers[i]),
-            agreements=int(agreements[i]),
-            interval=wilson_interval(int(agreements[i]), int(answers[i])),
-            gold_answers=int(gold_answers[i]),
-            gold_agreements=int(gold_agreements[i]),
-        )
-        for i in range(n_sources)
-    ]
+    sources = source_results(accuracy, weights, labels, estimate, gold_labels)
     answers_out = [None if int(a) < 0 else int(a) for a in estimate]
     return ReliabilityResult(sources, answers_out, iterations, converged)
 

@@ -42,12 +42,10 @@ from core.engine.reliability.base import (
     LabelMatrix,
     Prior,
     ReliabilityResult,
-    SourceReliability,
-    agreement_counts,
     as_label_matrix,
     gold_counts,
     gold_vector,
-    wilson_interval,
+    source_results,
 )
 from core.engine.reliability.weights import MAX_ACCURACY, TIE_BREAK, log_odds_weights
 
@@ -158,20 +156,7 @@ def one_coin(
     # Agreements count a GOLD_NONE query as wrong for every source that answered it.
     scored = estimate.copy()
     scored[none_right] = GOLD_NONE
-    answers, agreements = agreement_counts(labels, scored)
-    gold_answers, gold_agreements = gold_counts(labels, gold_labels)
-    sources = [
-        SourceReliability(
-            accuracy=float(accuracy[i]),
-            weight=float(weights[i]),
-            answers=int(answers[i]),
-            agreements=int(agreements[i]),
-            interval=wilson_interval(int(agreements[i]), int(answers[i])),
-            gold_answers=int(gold_answers[i]),
-            gold_agreements=int(gold_agreements[i]),
-        )
-        for i in range(n_sources)
-    ]
+    sources = source_results(accuracy, weights, labels, scored, gold_labels)
     pairs = _pairs(cells, _hard(post, counts, present), dependence) if copy is not None else []
     return ReliabilityResult(
         sources,

@@ -29,12 +29,9 @@ from core.engine.reliability.base import (
     LabelMatrix,
     Prior,
     ReliabilityResult,
-    SourceReliability,
-    agreement_counts,
     as_label_matrix,
-    gold_counts,
     gold_vector,
-    wilson_interval,
+    source_results,
 )
 from core.engine.reliability.weights import voting_weight
 
@@ -193,20 +190,7 @@ class TruthFinderEstimator:
         gold_rows = gold_labels != MISSING
         estimate[gold_rows] = gold_labels[gold_rows]
         truths = [None if int(t) < 0 else int(t) for t in estimate]
-        answers, agreements = agreement_counts(labels, estimate)
-        gold_answers, gold_agreements = gold_counts(labels, gold_labels)
-        sources = []
-        for j in range(n_sources):
-            accuracy = result.trust.get(j, prior.mean)
-            sources.append(
-                SourceReliability(
-                    accuracy=accuracy,
-                    weight=voting_weight(accuracy, n_sources),
-                    answers=int(answers[j]),
-                    agreements=int(agreements[j]),
-                    interval=wilson_interval(int(agreements[j]), int(answers[j])),
-                    gold_answers=int(gold_answers[j]),
-                    gold_agreements=int(gold_agreements[j]),
-                )
-            )
+        accuracy = np.array([result.trust.get(j, prior.mean) for j in range(n_sources)], dtype=np.float64)
+        weights = np.array([voting_weight(float(a), n_sources) for a in accuracy], dtype=np.float64)
+        sources = source_results(accuracy, weights, labels, estimate, gold_labels)
         return ReliabilityResult(sources, truths, result.iterations, result.converged)
