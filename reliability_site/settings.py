@@ -263,6 +263,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Three models have a "kind" choice set: name each enum after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "SourceKindEnum": "sources.models.Source.Kind",
+        "JobKindEnum": "tasks.models.Job.Kind",
+        "RunKindEnum": "core.models.EstimationRun.Kind",
+    },
 }
 
 # --- Deployment: TLS, cookies, browser policy (docs/operations.md, "Production settings") ---
