@@ -56,8 +56,9 @@ def beat_schedule(stale_seconds: float) -> dict[str, dict[str, object]]:
     }
 
 
-def configure(celery_app: Celery) -> None:
-    celery_app.conf.update(
+def django_config() -> dict[str, object]:
+    """The app's configuration, from the Django settings."""
+    return dict(
         broker_settings(settings.CELERY_BROKER_URL, settings.BROKER_DIR, settings.CELERY_BROKER_KEY_PREFIX),
         beat_schedule=beat_schedule(settings.JOB_STALE_SECONDS),
         beat_schedule_filename=os.path.join(os.fspath(settings.DATA_DIR), "celerybeat-schedule"),
@@ -78,9 +79,15 @@ def configure(celery_app: Celery) -> None:
     )
 
 
-@app.on_configure.connect
-def _configure_from_django(sender: Celery, **_: object) -> None:
-    configure(sender)
+def configure(celery_app: Celery) -> None:
+    celery_app.conf.update(django_config())
+
+
+# Loaded lazily, the first time the configuration is needed: reading the settings at import
+# time would import them while this package is still importing, and updating `app.conf` from
+# an on_configure handler re-enters the configuration (RecursionError when `app.amqp` is
+# touched first, as `send_task` does).
+app.add_defaults(django_config)
 
 
 app.autodiscover_tasks(["tasks"])
