@@ -92,49 +92,11 @@ def iwmv(
     makes them count ``gold_weight`` times in the accuracies.
     """
     labels = as_label_matrix(votes)
-    if gold:
-        return _iwmv_with_gold(labels, alpha, beta, min_weight, tol, max_iter, gold, gold_weight)
     n_queries, n_sources = labels.shape
     answered = labels >= 0
-    answers = answered.sum(axis=0)
-    weights = np.ones(n_sources)
-    estimate = np.full(n_queries, MISSING, dtype=np.int64)
-    agreements = np.zeros(n_sources, dtype=np.int64)
-    accuracy = np.full(n_sources, alpha / (alpha + beta) if alpha + beta > 0 else 0.5)
-    converged = False
-    iterations = 0
-    for _ in range(max_iter):
-        iterations += 1
-        estimate = _estimate_answers(labels, weights)
-        agreements = ((labels == estimate[:, None]) & answered).sum(axis=0)
-        denom = answers + alpha + beta
-        # No evidence and no prior: fall back to a coin flip instead of 0/0.
-        accuracy = np.divide(agreements + alpha, denom, out=np.full(n_sources, 0.5), where=denom > 0)
-        new_weights = voting_weights(accuracy, n_sources, min_weight)
-        change = float(np.abs(new_weights - weights).max()) if n_sources else 0.0
-        weights = new_weights
-        if change < tol:
-            converged = True
-            break
-    sources = source_results(accuracy, weights, labels, estimate)
-    answers_out = [None if int(a) == MISSING else int(a) for a in estimate]
-    return ReliabilityResult(sources, answers_out, iterations, converged)
-
-
-def _iwmv_with_gold(
-    labels: LabelMatrix,
-    alpha: float,
-    beta: float,
-    min_weight: float,
-    tol: float,
-    max_iter: int,
-    gold: Mapping[int, int],
-    gold_weight: float,
-) -> ReliabilityResult:
-    n_queries, n_sources = labels.shape
-    answered = labels >= 0
-    gold_labels = gold_vector(gold, n_queries)
+    gold_labels = gold_vector(gold, n_queries)  # all MISSING without gold
     gold_rows = gold_labels != MISSING
+    # Without gold every row weighs 1, and the weighted sums equal the plain counts exactly.
     row_weight = np.where(gold_rows, gold_weight, 1.0)[:, None]
     weighted_answers = (answered * row_weight).sum(axis=0)
     weights = np.ones(n_sources)
@@ -150,6 +112,7 @@ def _iwmv_with_gold(
         estimate[gold_rows] = gold_labels[gold_rows]  # GOLD_NONE matches no label
         matches = (labels == estimate[:, None]) & answered
         denom = weighted_answers + alpha + beta
+        # No evidence and no prior: fall back to a coin flip instead of 0/0.
         accuracy = np.divide(
             (matches * row_weight).sum(axis=0) + alpha, denom, out=np.full(n_sources, 0.5), where=denom > 0
         )
