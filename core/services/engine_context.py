@@ -107,9 +107,9 @@ def weight_scheme() -> str:
     return get_estimator(settings.RELIABILITY_ESTIMATOR).weight_scheme
 
 
-def source_infos(source_ids: list[int] | None = None) -> tuple[list[SourceInfo], dict[int, float | None]]:
+def source_infos(source_ids: list[int] | None = None) -> list[SourceInfo]:
     """Active sources that hold chunks (a source with nothing to retrieve cannot answer),
-    as SourceInfo with their voting weight; plus each source's displayed accuracy."""
+    as SourceInfo with their voting weight and their displayed accuracy."""
     rows = Source.objects.filter(active=True, chunk_count__gt=0)
     if source_ids is not None:
         rows = Source.objects.filter(pk__in=source_ids)
@@ -121,7 +121,7 @@ def source_infos(source_ids: list[int] | None = None) -> tuple[list[SourceInfo],
         SourceInfo(id=i, name=name, weight=voting_weight(rel, n, scheme=scheme), answers_count=answers, accuracy=rel)
         for i, name, rel, answers in listed
     ]
-    return infos, {i: rel for i, _, rel, _ in listed}
+    return infos
 
 
 def build_context(
@@ -129,7 +129,7 @@ def build_context(
 ) -> EngineContext:
     """An EngineContext over the database: PgRetriever, configured backends, current sources."""
     embedder: Embedder = configured_embedder()
-    sources, _ = source_infos(source_ids)
+    sources = source_infos(source_ids)
     return EngineContext(
         retriever=PgRetriever(),
         embedder=embedder,

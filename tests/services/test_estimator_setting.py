@@ -41,10 +41,10 @@ def test_voting_weights_follow_the_configured_estimator_s_weight_scheme(db: Any,
     SourceFactory(name="good", chunk_count=1, reliability=0.9, reliability_answers=20)
     SourceFactory(name="fair", chunk_count=1, reliability=0.6, reliability_answers=20)
     settings.RELIABILITY_ESTIMATOR = "iwmv"  # "paper": N * w - 1
-    paper = {s.name: s.weight for s in source_infos()[0]}
+    paper = {s.name: s.weight for s in source_infos()}
     assert paper == pytest.approx({"good": 2 * 0.9 - 1, "fair": 2 * 0.6 - 1})
     settings.RELIABILITY_ESTIMATOR = "accucopy"  # "log-odds": about ln(w / (1 - w))
-    log_odds = {s.name: s.weight for s in source_infos()[0]}
+    log_odds = {s.name: s.weight for s in source_infos()}
     assert log_odds == pytest.approx(
         {"good": voting_weight(0.9, 2, scheme="log-odds"), "fair": voting_weight(0.6, 2, scheme="log-odds")}
     )
