@@ -81,6 +81,7 @@ class EstimationRun(models.Model):
     class Kind(models.TextChoices):
         FULL = "full", "Full estimation"
         UPDATE = "update", "Incremental update"
+        CLAIMS = "claims", "Claim-level estimation"
 
     query_set = models.ForeignKey(QuerySet, null=True, on_delete=models.SET_NULL, related_name="runs")
     sources = models.ManyToManyField(Source, related_name="estimation_runs")
@@ -219,6 +220,31 @@ class SourceDependence(models.Model):
 
 
 LOW_EVIDENCE_CONFIDENCE = 0.5  # an answer less likely than this to be right is flagged as low evidence
+
+
+class ClaimResolution(models.Model):
+    """A claim-level run's verdict on one (subject, attribute): the value it resolves to,
+    with confidence, and every value claimed with the sources behind it."""
+
+    run = models.ForeignKey(EstimationRun, on_delete=models.CASCADE, related_name="resolutions")
+    subject = models.CharField(max_length=500)
+    attribute = models.CharField(max_length=200)
+    value = models.TextField()
+    confidence = models.FloatField()
+    claims = models.PositiveIntegerField(default=0)  # claims on the item
+    conflicting = models.BooleanField(default=False, db_index=True)  # more than one value claimed
+    # [{"value": str, "sources": [source ids], "share": float}], the resolved value first
+    values = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["subject", "attribute"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "subject", "attribute"], name="resolution_unique_item_per_run")
+        ]
+        indexes = [models.Index(fields=["subject", "attribute"], name="resolution_item")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} / {self.attribute} = {self.value}"
 
 
 class Question(models.Model):

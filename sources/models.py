@@ -94,3 +94,68 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.ordinal}"
+
+
+class Claim(models.Model):
+    """One source's value for one (subject, attribute): a fact it asserts.
+
+    Structured and semi-structured files yield claims through a declarative mapping
+    (core.engine.claims.mapping); free text through a language model (method "model").
+    ``provenance`` says where it came from ({"file", "line" | "record" | "path", "field"})."""
+
+    class Method(models.TextChoices):
+        MAPPING = "mapping", "Mapping (structured data)"
+        MODEL = "model", "Language model (text)"
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="claims")
+    document = models.ForeignKey(
+        Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="claims"
+    )  # the document a text claim was extracted from
+    subject = models.CharField(max_length=500)
+    attribute = models.CharField(max_length=200)
+    value = models.TextField()  # normalised: what agreement is judged on
+    raw_value = models.TextField(blank=True)
+    normalizer = models.CharField(max_length=20, default="raw")
+    method = models.CharField(max_length=10, choices=Method.choices, default=Method.MAPPING)
+    provenance = models.JSONField(default=dict, blank=True)
+    job = models.ForeignKey("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="claims")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["subject", "attribute", "source_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "subject", "attribute"], name="claim_unique_item_per_source")
+        ]
+        indexes = [
+            models.Index(fields=["subject", "attribute"], name="claim_item"),
+            models.Index(fields=["attribute"], name="claim_attribute"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} / {self.attribute} = {self.value}"
+
+
+class ClaimKey(models.Model):
+    """The embedding of one (subject, attribute) key, computed only when a feature needs it
+    (the multirag strategy matches questions to keys)."""
+
+    subject = models.CharField(max_length=500)
+    attribute = models.CharField(max_length=200)
+    text = models.TextField()  # what was embedded
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSION)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["subject", "attribute"], name="claimkey_unique_item")]
+        indexes = [
+            HnswIndex(
+                name="claimkey_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} / {self.attribute}"

@@ -19,10 +19,12 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.metrics import correlations
-from core.bench.truth import ClaimSet, group_by_task, set_similarity
+from core.bench.truth import ClaimSet, group_by_task
+from core.engine.claims.normalize import set_similarity
 from core.engine.reliability.truthfinder import exact_similarity, truthfinder
 
 TRUTH_METHODS = ("majority-vote", "iwmv", "dawid-skene", "wawa", "truthfinder", "onecoin", "accucopy")
@@ -30,7 +32,7 @@ TRUTH_METHODS = ("majority-vote", "iwmv", "dawid-skene", "wawa", "truthfinder", 
 
 @dataclass
 class TruthOutput:
-    truths: dict[str, str]
+    truths: dict[Any, str]
     source_accuracy: dict[str, float]
 
 
@@ -67,21 +69,13 @@ def iwmv_truths(claims: ClaimSet) -> TruthOutput:
 
 
 def estimator_truths(claims: ClaimSet, name: str) -> TruthOutput:
-    """Any registered engine estimator on the tasks x sources matrix of per-task value codes."""
-    import numpy as np
+    """Any registered engine estimator, through the engine's claim resolution (the path the
+    product's claim-level estimation runs take)."""
+    from core.engine.claims.resolve import resolve_claims
 
-    from core.engine.reliability import MISSING, UNIFORM_PRIOR, get_estimator
-
-    values, rows = _value_codes(claims)
-    tasks = sorted(values)
-    sources = claims.sources
-    s_index = {s: i for i, s in enumerate(sources)}
-    matrix = np.full((len(tasks), len(sources)), MISSING, dtype=np.int64)
-    for t_index, source, code in rows:
-        matrix[t_index, s_index[source]] = code
-    result = get_estimator(name).estimate(matrix, prior=UNIFORM_PRIOR)
-    truths = {task: values[task][label] for task, label in zip(tasks, result.answers, strict=True) if label is not None}
-    return TruthOutput(truths, {s: result.sources[i].accuracy for s, i in s_index.items()})
+    resolution = resolve_claims([(c.source, c.task, c.value) for c in claims.claims], name)  # type: ignore[misc]
+    truths = {(r.subject, r.attribute): r.value for r in resolution.items}
+    return TruthOutput(truths, {s: rel.accuracy for s, rel in resolution.sources.items()})
 
 
 def _crowdkit_frame(claims: ClaimSet):  # type: ignore[no-untyped-def]
@@ -116,7 +110,7 @@ def wawa(claims: ClaimSet) -> TruthOutput:
 def truthfinder_truths(claims: ClaimSet) -> TruthOutput:
     # Flights: near times are often different wrong values, so only equal times imply each other.
     similarity = {"books": set_similarity}.get(claims.name, exact_similarity)
-    result = truthfinder([(c.task, c.source, c.value) for c in claims.claims], similarity=similarity)
+    result = truthfinder([(c.task, c.source, c.value) for c in claims.claims], similarity=similarity)  # type: ignore[type-var]
     return TruthOutput(result.truths, result.trust)
 
 

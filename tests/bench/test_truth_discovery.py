@@ -2,16 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.bench.truth import (
-    Claim,
-    ClaimSet,
-    isbn10,
-    load_books,
-    load_flights,
-    normalize_authors,
-    normalize_time,
-    set_similarity,
-)
+from core.bench.truth import Claim, ClaimSet, load_books, load_flights
+from core.engine.claims.normalize import normalize_isbn as isbn10
+from core.engine.claims.normalize import normalize_name_list as normalize_authors
+from core.engine.claims.normalize import normalize_time, set_similarity
 from core.bench.truth_methods import evaluate_truth_discovery, majority_vote, truthfinder_truths
 
 

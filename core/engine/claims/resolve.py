@@ -1,0 +1,145 @@
+"""Truth discovery over claims: every (subject, attribute) resolved to a value, with confidence,
+and every source's reliability, by any registered estimator.
+
+A claim set becomes the estimators' queries x sources label matrix: one row per item
+(subject, attribute), sorted; one column per source; a cell holds the code of the source's
+value among the item's values ordered by descending popularity (ties by value), so the
+benchmark's truth-discovery path and the product's claim-level estimation run build the
+very same matrix from the same claims (``core.bench.truth_methods`` calls this function).
+
+Confidence of a resolved value: the estimator's own posterior where it has one (one-coin,
+AccuCopy); otherwise the share of the item's positive voting weight behind the value.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from core.engine.reliability import (
+    GOLD_NONE,
+    MISSING,
+    UNIFORM_PRIOR,
+    Dependence,
+    Prior,
+    SourceReliability,
+    get_estimator,
+)
+
+S = TypeVar("S", bound=Hashable)
+Item = tuple[str, str]  # (subject, attribute)
+
+
+@dataclass(frozen=True)
+class ValueSupport(Generic[S]):
+    value: str
+    sources: tuple[S, ...]
+    share: float  # of the item's positive voting weight
+
+
+@dataclass(frozen=True)
+class Resolution(Generic[S]):
+    subject: str
+    attribute: str
+    value: str
+    confidence: float
+    values: tuple[ValueSupport[S], ...]  # every value claimed, the resolved one first
+
+    @property
+    def conflicting(self) -> bool:
+        return len(self.values) > 1
+
+
+@dataclass
+class ClaimResolution(Generic[S]):
+    items: list[Resolution[S]]
+    sources: dict[S, SourceReliability]
+    estimator: str
+    iterations: int
+    converged: bool
+    dependence: list[tuple[S, S, Dependence]] = field(default_factory=list)
+
+    def truths(self) -> dict[Item, str]:
+        return {(r.subject, r.attribute): r.value for r in self.items}
+
+
+def value_codes(claims: Iterable[tuple[S, Item, str]]) -> tuple[list[Item], dict[Item, list[str]], list[S]]:
+    """Items (sorted), each item's values by descending popularity (ties by value), and the
+    sources (in first-seen order sorted by their text)."""
+    counts: dict[Item, Counter[str]] = defaultdict(Counter)
+    sources: set[S] = set()
+    for source, item, value in claims:
+        counts[item][value] += 1
+        sources.add(source)
+    items = sorted(counts)
+    values = {item: sorted(counts[item], key=lambda v, c=counts[item]: (-c[v], v)) for item in items}  # type: ignore[misc]
+    return items, values, sorted(sources, key=str)
+
+
+def resolve_claims(
+    claims: Sequence[tuple[S, Item, str]],
+    estimator: str,
+    *,
+    prior: Prior = UNIFORM_PRIOR,
+    gold: Mapping[Item, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ClaimResolution[S]:
+    """Resolve every item of ``claims`` (source, (subject, attribute), normalised value).
+
+    ``gold`` fixes the truth of some items (the estimators' gold anchors); a gold value no
+    source claims counts as "none of the values". A source claims an item at most once
+    (the first claim counts)."""
+    items, values, sources = value_codes(claims)
+    row = {item: i for i, item in enumerate(items)}
+    col = {s: j for j, s in enumerate(sources)}
+    code = {item: {v: k for k, v in enumerate(values[item])} for item in items}
+    matrix = np.full((len(items), len(sources)), MISSING, dtype=np.int64)
+    for source, item, value in claims:
+        i, j = row[item], col[source]
+        if matrix[i, j] == MISSING:
+            matrix[i, j] = code[item][value]
+    gold_rows = {row[item]: code[item].get(value, GOLD_NONE) for item, value in (gold or {}).items() if item in row}
+    if progress:
+        progress(f"estimating {len(sources)} sources over {len(items)} items with {estimator}")
+    result = get_estimator(estimator).estimate(matrix, prior=prior, gold=gold_rows)
+    weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
+    resolved: list[Resolution[S]] = []
+    for i, item in enumerate(items):
+        label = result.answers[i]
+        if label is None:
+            continue
+        providers: dict[int, list[S]] = defaultdict(list)
+        mass: dict[int, float] = defaultdict(float)
+        for j in np.flatnonzero(matrix[i] >= 0).tolist():
+            providers[int(matrix[i, j])].append(sources[j])
+            mass[int(matrix[i, j])] += float(weights[j])
+        total = sum(mass.values())
+        shares = {
+            k: (mass[k] / total if total > 0 else len(providers[k]) / sum(map(len, providers.values())))
+            for k in providers
+        }
+        order = [label] + sorted((k for k in providers if k != label), key=lambda k: (-shares[k], k))
+        confidence = result.confidence[i] if result.confidence else shares.get(label, 0.0)
+        resolved.append(
+            Resolution(
+                subject=item[0],
+                attribute=item[1],
+                value=values[item][label],
+                confidence=float(confidence),
+                values=tuple(
+                    ValueSupport(values[item][k], tuple(sorted(providers[k], key=str)), float(shares[k])) for k in order
+                ),
+            )
+        )
+    return ClaimResolution(
+        items=resolved,
+        sources={s: result.sources[j] for s, j in col.items()},
+        estimator=estimator,
+        iterations=result.iterations,
+        converged=result.converged,
+        dependence=[(sources[d.a], sources[d.b], d) for d in result.dependence],
+    )
