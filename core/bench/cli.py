@@ -48,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="how many estimation queries carry their reference answer (gold anchors)",
     )
+    parser.add_argument(
+        "--protocol",
+        choices=["truth", "multirag"],
+        default="truth",
+        help="flights/books: truth discovery over the claims (default), or MultiRAG's protocol "
+        "(questions from the gold items answered by the multirag and ra-rag strategies, F1)",
+    )
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1)")
     parser.add_argument("--seed", type=int, default=None, help="run this one seed only")
     parser.add_argument(
@@ -80,6 +87,25 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
 
     def log(message: str) -> None:
         print(message, file=stderr, flush=True)
+
+    if dataset in TRUTH_DATASETS and options.get("protocol") == "multirag":
+        from core.bench.embedding_cache import cached_default_embedder
+        from core.bench.multirag_eval import evaluate_multirag, multirag_table
+
+        cache_dir = Path(options.get("cache_dir") or default_cache_dir())
+        embedder = cached_default_embedder(cache_dir, options.get("embedding_model"))
+        result = evaluate_multirag(
+            dataset,
+            data_dir,
+            embedder,
+            methods=options.get("methods") or ("multirag", "ra-rag"),
+            estimator=options.get("estimator") or DEFAULT_ESTIMATOR,
+            max_questions=options.get("max_questions"),
+            log=log,
+        )
+        print(multirag_table(result), file=stdout)
+        _write(result, options.get("out"))
+        return result
 
     if dataset in TRUTH_DATASETS:
         from core.bench.truth import load_claims

@@ -10,6 +10,8 @@ import pytest
 
 from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.claims.memory_store import MemoryClaimStore
+from core.engine.claims.types import ClaimRecord
 from core.engine.params import ParamError, ParamSet, describe, parse_params
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import (
@@ -37,6 +39,17 @@ TEXTS = [
 ]
 
 
+# The same facts as claims, for strategies that need a claim store (multirag).
+SONG = "I Can't Help Falling in Love with You"
+CLAIMS = [
+    ClaimRecord(1, 0, SONG, "recorded by", "elvis presley", "Elvis Presley", "text"),
+    ClaimRecord(2, 1, SONG, "recorded by", "elvis presley", "Elvis Presley", "text"),
+    ClaimRecord(3, 2, SONG, "recorded by", "frank sinatra", "Frank Sinatra", "text"),
+    ClaimRecord(4, 0, SONG, "year", "1961", "1961", "number"),
+    ClaimRecord(5, 2, "Chicago Fire season 4", "episodes", "23", "twenty three", "number"),
+]
+
+
 def _context(generator: Any) -> EngineContext:
     embedder = HashEmbedder()
     retriever = InMemoryRetriever()
@@ -44,7 +57,13 @@ def _context(generator: Any) -> EngineContext:
         retriever.add_texts(sid, [text, "The Chicago Fire fourth season has twenty three episodes."], embedder)
     sources = [SourceInfo(i, f"source {i}", weight=w) for i, w in enumerate([2.0, 1.5, 0.3])]
     return EngineContext(
-        retriever, embedder, generator, EmbeddingLexicalNLI(embedder), sources, oracle={0: 0.9, 1: 0.8, 2: 0.2}
+        retriever,
+        embedder,
+        generator,
+        EmbeddingLexicalNLI(embedder),
+        sources,
+        oracle={0: 0.9, 1: 0.8, 2: 0.2},
+        claims=MemoryClaimStore(CLAIMS, embedder),
     )
 
 
@@ -63,8 +82,10 @@ def check_strategy_contract(name: str) -> None:
         assert field["help"], f"{name}.{field['name']} explains itself"
 
     ran = 0
+    offered: set[Requirement] = set()
     for generator in (ExtractiveReader(), ScriptedGenerator()):
         ctx = _context(generator)
+        offered |= ctx.offers()
         reasons = missing_requirements(strategy, ctx.offers())
         if reasons:
             assert all(name in reason for reason in reasons)
@@ -88,6 +109,7 @@ def check_strategy_contract(name: str) -> None:
         assert graph_from_json(graph_to_json(result.graph)) == result.graph
         assert jsonable(result.trace) == jsonable(jsonable(result.trace))
     assert ran or cls.requires, "a strategy with no requirements runs everywhere"
+    assert ran or not cls.requires <= offered, "a strategy runs where its requirements are offered (claims included)"
 
 
 @pytest.mark.parametrize("name", available_strategies())

@@ -1,6 +1,6 @@
 """The claim store a strategy reads (EngineContext.claims): the product's is PostgreSQL
 (sources.claim_store.PgClaimStore), the benchmark's and the tests' is in memory
-(core.engine.claims.memory_store.MemoryClaimStore, when written)."""
+(core.engine.claims.memory_store.MemoryClaimStore)."""
 
 from __future__ import annotations
 
@@ -34,3 +34,25 @@ class ClaimStore(Protocol):
     def about(self, subject: str, source_ids: Sequence[int] | None = None) -> list[ClaimRecord]:
         """Every claim whose subject is ``subject`` (the line graph's neighbours of a claim)."""
         ...
+
+
+LEXICAL_WEIGHT = 0.5  # how much a word shared with the question outweighs embedding similarity
+_PREFIX = 5  # words agree when their first letters agree: "arrive"/"arrival", "depart"/"departure"
+
+
+def _prefixes(text: str) -> set[str]:
+    from core.engine.lexical import content_words
+
+    return {w[:_PREFIX] for w in content_words(text)}
+
+
+def attribute_fit(question: str, attribute: str, cosine: float) -> float:
+    """How well an attribute name fits a question: the embedding cosine plus LEXICAL_WEIGHT
+    times the share of the attribute's words the question uses (compared on their first
+    five letters, so "scheduled to arrive" fits "scheduled arrival time" better than
+    "actual arrival time", which a small sentence embedder alone often gets backwards)."""
+    words = _prefixes(attribute)
+    if not words:
+        return cosine
+    shared = len(words & _prefixes(question)) / len(words)
+    return cosine + LEXICAL_WEIGHT * shared

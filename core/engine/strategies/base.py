@@ -112,9 +112,15 @@ class ClusterInfo:
     weight: float
 
 
+NO_CHUNK = 0  # the chunk_id of evidence that is not a chunk (a claim: see Evidence.claim_id)
+
+
 @dataclass(frozen=True)
 class Evidence:
-    """One retrieved chunk as evidence for the answer, with its provenance."""
+    """One retrieved chunk (or claim) as evidence for the answer, with its provenance.
+
+    Claim-based strategies (multirag) cite claims: ``claim_id`` is set and ``chunk_id`` is
+    NO_CHUNK; such evidence is not a chunk read, so ``StrategyResult.chunk_ids`` skips it."""
 
     chunk_id: int
     source_id: int
@@ -122,6 +128,7 @@ class Evidence:
     distance: float  # cosine distance to the question
     used: bool  # the answer rests on it (read by a source in the winning cluster, or in the prompt)
     credibility: float | None = None  # per-document credibility in [0, 1], when the strategy estimates it
+    claim_id: int | None = None  # the claim this evidence is, for claim-based strategies
 
 
 @dataclass(frozen=True)
@@ -166,7 +173,7 @@ class StrategyResult:
     @property
     def chunk_ids(self) -> list[int]:
         """Every chunk the strategy read, in first-read order."""
-        return list(dict.fromkeys(e.chunk_id for e in self.evidence))
+        return list(dict.fromkeys(e.chunk_id for e in self.evidence if e.claim_id is None))
 
 
 class AnswerStrategy(ABC):

@@ -49,10 +49,18 @@ def _keys(item: Any, where: str, required: set[str], optional: set[str]) -> Mapp
 
 
 EVIDENCE_KEYS = {"chunk_id", "source_id", "document_id", "distance", "used", "credibility"}
+EVIDENCE_OPTIONAL_KEYS = {"claim_id"}  # absent in JSON stored before claims (and for chunk evidence)
+
+
+def _evidence_json(e: Evidence) -> dict[str, Any]:
+    item = asdict(e)
+    if item["claim_id"] is None:
+        del item["claim_id"]  # chunk evidence keeps the JSON shape it always had
+    return item
 
 
 def evidence_to_json(evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
-    out = [asdict(e) for e in evidence]
+    out = [_evidence_json(e) for e in evidence]
     validate_evidence(out)
     return out
 
@@ -62,7 +70,7 @@ def validate_evidence(value: Any) -> None:
         raise ResultSchemaError("evidence must be a list")
     for i, item in enumerate(value):
         where = f"evidence[{i}]"
-        item = _keys(item, where, EVIDENCE_KEYS, set())
+        item = _keys(item, where, EVIDENCE_KEYS, EVIDENCE_OPTIONAL_KEYS)
         _integer(item["chunk_id"], f"{where}.chunk_id")
         _integer(item["source_id"], f"{where}.source_id")
         _integer(item["document_id"], f"{where}.document_id", optional=True)
@@ -70,6 +78,7 @@ def validate_evidence(value: Any) -> None:
         if not isinstance(item["used"], bool):
             raise ResultSchemaError(f"{where}.used must be true or false")
         _number(item["credibility"], f"{where}.credibility", optional=True, low=0.0, high=1.0)
+        _integer(item.get("claim_id"), f"{where}.claim_id", optional=True)
 
 
 def evidence_from_json(value: Any) -> list[Evidence]:

@@ -21,6 +21,7 @@ S = TypeVar("S", bound=type[AnswerStrategy])
 BUILTIN_MODULES: list[str] = [
     "core.engine.strategies.ra_rag",
     "core.engine.strategies.baselines",
+    "core.engine.strategies.multirag",
 ]
 
 _registry: dict[str, type[AnswerStrategy]] = {}
