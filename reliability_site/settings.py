@@ -189,6 +189,11 @@ CHUNK_MAX_CHARS = env_int("CHUNK_MAX_CHARS", 2000, minimum=100)
 # JSON deeper than this (API bodies, uploaded .json/.jsonl/.jsonld) is refused, never parsed.
 JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 64, minimum=2)
 UPLOAD_DIR = DATA_DIR / "uploads"
+# Claims (sources.claims): a structured file giving more claims than this is refused whole;
+# claim keys (subject, attribute) embedded on demand per question when the background
+# job (tasks.embed_claim_keys) has not embedded them yet (about 10 ms each on a CPU).
+CLAIMS_MAX_PER_FILE = env_int("CLAIMS_MAX_PER_FILE", 2_000_000, minimum=1)
+CLAIM_KEYS_EMBED_ON_DEMAND = env_int("CLAIM_KEYS_EMBED_ON_DEMAND", 64, minimum=0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 25 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -11,11 +11,13 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from core.forms import JSON_FORMFIELD_OVERRIDES
+from core.roles import is_curator
 from core.services.estimation import start_estimation_run
 from core.services.jobs import dispatch_job
-from sources.forms import DocumentAdminForm, UploadDocumentsForm
+from sources.claims import start_claim_load
+from sources.forms import ClaimLoadForm, DocumentAdminForm, UploadDocumentsForm
 from sources.links import http_url
-from sources.models import Document, Source
+from sources.models import Claim, Document, Source
 from sources.services import start_upload_ingest
 
 
@@ -161,3 +163,58 @@ class DocumentAdmin(admin.ModelAdmin):
         if href:
             return format_html('<a href="{}" rel="noopener noreferrer">link</a>', href)
         return format_html('<span title="{}">not a web link</span>', doc.url) if doc.url else "—"
+
+
+@admin.register(Claim)
+class ClaimAdmin(admin.ModelAdmin):
+    """Claims, and the "Load claims" view: structured files through a claim mapping (curators)."""
+
+    list_display = ("subject", "attribute", "value", "source", "method", "updated_at")
+    list_filter = ("method", "attribute", "source__kind")
+    search_fields = ("subject", "value")
+    list_select_related = ("source",)
+    raw_id_fields = ("source", "document")
+    readonly_fields = ("provenance", "job", "created_at", "updated_at")
+    show_full_result_count = False  # a COUNT(*) over millions of claims on every page is wasted
+    change_list_template = "admin/sources/claim/change_list.html"
+
+    def get_urls(self) -> list[Any]:
+        extra = [path("load/", self.admin_site.admin_view(self.load_view), name="sources_claim_load")]
+        return extra + super().get_urls()
+
+    def can_load(self, request: HttpRequest) -> bool:
+        """Curators with the right to add claims (an analyst with admin access cannot load)."""
+        return is_curator(request.user) and self.has_add_permission(request)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        context = {**(extra_context or {}), "can_load_claims": self.can_load(request)}
+        return super().changelist_view(request, extra_context=context)
+
+    def load_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.can_load(request):
+            raise PermissionDenied("Only curators load claims.")
+        initial = {"source": request.GET.get("source")} if request.GET.get("source") else None
+        form = ClaimLoadForm(request.POST or None, request.FILES or None, initial=initial)
+        if request.method == "POST" and form.is_valid():
+            job = start_claim_load(
+                form.cleaned_data["blobs"],
+                form.cleaned_data["mapping"],
+                source=form.cleaned_data.get("source"),
+                format_name=form.cleaned_data.get("format") or None,
+                user=request.user,
+                validate=False,  # the form has just parsed every file
+            )
+            self.message_user(
+                request,
+                f"Loading {sum(form.cleaned_data['claim_counts'])} claim(s) from "
+                f"{len(form.cleaned_data['blobs'])} file(s): job {job.pk}.",
+                messages.SUCCESS,
+            )
+            return redirect(reverse("job-detail", args=[job.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "title": "Load claims",
+            "opts": self.model._meta,
+        }
+        return render(request, "admin/sources/claim/load.html", context)

@@ -9,9 +9,13 @@ from django import forms
 from django.conf import settings
 from django.contrib.admin.widgets import AdminURLFieldWidget
 
+from core.engine.claims.mapping import ClaimMapping, MappingError
+from core.engine.claims.normalize import NORMALIZER_HELP
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
+from sources.claims import validate_claim_uploads
 from sources.ingest import SUPPORTED_EXTENSIONS, IngestError
 from sources.ingest.base import ParsedDocument
+from sources.ingest.claims import CLAIM_EXTENSIONS, CLAIM_FORMATS
 from sources.links import HTTP_URL_MESSAGE, MAX_URL_CHARS, is_http_url
 from sources.models import Document, Source
 from sources.services import validate_uploads
@@ -70,6 +74,77 @@ class UploadDocumentsForm(forms.Form):
         return cleaned
 
 
+CLAIM_MAPPING_EXAMPLE = (
+    '{"subject": "flight", "source": "src", '
+    '"attributes": {"actual departure time": {"field": "act_dep_time", "normalizer": "time"}}}'
+)
+
+
+class ClaimLoadForm(forms.Form):
+    """Load structured files as claims: every file is parsed here, through the mapping, so a
+    bad line or a bad mapping is refused at once, with nothing stored and no job started."""
+
+    files = MultipleFileField(help_text="Supported: " + ", ".join(CLAIM_EXTENSIONS))
+    mapping = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 80, "spellcheck": "false"}),
+        help_text="The claim mapping as JSON, e.g. "
+        + CLAIM_MAPPING_EXAMPLE
+        + ". Normalisers: "
+        + "; ".join(f"{name}: {text}" for name, text in NORMALIZER_HELP.items()),
+    )
+    source = forms.ModelChoiceField(
+        queryset=Source.objects.all(),
+        required=False,
+        help_text='The source of every claim, when the mapping has no "source" field naming each record\'s source.',
+    )
+    format = forms.ChoiceField(
+        choices=[("", "From the file extension"), *((name, name) for name in CLAIM_FORMATS)],
+        required=False,
+        help_text='Force a format (a headerless tab-separated ".txt" file: tsv).',
+    )
+
+    def clean_mapping(self) -> ClaimMapping:
+        raw = self.cleaned_data.get("mapping") or ""
+        try:
+            data = loads_bounded(raw, settings.JSON_MAX_DEPTH)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        except JsonTooDeep as exc:
+            raise forms.ValidationError(f"Not accepted: {exc.reason}") from None
+        try:
+            return ClaimMapping.from_json(data)
+        except MappingError as exc:
+            raise forms.ValidationError(f"Not a usable claim mapping: {exc}") from None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        mapping = cleaned.get("mapping")
+        files = cleaned.get("files") or []
+        if mapping is None or not files:
+            return cleaned
+        source = cleaned.get("source")
+        if mapping.source is None and source is None:
+            self.add_error("source", 'The mapping has no "source" field: choose the source the claims belong to.')
+            return cleaned
+        if mapping.source is not None and source is not None:
+            self.add_error(
+                "source", f"The mapping reads each record's source from {mapping.source!r}: leave the source empty."
+            )
+            return cleaned
+        blobs: list[tuple[str, bytes]] = []
+        for upload in files:
+            if upload.size > settings.INGEST_MAX_FILE_BYTES:
+                raise forms.ValidationError(f"{upload.name}: over the limit of {settings.INGEST_MAX_FILE_BYTES} bytes")
+            blobs.append((upload.name, upload.read()))
+        try:
+            counts = validate_claim_uploads(blobs, mapping, source=source, format_name=cleaned.get("format") or None)
+        except IngestError as exc:
+            raise forms.ValidationError(f"Rejected, nothing stored: {exc}") from None
+        cleaned["blobs"] = blobs
+        cleaned["claim_counts"] = counts
+        return cleaned
+
+
 class DocumentAdminForm(forms.ModelForm):
     """The admin's document form: a URL is an absolute http(s) URL or nothing, as in ingestion."""
 
@@ -88,4 +163,4 @@ class DocumentAdminForm(forms.ModelForm):
         return url
 
 
-__all__ = ["DocumentAdminForm", "ParsedDocument", "UploadDocumentsForm"]
+__all__ = ["ClaimLoadForm", "DocumentAdminForm", "ParsedDocument", "UploadDocumentsForm"]

@@ -8,7 +8,12 @@ from typing import Any
 
 from django.conf import settings
 
+from core.engine.claims.mapping import ClaimMapping, MappingError
 from reliability_site.celery import app
+from sources.claim_store import embed_claim_keys as embed_keys
+from sources.claims import ClaimExtractionUnavailable, start_claim_key_embedding
+from sources.claims import extract_text_claims as extract_claims
+from sources.claims import load_claims as load
 from sources.embedding import configured_embedder
 from sources.ingest import IngestError, expand_paths
 from sources.models import Source
@@ -18,6 +23,7 @@ from sources.services import ingest_files as ingest
 # Engine tasks live in their own module; importing it here registers them with Celery.
 from tasks import engine_tasks  # noqa: F401
 from tasks.jobs import reap_stale_jobs as reap
+from tasks.models import Job
 from tasks.progress import JobProgress
 from tasks.runner import JobFailed, job_task
 
@@ -85,6 +91,86 @@ def reembed_source(progress: JobProgress, params: dict[str, Any]) -> dict[str, A
     """Recompute every chunk vector of the given sources with the configured model."""
     embedder = configured_embedder()
     return reembed(params["source_ids"], embedder, progress)
+
+
+def _remove_upload_dir(params: dict[str, Any]) -> None:
+    """Delete a job's uploaded files (only ever a folder inside UPLOAD_DIR)."""
+    upload_dir = params.get("upload_dir")
+    if upload_dir and Path(upload_dir).resolve().is_relative_to(Path(settings.UPLOAD_DIR).resolve()):
+        shutil.rmtree(upload_dir, ignore_errors=True)
+
+
+@job_task("tasks.load_claims")
+def load_claims(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
+    """Load uploaded structured files as claims (all files or nothing), then start the job
+    that embeds the new claim keys."""
+    try:
+        mapping = ClaimMapping.from_json(params["mapping"])
+        files = []
+        for entry in params["files"]:
+            try:
+                files.append((entry["name"], Path(entry["path"]).read_bytes()))
+            except OSError as exc:  # its message would name the server path
+                raise IngestError(
+                    f"cannot be read ({exc.strerror or type(exc).__name__})", filename=entry["name"]
+                ) from None
+        source: Source | str | None = None
+        if params.get("source_id"):
+            source = Source.objects.filter(pk=params["source_id"]).first()
+            if source is None:
+                raise JobFailed(f"The source {params.get('source')!r} was deleted before the claims were loaded.")
+        elif params.get("source"):
+            source = str(params["source"])
+        result = load(
+            files,
+            mapping,
+            source=source,
+            format_name=params.get("format") or None,
+            job=progress.job_id,
+            progress=progress,
+        )
+    except (IngestError, MappingError) as exc:
+        raise JobFailed(f"Rejected, nothing stored: {exc}") from None
+    finally:
+        _remove_upload_dir(params)
+    outcome: dict[str, Any] = result.as_dict()
+    if result.created:
+        owner = Job.objects.select_related("created_by").get(pk=progress.job_id).created_by
+        job = start_claim_key_embedding(user=owner)
+        outcome["embed_job"] = job.pk
+        progress.log(f"Embedding the new claim keys: job {job.pk}")
+    return outcome
+
+
+@job_task("tasks.embed_claim_keys")
+def embed_claim_keys(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
+    """Embed the (subject, attribute) keys of claims that have no embedding yet (multirag matching)."""
+    progress.set_total(0, "Loading the embedding model")
+    embedder = configured_embedder()
+
+    def batch_done(done: int, total: int) -> None:
+        progress.set_total(total)
+        if not progress.heartbeat(f"Embedded {done} of {total} claim keys"):
+            raise JobFailed("Stopped: the job had already ended.")
+        progress.set_progress(done)
+
+    return embed_keys(embedder, on_batch=batch_done)
+
+
+@job_task("tasks.extract_text_claims")
+def extract_text_claims(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
+    """Claims from a source's documents by the configured language model."""
+    source = Source.objects.filter(pk=params["source_id"]).first()
+    if source is None:
+        raise JobFailed(f"The source {params.get('source')!r} was deleted before its claims were extracted.")
+    try:
+        result = extract_claims(source, job=progress.job_id, progress=progress)
+    except ClaimExtractionUnavailable as exc:
+        raise JobFailed(str(exc)) from None
+    outcome: dict[str, Any] = {"source": source.name, **result.as_dict()}
+    if result.created:
+        outcome["embed_job"] = start_claim_key_embedding().pk
+    return outcome
 
 
 @app.task(name="tasks.reap_stale_jobs", ignore_result=True)

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Exists, OuterRef
 
 from core.engine.backends.generation import ExtractiveReader, Generator, OpenAIChatGenerator, TransformersGenerator
 from core.engine.backends.nli import NLI, CrossEncoderNLI, EmbeddingLexicalNLI
@@ -31,8 +32,9 @@ from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
 from core.engine.strategies.base import EngineContext, EngineParams, Requirement, offers_of
 from core.engine.types import Embedder, SourceInfo
+from sources.claim_store import PgClaimStore
 from sources.embedding import configured_embedder
-from sources.models import Source
+from sources.models import Claim, Source
 from sources.retrieval import PgRetriever
 
 
@@ -96,10 +98,17 @@ def strategy_defaults() -> dict[str, Any]:
     return {"kappa": settings.RA_RAG_KAPPA, "k": settings.RETRIEVAL_K, "tau": settings.ALIGN_TAU}
 
 
+def claims_exist() -> bool:
+    """Whether any claim is stored (one indexed EXISTS query): the claim store, and with it
+    the strategies that need Requirement.CLAIMS (multirag), are offered only then."""
+    return Claim.objects.exists()
+
+
 def configured_offers() -> frozenset[Requirement]:
-    """What the configured backends can give a strategy (see Requirement); cheap: the
-    generator object is cached and loads no weights until it generates."""
-    return offers_of(configured_generator())
+    """What the configured backends and the database can give a strategy (see Requirement);
+    cheap: the generator object is cached and loads no weights until it generates, and
+    whether claims exist is one EXISTS query."""
+    return offers_of(configured_generator(), claims=claims_exist())
 
 
 def weight_scheme() -> str:
@@ -124,12 +133,30 @@ def source_infos(source_ids: list[int] | None = None) -> list[SourceInfo]:
     return infos
 
 
+def claim_source_infos(source_ids: list[int] | None = None) -> list[SourceInfo]:
+    """Active sources that hold claims (or the given ones that do), as SourceInfo with their
+    voting weight among them: what claim strategies (multirag) weigh."""
+    rows = Source.objects.filter(active=True).filter(Exists(Claim.objects.filter(source=OuterRef("pk"))))
+    if source_ids is not None:
+        rows = rows.filter(pk__in=source_ids)
+    listed = list(rows.order_by("id").values_list("id", "name", "reliability", "reliability_answers"))
+    scheme = weight_scheme()
+    return [
+        SourceInfo(
+            id=i, name=name, weight=voting_weight(rel, len(listed), scheme=scheme), answers_count=n, accuracy=rel
+        )
+        for i, name, rel, n in listed
+    ]
+
+
 def build_context(
     *, source_ids: list[int] | None = None, k: int | None = None, tau: float | None = None, strict: bool | None = None
 ) -> EngineContext:
-    """An EngineContext over the database: PgRetriever, configured backends, current sources."""
+    """An EngineContext over the database: PgRetriever, configured backends, current sources,
+    and the claim store when claims exist."""
     embedder: Embedder = configured_embedder()
     sources = source_infos(source_ids)
+    has_claims = claims_exist()
     return EngineContext(
         retriever=PgRetriever(),
         embedder=embedder,
@@ -137,4 +164,6 @@ def build_context(
         nli=configured_nli(),
         sources=sources,
         params=configured_params(k=k, tau=tau, strict=strict),
+        claims=PgClaimStore(embedder) if has_claims else None,
+        claim_sources=claim_source_infos(source_ids) if has_claims else [],
     )

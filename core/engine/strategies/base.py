@@ -71,6 +71,10 @@ class EngineContext:
     params: EngineParams = field(default_factory=EngineParams)
     oracle: Mapping[int, float] | None = None  # true accuracies by source id (benchmark only)
     claims: Any = None  # a claim store, when the product has one
+    # The sources that hold claims (claim strategies read these; a source loaded from
+    # structured data has claims but no passages, so it is not among ``sources``). Empty:
+    # use ``sources``.
+    claim_sources: list[SourceInfo] = field(default_factory=list)
 
     def offers(self) -> frozenset[Requirement]:
         """What this context can give a strategy."""

@@ -257,8 +257,9 @@ class MultiRagStrategy(AnswerStrategy):
         trace["matched"] = [
             {"subject": m.subject, "attribute": m.attribute, "score": round(m.score, 6)} for m in matches
         ]
-        source_ids = [s.id for s in ctx.sources]
-        names = {s.id: s.name for s in ctx.sources}
+        pool = ctx.claim_sources or ctx.sources
+        source_ids = [s.id for s in pool]
+        names = {s.id: s.name for s in pool}
         items = [
             (m, group)
             for m in matches[: params.max_items]
@@ -273,8 +274,8 @@ class MultiRagStrategy(AnswerStrategy):
         llm_scores: dict[int, float] = {}
         if Capability.FREE_TEXT in ctx.generator.capabilities:
             llm_scores = _llm_scores(question, ctx, [g for _, g in items], names, stats, trace)
-        reliability = {s.id: s.accuracy for s in ctx.sources}
-        history = {s.id: s.answers_count for s in ctx.sources}
+        reliability = {s.id: s.accuracy for s in pool}
+        history = {s.id: s.answers_count for s in pool}
         scored = [
             score_group(
                 group,
@@ -313,7 +314,7 @@ class MultiRagStrategy(AnswerStrategy):
         answer_group, match = scored[chosen], items[chosen][0]
         claims = {c.id: c for c in items[chosen][1]}
         if params.vote == "weight":
-            value, confidence = answer_group.weighted_answer({s.id: s.weight for s in ctx.sources})
+            value, confidence = answer_group.weighted_answer({s.id: s.weight for s in pool})
         else:
             value, confidence = answer_group.answer, answer_group.answer_share
         voting = {n.claim_id for n in answer_group.voting_nodes}
@@ -329,7 +330,7 @@ class MultiRagStrategy(AnswerStrategy):
             notes.append(
                 f"No claim reached the node threshold ({params.node_threshold:.2f}); every claim of the group voted."
             )
-        confidence, caveat = evidence_caveat(confidence, [c.source_id for c in behind], ctx.sources)
+        confidence, caveat = evidence_caveat(confidence, [c.source_id for c in behind], pool)
         if caveat:
             notes.append(caveat)
 
