@@ -1,6 +1,6 @@
 from django.urls import path
 
-from core.views import ask, conflicts, runs, sources
+from core.views import ask, claims, conflicts, runs, sources
 
 urlpatterns = [
     path("", ask.ask, name="ask"),
@@ -9,6 +9,10 @@ urlpatterns = [
     path("questions/<int:pk>/panel/", ask.question_panel, name="question-panel"),
     path("sources/", sources.source_list, name="source-list"),
     path("sources/<int:pk>/", sources.source_detail, name="source-detail"),
+    path("sources/<int:pk>/claims/", claims.source_claims, name="source-claims"),
+    path("claims/", claims.claim_list, name="claim-list"),
+    path("claims/subject/", claims.claim_subject, name="claim-subject"),
+    path("claims/conflict/", claims.claim_conflict, name="claim-conflict"),
     path("runs/", runs.run_list, name="run-list"),
     path("runs/start/", runs.run_start, name="run-start"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),

