@@ -27,7 +27,9 @@ from core.engine.claims.multirag import GroupConfidence, line_graph, score_group
 from core.engine.claims.types import ClaimRecord
 from core.engine.graphs.conflict import cluster_graph
 from core.engine.graphs.palette import rate_colour
+from core.engine.reliability.weights import voting_weight
 from core.models import ClaimResolution, EstimationRun
+from core.services.engine_context import weight_scheme
 from core.services.insights import dependence_groups
 from sources.links import http_url
 from sources.models import Claim, Source
@@ -201,6 +203,22 @@ def _score(records: Sequence[ClaimRecord], rows: Sequence[Mapping[str, Any]]) ->
     )
 
 
+def claim_source_count() -> int:
+    """Active sources holding claims: the N of their voting weights."""
+    return Source.objects.filter(active=True).filter(Exists(Claim.objects.filter(source=OuterRef("pk")))).count()
+
+
+def multirag_answer(
+    group: GroupConfidence, rows: Sequence[Mapping[str, Any]], n_sources: int | None = None
+) -> tuple[str, float]:
+    """The value MultiRAG answers for the group (as the ``multirag`` strategy does: the kept
+    claims vote with their sources' voting weights) and its share of the group's weight."""
+    n = claim_source_count() if n_sources is None else n_sources
+    scheme = weight_scheme()
+    weights = {r["source_id"]: voting_weight(r["source__reliability"], max(n, 1), scheme=scheme) for r in rows}
+    return group.weighted_answer(weights)
+
+
 def _resolution_of(subject: str, attribute: str | None, run: EstimationRun | None) -> Any:
     """The run's resolutions of a subject (one attribute or all) as dicts; the latest claims
     run's when ``run`` is None, found in the same query."""
@@ -237,6 +255,7 @@ def subject_view(subject: str, run: EstimationRun | None = None) -> dict[str, An
     (the latest claims run by default), the number of sources and values, whether they
     conflict, MultiRAG's group confidence, and the subject's line graph. Two queries."""
     rows = list(Claim.objects.filter(subject=subject).order_by("attribute", "source__name").values(*_SUBJECT_COLUMNS))
+    n_sources = claim_source_count() if rows else 0
     resolutions = {r["attribute"]: r for r in _resolution_of(subject, None, run)}
     by_attribute: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -260,7 +279,7 @@ def subject_view(subject: str, run: EstimationRun | None = None) -> dict[str, An
                 "group_confidence": group.confidence if group else None,
                 "group_kept": group.kept if group else None,
                 "isolated": group.isolated if group else False,
-                "answer": group.answer if group else None,
+                "answer": multirag_answer(group, members, n_sources)[0] if group else None,
                 "url": conflict_url(subject, attribute),
             }
         )
@@ -467,7 +486,7 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
         claims.append(claim)
         by_value[row["value"]].append(claim)
 
-    answer = group.answer if group else None
+    answer, answer_share = multirag_answer(group, rows) if group else (None, None)
     values = []
     for value, members in by_value.items():
         members.sort(key=lambda c: (-(c["reliability"] if c["reliability"] is not None else -1.0), c["source_name"]))
@@ -526,8 +545,8 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
                 "kept": group.kept,
                 "isolated": group.isolated,
                 "llm_used": group.llm_used,
-                "answer": group.answer,
-                "answer_share": group.answer_share,
+                "answer": answer,
+                "answer_share": answer_share,
             }
             if group
             else None

@@ -228,12 +228,15 @@ def test_conflict_view_confidences_match_the_hand_computation(claim_world: Claim
     Historical authority (H * r + sum of r behind the value) / (H + n): reliabilities behind 07:10
     sum to 3.0, so alpha (5*0.9 + 3) / 10 = 0.75, bravo 0.70, charlie 0.65, delta 0.60, and
     echo (5*0.1 + 0.1) / 10 = 0.06. Node confidence = consistency + authority: 1.50, 1.45,
-    1.40, 1.35 (kept) and 0.06 (pruned at 0.7). Answer share = 5.70 / 5.76."""
+    1.40, 1.35 (kept) and 0.06 (pruned at 0.7). MultiRAG's answer: the kept claims vote with
+    their sources' log-odds voting weights (accucopy), max(0, ln(r / (1 - r))) + 0.001 r:
+    alpha 2.1972 + 0.0009, bravo 1.3863 + 0.0008, charlie 0.8473 + 0.0007, delta 0.4055 + 0.0006,
+    echo 0 + 0.0001; answer share = 4.8393 / 4.8394."""
     view = claims_view.conflict_view(FLIGHT, ACT)
     assert view is not None
     assert view["group"]["confidence"] == pytest.approx(0.6)
     assert view["group"]["kept"] is True and view["group"]["answer"] == "07:10"
-    assert view["group"]["answer_share"] == pytest.approx(5.70 / 5.76)
+    assert view["group"]["answer_share"] == pytest.approx(4.8393 / 4.8394, abs=1e-5)
     confidence = {c["source_name"]: c["confidence"] for c in view["claims"]}
     assert confidence == pytest.approx({"alpha": 1.50, "bravo": 1.45, "charlie": 1.40, "delta": 1.35, "echo": 0.06})
     kept = {c["source_name"]: c["kept"] for c in view["claims"]}
