@@ -1,4 +1,4 @@
-"""Celery tasks of the RA-RAG engine: answering questions and estimation runs.
+"""Celery tasks of the RA-RAG engine: answering questions, estimation runs and claim-level runs.
 
 Thin shells over core.services; see core/services/estimation/ for how a run is split into
 `tasks.generate_batch` tasks (queue "gpu") and a coordinator that reschedules itself
@@ -13,7 +13,14 @@ from django.conf import settings
 
 from core.models import EstimationRun, Question
 from core.services.asking import answer_question as answer
-from core.services.estimation import coordinate_run, fail_run, finish_run, finished_message
+from core.services.estimation import (
+    claim_run_message,
+    coordinate_run,
+    fail_run,
+    finish_run,
+    finished_message,
+    run_claim_estimation,
+)
 from core.services.estimation import generate_batch as generate
 from reliability_site.celery import app
 from tasks.progress import JobProgress
@@ -72,3 +79,14 @@ def estimation_run(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
     for pairs in step.send:
         generate_batch.apply_async(kwargs={"run_id": run.pk, "pairs": pairs}, queue="gpu")
     return Reschedule(countdown=float(settings.ESTIMATION_POLL_SECONDS), params={**params, "dispatch": step.dispatch})
+
+
+@job_task("tasks.claim_estimation", acks_late=True, on_failure=_fail_the_run)
+def claim_estimation(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
+    """Resolve a claim-level run's claims and estimate its sources in one step (reading,
+    estimating, storing: seconds even for tens of thousands of claims); its failure fails the run."""
+    run = EstimationRun.objects.filter(job_id=progress.job_id).first()
+    if run is None:
+        raise JobFailed("The claim estimation run was deleted.")
+    summary = run_claim_estimation(run, progress)
+    return Done(summary, message=claim_run_message(summary))

@@ -17,6 +17,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from core.models import (
+    ClaimResolution,
     EstimationRun,
     FactQuery,
     QuerySet,
@@ -28,7 +29,7 @@ from core.models import (
     Vote,
 )
 from core.roles import ANALYST, CURATOR
-from sources.models import Chunk, Document, Source, content_hash
+from sources.models import Chunk, Claim, Document, Source, content_hash
 from tasks.models import Job
 
 PASSWORD = "correct horse battery staple"
@@ -255,6 +256,43 @@ class SourceDependenceFactory(factory.django.DjangoModelFactory):
     same_false = 6.0
     different = 0
     examples = factory.LazyFunction(list)
+
+
+# --- Claims and their resolutions ----------------------------------------------------
+
+
+class ClaimFactory(factory.django.DjangoModelFactory):
+    """One source's value for one (subject, attribute), read through a mapping; ``value`` is
+    the normalised value (``raw_value`` defaults to it)."""
+
+    class Meta:
+        model = Claim
+
+    source = factory.SubFactory(SourceFactory)
+    subject = factory.Sequence(lambda n: f"subject-{n}")
+    attribute = "attribute"
+    value = "value"
+    raw_value = factory.SelfAttribute("value")
+    normalizer = "text"
+    method = Claim.Method.MAPPING
+    provenance = factory.LazyFunction(dict)
+
+
+class ClaimResolutionFactory(factory.django.DjangoModelFactory):
+    """A succeeded claim-level run's verdict on one item: ``value`` with confidence 0.9,
+    claimed by nobody unless ``values=[...]`` says who."""
+
+    class Meta:
+        model = ClaimResolution
+
+    run = factory.SubFactory(EstimationRunFactory, succeeded=True, kind=EstimationRun.Kind.CLAIMS, query_set=None)
+    subject = factory.Sequence(lambda n: f"subject-{n}")
+    attribute = "attribute"
+    value = "value"
+    confidence = 0.9
+    claims = factory.LazyAttribute(lambda r: sum(len(v.get("sources", [])) for v in r.values))
+    conflicting = factory.LazyAttribute(lambda r: len(r.values) > 1)
+    values = factory.LazyFunction(list)
 
 
 # --- Questions and votes --------------------------------------------------------------

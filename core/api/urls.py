@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 
 from core.api.views.auth import ObtainToken
 from core.api.views.catalogue import DocumentViewSet, SourceViewSet
+from core.api.views.claims import ClaimGroupView, ClaimResolutionViewSet, ClaimRunView, ClaimViewSet
 from core.api.views.engine import ConflictsView, EstimationRunViewSet, JobViewSet, QuestionViewSet
 from core.api.views.queries import FactQueryViewSet, QuerySetViewSet
 from core.api.views.strategies import StrategiesView
@@ -21,11 +22,15 @@ router.register("estimation-runs", EstimationRunViewSet, basename="estimation-ru
 router.register("jobs", JobViewSet, basename="job")
 router.register("query-sets", QuerySetViewSet, basename="query-set")
 router.register("fact-queries", FactQueryViewSet, basename="fact-query")
+router.register("claims", ClaimViewSet, basename="claim")
+router.register("claim-resolutions", ClaimResolutionViewSet, basename="claim-resolution")
 
 urlpatterns = [
     path("token/", ObtainToken.as_view(), name="token"),
     path("conflicts/", ConflictsView.as_view(), name="conflicts"),
     path("strategies/", StrategiesView.as_view(), name="strategies"),
+    path("claim-groups/", ClaimGroupView.as_view(), name="claim-groups"),
+    path("claim-runs/", ClaimRunView.as_view(), name="claim-runs"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # The docs pages keep the site's script policy (Swagger UI's start-up script is served as
     # a file by the split view, not inlined) but carry inline <style>; Redoc also starts its

@@ -16,7 +16,15 @@ from django.db.models import Count, F, OuterRef, Q, Subquery, Window
 from django.db.models.functions import RowNumber
 
 from core.engine.graphs.blocs import components
-from core.models import EstimationRun, Question, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
+from core.models import (
+    ClaimResolution,
+    EstimationRun,
+    Question,
+    ReliabilityScore,
+    RunAnswer,
+    RunResponse,
+    SourceDependence,
+)
 from core.services.estimation.finish import DEPENDENT, detects_copying
 from core.services.estimation.update import full_run_of
 from sources.models import Source
@@ -45,10 +53,20 @@ def responses_run(run: EstimationRun) -> EstimationRun:
     return full_run_of(run) or run
 
 
+def comparable_runs(run: EstimationRun) -> Any:
+    """Succeeded runs whose scores compare with ``run``'s: claim-level runs with claim-level
+    runs, runs over fact-checking queries (full runs and their updates) with each other; a
+    claim run's reliabilities rest on other evidence (often other sources) than a QA run's."""
+    runs = finished_runs()
+    if run.kind == EstimationRun.Kind.CLAIMS:
+        return runs.filter(kind=EstimationRun.Kind.CLAIMS)
+    return runs.exclude(kind=EstimationRun.Kind.CLAIMS)
+
+
 def previous_finished_run(run: EstimationRun) -> EstimationRun | None:
-    """The succeeded run started just before `run` (None for the first one)."""
+    """The comparable succeeded run started just before `run` (None for the first one)."""
     return (
-        finished_runs()
+        comparable_runs(run)
         .filter(Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, id__lt=run.id))
         .exclude(pk=run.pk)
         .first()
@@ -331,6 +349,19 @@ def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
 
 
 AGREE, DISAGREE, IDK = "agree", "disagree", "idk"
+
+
+def claim_run_summary(run: EstimationRun, *, limit: int = 20) -> dict[str, Any]:
+    """What a claim-level run resolved (it has no responses, so no agreement matrix): how many
+    items, how many in conflict, and the ``limit`` least confident conflicting items. Two queries."""
+    resolutions = ClaimResolution.objects.filter(run=run)
+    counts = resolutions.aggregate(items=Count("id"), conflicting=Count("id", filter=Q(conflicting=True)))
+    doubtful = list(
+        resolutions.filter(conflicting=True)
+        .order_by("confidence", "subject", "attribute")
+        .values("subject", "attribute", "value", "confidence", "claims")[:limit]
+    )
+    return {"run_id": run.pk, "items": counts["items"], "conflicting": counts["conflicting"], "doubtful": doubtful}
 
 
 def agreement_matrix(run: EstimationRun, *, limit: int | None = None) -> dict[str, Any]:

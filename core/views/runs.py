@@ -18,7 +18,7 @@ from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
 from core.roles import is_curator
 from core.services import estimation
-from core.services.insights import agreement_matrix, dependence_groups, run_changes
+from core.services.insights import agreement_matrix, claim_run_summary, dependence_groups, run_changes
 from core.views.access import analyst_required, curator_required
 from sources.models import Source
 from tasks.polling import render_poll
@@ -136,7 +136,19 @@ def _result_context(run: EstimationRun, request: HttpRequest | None = None) -> d
     context["can_resume"] = (
         request is not None and is_curator(request.user) and run.effective_state == EstimationRun.State.FAILED
     )
-    if run.state == EstimationRun.State.SUCCEEDED:
+    context["is_claims"] = run.kind == EstimationRun.Kind.CLAIMS
+    if run.state == EstimationRun.State.SUCCEEDED and context["is_claims"]:
+        # A claim-level run has no responses (no agreement matrix): what it resolved instead.
+        changes = run_changes(run)
+        context.update(
+            changes=changes,
+            claims=claim_run_summary(run),
+            copy_groups=dependence_groups(run),
+            scores=sorted(
+                (c for c in changes["sources"] if c["status"] != "dropped"), key=lambda c: -(c["reliability"] or 0.0)
+            ),
+        )
+    elif run.state == EstimationRun.State.SUCCEEDED:
         changes = run_changes(run)
         matrix = agreement_matrix(run, limit=MATRIX_ROWS)
         names = [s["name"] for s in matrix["sources"]]
@@ -177,12 +189,19 @@ def run_result(request: HttpRequest, pk: int) -> HttpResponse:
 def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
     """Resume a failed or interrupted run (the button on its page); back to the run page."""
     run = _run(pk)
+    # A claim-level run is resolved again from its sources' claims; a full run resumes its responses.
+    resume = estimation.resume_claim_run if run.kind == EstimationRun.Kind.CLAIMS else estimation.resume_estimation_run
     try:
-        estimation.resume_estimation_run(run, user=request.user)
+        resume(run, user=request.user)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.message_dict.get("run", exc.messages)))
     else:
-        messages.success(request, f"Run #{run.pk} resumed: its stored responses are kept, the missing ones generated.")
+        messages.success(
+            request,
+            f"Run #{run.pk} resumed: its claims are resolved again."
+            if run.kind == EstimationRun.Kind.CLAIMS
+            else f"Run #{run.pk} resumed: its stored responses are kept, the missing ones generated.",
+        )
     if request.htmx:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = run_url(run)

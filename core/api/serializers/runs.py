@@ -168,9 +168,15 @@ class GoldUpdateSerializer(StrictSerializer):
 
 
 class DependenceExampleSerializer(serializers.Serializer):
-    query_id = serializers.IntegerField()
-    query = serializers.CharField(allow_blank=True)
-    answer = serializers.CharField(allow_blank=True, help_text="The false answer both sources gave.")
+    """A run over fact-checking queries names the query and the answer; a claim-level run the
+    item (subject, attribute) and the value."""
+
+    query_id = serializers.IntegerField(required=False)
+    query = serializers.CharField(allow_blank=True, required=False)
+    answer = serializers.CharField(allow_blank=True, required=False, help_text="The false answer both sources gave.")
+    subject = serializers.CharField(allow_blank=True, required=False)
+    attribute = serializers.CharField(allow_blank=True, required=False)
+    value = serializers.CharField(allow_blank=True, required=False, help_text="The false value both sources claim.")
 
 
 class DependencePairSerializer(serializers.Serializer):

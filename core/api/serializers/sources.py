@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import StrictModelSerializer, StrictSerializer, Text
+from core.models import EstimationRun
 from sources.ingest import ADAPTERS
 from sources.models import Document, Source
 from sources.validators import validate_homepage
@@ -65,7 +66,8 @@ class ReliabilityPointSerializer(serializers.Serializer):
     run_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     kind = serializers.ChoiceField(
-        choices=["full", "update"], help_text='"full" estimation, or an incremental "update" of `parent_run_id`.'
+        choices=EstimationRun.Kind.values,
+        help_text='"full" estimation, an incremental "update" of `parent_run_id`, or a claim-level run ("claims").',
     )
     parent_run_id = serializers.IntegerField(allow_null=True)
     reliability = serializers.FloatField(help_text="Estimated accuracy (from agreement, anchored by gold).")

@@ -47,7 +47,14 @@ from core.api.throttles import AskThrottle
 from core.api.views.base import ApiViewMixin, filter_by_query, query_param
 from core.models import EstimationRun, Question, ReliabilityScore, Vote
 from core.services.asking import start_question
-from core.services.estimation import TooManyRuns, apply_gold_update, resume_estimation_run, start_estimation_run
+from core.services.estimation import (
+    TooManyRuns,
+    apply_gold_update,
+    refuse_gold_update,
+    resume_claim_run,
+    resume_estimation_run,
+    start_estimation_run,
+)
 from core.services.estimation.finish import DEPENDENT
 from core.services.insights import (
     dependent_pairs,
@@ -231,8 +238,8 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
             "After reference answers were added to queries of the run's set: recomputes only those queries' gold "
             "labels from the stored responses, adds the evidence to each source's reliability (Beta posterior) and "
             "stores the result as a new run of kind `update` whose `parent` is this run; sources whose latest "
-            "score was this run's move to it. 201 with the new run. 409 for a run that has not succeeded; 400 on "
-            "`queries` when there is nothing new to add."
+            "score was this run's move to it. 201 with the new run. 409 for a run that has not succeeded and for "
+            "a claim-level run (no queries); 400 on `queries` when there is nothing new to add."
         ),
         request=GoldUpdateSerializer,
         responses={201: RunDetailSerializer, 409: OpenApiResponse(description="The run cannot be updated now.")},
@@ -243,6 +250,7 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
         options = GoldUpdateSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         try:
+            refuse_gold_update(run)  # a claim-level run has no fact-checking queries to add gold to
             with transaction.atomic():
                 update = apply_gold_update(run, options.validated_data.get("queries"), user=request.user)
         except DjangoValidationError as exc:
@@ -259,8 +267,8 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
         summary="Resume a failed or interrupted run (curators)",
         description=(
             "Runs it again under a new job: its stored responses are kept, only the missing ones are "
-            "generated, then the estimate is computed. 409 while its job is still running, and for a run "
-            "that succeeded unless `reestimate` is true."
+            "generated, then the estimate is computed (a claim-level run resolves its sources' claims again). "
+            "409 while its job is still running, and for a run that succeeded unless `reestimate` is true."
         ),
         request=ResumeRunSerializer,
         responses={202: RunAcceptedSerializer, 409: OpenApiResponse(description="The run cannot be resumed now.")},
@@ -270,9 +278,11 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
         run = self.get_object()
         options = ResumeRunSerializer(data=request.data)
         options.is_valid(raise_exception=True)
+        # A claim-level run is resolved again from its sources' claims; a full run resumes its responses.
+        resume = resume_claim_run if run.kind == EstimationRun.Kind.CLAIMS else resume_estimation_run
         try:
             with transaction.atomic():
-                run = resume_estimation_run(run, user=request.user, reestimate=options.validated_data["reestimate"])
+                run = resume(run, user=request.user, reestimate=options.validated_data["reestimate"])
         except DjangoValidationError as exc:
             raise RunConflict(" ".join(exc.message_dict.get("run", exc.messages))) from None
         return self._accepted(request, run)

@@ -27,11 +27,20 @@ reference answers anchor the estimate unless ``params.use_gold`` is false.
 Modules: start (validate, start, resume), coordinate (missing pairs, batches, the coordinator
 step), finish (estimate and store: scores with gold evidence, pairwise dependence; run_scores),
 update (online updates: new gold evidence added to a finished run as a run of kind "update"),
-queries (LLM-written fact-checking queries).
+queries (LLM-written fact-checking queries), claims (claim-level runs, kind "claims": resolve
+every (subject, attribute) of the stored claims and estimate the sources from them, as the job
+`tasks.claim_estimation`; no query set, no responses).
 """
 
 from __future__ import annotations
 
+from core.services.estimation.claims import (
+    claim_run_message,
+    refuse_gold_update,
+    resume_claim_run,
+    run_claim_estimation,
+    start_claim_run,
+)
 from core.services.estimation.coordinate import (
     CoordinatorStep,
     batches,
@@ -71,6 +80,7 @@ __all__ = [
     "RunEnded",
     "TooManyRuns",
     "batches",
+    "claim_run_message",
     "coordinate_run",
     "default_params",
     "default_query_set",
@@ -81,9 +91,13 @@ __all__ = [
     "generate_batch",
     "generate_queries",
     "missing_pairs",
+    "refuse_gold_update",
+    "resume_claim_run",
     "resume_estimation_run",
+    "run_claim_estimation",
     "run_layout",
     "run_scores",
     "sources_for_names",
+    "start_claim_run",
     "start_estimation_run",
 ]
