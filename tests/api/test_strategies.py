@@ -96,10 +96,29 @@ def test_an_answer_shows_its_evidence_chunk_ids_graph_and_trace(as_analyst):
     }
     question = QuestionFactory(answered=True, evidence=evidence, graph=graph, trace={"visited": [1, 2]})
     body = as_analyst.get(f"/api/questions/{question.pk}/").json()
-    assert body["evidence"] == evidence
+    assert body["evidence"] == [{**e, "claim_id": None} for e in evidence]
     assert body["chunk_ids"] == [7, 9]
     assert body["graph"] == graph
     assert body["trace"] == {"visited": [1, 2]}
+
+
+def test_claim_evidence_names_its_claim_and_is_not_a_chunk_read(as_analyst):
+    evidence = [
+        {
+            "chunk_id": 0,
+            "claim_id": 41,
+            "source_id": 1,
+            "document_id": None,
+            "distance": 0.0,
+            "used": True,
+            "credibility": 0.8,
+        },
+        {"chunk_id": 5, "source_id": 2, "document_id": 3, "distance": 0.2, "used": False, "credibility": None},
+    ]
+    question = QuestionFactory(answered=True, evidence=evidence)
+    body = as_analyst.get(f"/api/questions/{question.pk}/").json()
+    assert [e["claim_id"] for e in body["evidence"]] == [41, None]
+    assert body["chunk_ids"] == [5]
 
 
 @pytest.mark.parametrize(

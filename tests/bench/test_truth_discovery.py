@@ -3,10 +3,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.bench.truth import Claim, ClaimSet, load_books, load_flights
+from core.bench.truth_methods import evaluate_truth_discovery, majority_vote, truthfinder_truths
 from core.engine.claims.normalize import normalize_isbn as isbn10
 from core.engine.claims.normalize import normalize_name_list as normalize_authors
 from core.engine.claims.normalize import normalize_time, set_similarity
-from core.bench.truth_methods import evaluate_truth_discovery, majority_vote, truthfinder_truths
 
 
 def test_flight_times_in_every_format_normalise_to_a_24_hour_clock() -> None:

@@ -31,6 +31,8 @@ from tests import factories as f
         f.ReliabilityScoreFactory,
         f.QuestionFactory,
         f.VoteFactory,
+        f.ClaimFactory,
+        f.ClaimResolutionFactory,
     ],
     ids=lambda factory: factory.__name__,
 )

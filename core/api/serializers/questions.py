@@ -70,7 +70,10 @@ class ClusterSerializer(serializers.Serializer):
 
 
 class EvidenceSerializer(serializers.Serializer):
-    chunk_id = serializers.IntegerField()
+    chunk_id = serializers.IntegerField(help_text="The chunk read (0 for a claim: see claim_id).")
+    claim_id = serializers.IntegerField(
+        required=False, allow_null=True, help_text="The claim this evidence is (claim strategies, e.g. multirag)."
+    )
     source_id = serializers.IntegerField()
     document_id = serializers.IntegerField(allow_null=True)
     distance = serializers.FloatField()
@@ -150,7 +153,7 @@ class QuestionSerializer(serializers.ModelSerializer):
         return Job.State.SUCCEEDED if question.answered_at else Job.State.PENDING
 
     def get_chunk_ids(self, question: Question) -> list[int]:
-        return list(dict.fromkeys(int(e["chunk_id"]) for e in question.evidence or []))
+        return list(dict.fromkeys(int(e["chunk_id"]) for e in question.evidence or [] if e.get("claim_id") is None))
 
     def get_error(self, question: Question) -> str:
         return question.job.error if question.job is not None else ""

@@ -13,6 +13,7 @@ from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
 from core.services.estimation import (
     ALL_SOURCES,
+    resume_claim_run,
     resume_estimation_run,
     run_scores,
     sources_for_names,
@@ -71,6 +72,8 @@ class Command(BaseCommand):
         if run is None:
             raise CommandError(f"No estimation run #{opts['resume']}.")
         try:
+            if run.kind == EstimationRun.Kind.CLAIMS:
+                return resume_claim_run(run, reestimate=opts["reestimate"])
             return resume_estimation_run(run, reestimate=opts["reestimate"])
         except ValidationError as exc:
             raise CommandError(" ".join(exc.message_dict.get("run", exc.messages))) from None

@@ -201,6 +201,10 @@ def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: b
     succeeded unless `reestimate` (compute its estimate again from its stored responses)."""
     with transaction.atomic():
         locked = EstimationRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
+        if locked.kind == EstimationRun.Kind.CLAIMS:
+            raise ValidationError(
+                {"run": f"Run #{run.pk} is a claim-level run: resume it with resume_claim_run (it has no responses)."}
+            )
         if locked.kind == EstimationRun.Kind.UPDATE:
             raise ValidationError(
                 {

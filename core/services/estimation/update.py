@@ -47,6 +47,7 @@ from core.engine.reliability import get_estimator, wilson_interval
 from core.engine.reliability.base import GOLD_WEIGHT
 from core.engine.reliability.weights import voting_weight
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunResponse
+from core.services.estimation.claims import refuse_gold_update
 from core.services.estimation.finish import reference_answers
 from sources.models import Source
 
@@ -134,6 +135,7 @@ def apply_gold_update(run: EstimationRun, query_ids: Iterable[int] | None = None
 
     Refused (ValidationError on "run") unless the run succeeded and rests on a full run whose
     responses are stored, and (on "queries") when there is no new gold evidence to add."""
+    refuse_gold_update(run)
     with transaction.atomic():
         run = EstimationRun.objects.select_for_update(of=("self",)).get(pk=run.pk)
         if run.state != EstimationRun.State.SUCCEEDED:
