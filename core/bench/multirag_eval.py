@@ -5,7 +5,7 @@ Every labelled item (subject, attribute) becomes one natural-language question (
 flight AA-3859-IAH-ORD actually depart?", "Who wrote the book with ISBN 9780072999389?").
 The sources are the data set's: their claims (read with the same mappings as truth
 discovery, core.bench.truth) for the ``multirag`` strategy, and the same records rendered
-as one short document each ("flight: AA-3859-IAH-ORD; sched_dep_time: 7:10 a.m.; ...") for
+as one short document each ("AA-3859-IAH-ORD: scheduled departure time 7:10 a.m.; ...") for
 ``ra-rag``, which retrieves per source and reads them with the offline extractive reader.
 Both use the sources' reliabilities from one claim-level estimation (the product's path: a
 claims run updates the sources' reliability, which every strategy then uses).
@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from core.bench.truth import FLIGHT_ATTRIBUTE_NAMES, MAPPINGS, extract_claims, load_gold, read_records
+from core.engine.claims.mapping import ClaimMapping
 from core.engine.claims.normalize import get_normalizer
 from core.engine.claims.resolve import resolve_claims
 from core.engine.claims.types import ClaimRecord, ExtractedClaim
+from core.engine.text import is_idk
 from core.engine.types import Embedder, SourceInfo
 
 MULTIRAG_PAPER_F1 = {"flights": 74.9, "books": 63.5}  # the paper's Table (MultiRAG, F1 %)
@@ -67,7 +69,7 @@ def make_questions(dataset: str, data_dir: Path) -> list[FusionQuestion]:
 
 def item_f1(answer: str, question: FusionQuestion) -> float:
     """F1 of one answer against the gold value (0 for an abstention or an unusable answer)."""
-    if not answer.strip():
+    if is_idk(answer):
         return 0.0
     predicted = get_normalizer(question.normalizer)(answer)
     if predicted is None:
@@ -82,9 +84,17 @@ def item_f1(answer: str, question: FusionQuestion) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def render_record(record: dict[str, Any], skip: set[str]) -> str:
-    """A record as a short document: "field: value; ..." (empty fields left out)."""
-    return "; ".join(f"{k}: {str(v).strip()}" for k, v in record.items() if k not in skip and str(v or "").strip())
+def render_record(record: dict[str, Any], mapping: ClaimMapping) -> str:
+    """A record as a short document in the mapping's words: "AA-1007-MIA-PHX: actual departure
+    time 5:08 p.m.; ..." (the subject, then every mapped attribute that has a value; fields
+    the mapping does not read, such as row ids, are left out)."""
+    subject = " ".join(str(record.get(f) or "").strip() for f in mapping.subject)
+    parts = [
+        f"{a.name} {str(record.get(a.field) or '').strip()}"
+        for a in mapping.attributes
+        if str(record.get(a.field) or "").strip()
+    ]
+    return f"{subject}: " + "; ".join(parts)
 
 
 @dataclass
@@ -120,11 +130,10 @@ def build_world(dataset: str, data_dir: Path, estimator: str) -> FusionWorld:
         for name, sid in ids.items()
     ]
     documents: dict[int, list[str]] = {}
-    skip = {mapping.source} if mapping.source else set()
     for _line, record in records:
         source = str(record.get(mapping.source or "", "")).strip()
         if source in ids:
-            documents.setdefault(ids[source], []).append(render_record(record, skip))
+            documents.setdefault(ids[source], []).append(render_record(record, mapping))
     return FusionWorld(sources, claims, documents, estimation_seconds)
 
 
@@ -177,7 +186,7 @@ def evaluate_multirag(
             result = strategy.answer(q.question, ctx, params)
             score = item_f1(result.answer, q)
             scores.append(score)
-            answered += bool(result.answer.strip())
+            answered += not is_idk(result.answer)
             if len(examples) < 3:
                 examples.append({"question": q.question, "answer": result.answer, "gold": q.gold, "f1": score})
         seconds = time.perf_counter() - started
