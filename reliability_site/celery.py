@@ -67,7 +67,10 @@ def django_config() -> dict[str, object]:
         task_routes={
             "tasks.ingest_files": {"queue": "ingest"},
             "tasks.reembed_source": {"queue": "ingest"},
+            "tasks.load_claims": {"queue": "ingest"},
+            "tasks.embed_claim_keys": {"queue": "ingest"},
             "tasks.generate_batch": {"queue": "gpu"},
+            "tasks.extract_text_claims": {"queue": "gpu"},
         },
         task_acks_late=True,
         task_reject_on_worker_lost=False,
