@@ -13,13 +13,15 @@ and storing them would make them stale as soon as a run updates a reliability.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.core.cache import cache
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 from django.urls import reverse
 from django.utils.http import urlencode
 
@@ -558,6 +560,32 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
         "graph": value_graph(values) if values and claims else None,
         "subject_url": subject_url(subject),
     }
+
+
+CONFLICT_CACHE_SECONDS = 3600
+
+
+def _conflict_version(subject: str, attribute: str, run: EstimationRun | None) -> str:
+    """What a conflict view depends on, in two aggregate queries: the item's claims (count,
+    last change), the sources (last edit, last reliability update: weights and names) and the
+    run whose resolution it shows. Any change makes a new cache key."""
+    claims = Claim.objects.filter(subject=subject, attribute=attribute).aggregate(n=Count("id"), last=Max("updated_at"))
+    sources = Source.objects.aggregate(edited=Max("updated_at"), rated=Max("reliability_updated_at"))
+    run_id = run.pk if run is not None else next(iter(claims_runs().values_list("id", flat=True)[:1]), None)
+    parts = [claims["n"], claims["last"], sources["edited"], sources["rated"], run_id, subject, attribute]
+    return hashlib.sha256(repr(parts).encode("utf-8")).hexdigest()
+
+
+def cached_conflict_view(subject: str, attribute: str, run: EstimationRun | None = None) -> dict[str, Any] | None:
+    """conflict_view, kept in the cache (the shared database or Redis cache) under a key that
+    changes whenever the claims, the sources or the run change: a page view does not rebuild
+    the group's confidences and graph while nothing they rest on has changed."""
+    key = f"claims:conflict:{_conflict_version(subject, attribute, run)}"
+    view = cache.get(key)
+    if view is None:
+        view = conflict_view(subject, attribute, run)
+        cache.set(key, view, CONFLICT_CACHE_SECONDS)
+    return view
 
 
 def value_graph(values: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

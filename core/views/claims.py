@@ -83,7 +83,7 @@ def claim_conflict(request: HttpRequest) -> HttpResponse:
     attribute = request.GET.get("attribute", "").strip()
     if not subject or not attribute:
         raise Http404("Name a subject and an attribute.")
-    view = claims_view.conflict_view(subject, attribute, _chosen_run(request))
+    view = claims_view.cached_conflict_view(subject, attribute, _chosen_run(request))
     if view is None:
         raise Http404("No claim about this subject and attribute.")
     return render(request, "core/claims_conflict.html", {"view": view})

@@ -298,13 +298,15 @@ def test_conflict_view_uses_the_named_run(analyst_client: Any, claim_world: Clai
 def test_conflict_view_queries_do_not_grow_with_sources(
     analyst_client: Any, claim_world: ClaimWorld, django_assert_max_num_queries: Any
 ) -> None:
-    with django_assert_max_num_queries(8):
+    # A cache miss both times (the new claims change the key): the page's queries plus the
+    # cache key's aggregates and the database cache's read and write, independent of n.
+    with django_assert_max_num_queries(16):
         html(analyst_client.get(conflict_url(FLIGHT, ACT)))
     for i in range(60):
         ClaimFactory(
             source=SourceFactory(name=f"extra-{i}"), subject=FLIGHT, attribute=ACT, value="07:10" if i % 3 else "07:15"
         )
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(16):
         page = html(analyst_client.get(conflict_url(FLIGHT, ACT)))
     assert len(rows_of(page, "claim-node-table")) == 65
 
@@ -435,3 +437,27 @@ def test_hostile_values_are_escaped(analyst_client: Any, claim_world: ClaimWorld
         page = html(analyst_client.get(url))
         assert "<script>alert" not in page and "<img src=x" not in page and "<b>raw" not in page, url
         assert "&lt;script&gt;alert(" in page, url
+
+
+def test_the_conflict_view_is_cached_until_its_claims_or_sources_change(
+    claim_world: ClaimWorld, django_assert_max_num_queries: Any
+) -> None:
+    first = claims_view.cached_conflict_view(FLIGHT, ACT)
+    assert first is not None
+    # A second view of the unchanged item reads only the cache key's aggregates and the cache.
+    with django_assert_max_num_queries(4):
+        again = claims_view.cached_conflict_view(FLIGHT, ACT)
+    assert again == first
+    echo = Claim.objects.get(subject=FLIGHT, attribute=ACT, source=claim_world.sources["echo"])
+    echo.value, echo.raw_value = "07:10", "7:10 a.m."
+    echo.save()
+    changed = claims_view.cached_conflict_view(FLIGHT, ACT)
+    assert changed is not None and [v["value"] for v in changed["values"]][0] == "07:10"
+    assert changed["group"]["confidence"] == pytest.approx(1.0)  # every claim now agrees
+    Source.objects.filter(pk=claim_world.sources["alpha"].pk).update(
+        reliability=0.2, reliability_updated_at=timezone.now() + timedelta(seconds=1)
+    )
+    rerated = claims_view.cached_conflict_view(FLIGHT, ACT)
+    assert rerated is not None
+    alpha = next(c for c in rerated["claims"] if c["source_name"] == "alpha")
+    assert alpha["reliability"] == 0.2
