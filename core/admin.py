@@ -11,6 +11,7 @@ from django.db.models import QuerySet as DjangoQuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from core.admin_numbers import rounded
 from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField
 from core.models import (
     EstimationRun,
@@ -21,6 +22,10 @@ from core.models import (
     SourceDependence,
     Vote,
 )
+
+# Django pluralises by adding an "s" ("Fact querys"). The proper home of this name is the model's
+# Meta (with a migration that only alters options); the admin sets it until the model does.
+FactQuery._meta.verbose_name_plural = "fact queries"
 
 
 class FactQueryForm(forms.ModelForm):
@@ -107,12 +112,16 @@ class ReadOnlyInline(admin.TabularInline):
 
 class ReliabilityScoreInline(ReadOnlyInline):
     model = ReliabilityScore
+    reliability_rounded = rounded("reliability", "Reliability")
+    weight_rounded = rounded("weight", "Weight")
+    low_rounded = rounded("low", "Low")
+    high_rounded = rounded("high", "High")
     fields = readonly_fields = (
         "source",
-        "reliability",
-        "weight",
-        "low",
-        "high",
+        "reliability_rounded",
+        "weight_rounded",
+        "low_rounded",
+        "high_rounded",
         "answers",
         "agreements",
         "gold_answers",
@@ -123,13 +132,16 @@ class ReliabilityScoreInline(ReadOnlyInline):
 
 class SourceDependenceInline(ReadOnlyInline):
     model = SourceDependence
+    probability_rounded = rounded("probability", "Probability")
+    same_true_rounded = rounded("same_true", "Same true", 1)
+    same_false_rounded = rounded("same_false", "Same false", 1)
     fields = readonly_fields = (
         "source_a",
         "source_b",
-        "probability",
+        "probability_rounded",
         "shared",
-        "same_true",
-        "same_false",
+        "same_true_rounded",
+        "same_false_rounded",
         "different",
         "examples",
     )
@@ -192,16 +204,19 @@ class EstimationRunAdmin(admin.ModelAdmin):
 
 class VoteInline(ReadOnlyInline):
     model = Vote
+    align_score_rounded = rounded("align_score", "Alignment")
+    weight_rounded = rounded("weight", "Weight")
+    reliability_rounded = rounded("reliability", "Reliability")
     fields = readonly_fields = (
         "rank",
         "source",
         "raw_response",
         "response",
         "filtered",
-        "align_score",
+        "align_score_rounded",
         "cluster",
-        "weight",
-        "reliability",
+        "weight_rounded",
+        "reliability_rounded",
     )
 
 
@@ -224,7 +239,7 @@ class QuestionAdmin(admin.ModelAdmin):
         "strategy",
         "params",
         "answer",
-        "confidence",
+        "confidence_display",
         "backend",
         "clusters",
         "evidence",
@@ -232,7 +247,7 @@ class QuestionAdmin(admin.ModelAdmin):
         "trace",
         "calls",
         "tokens",
-        "seconds",
+        "seconds_rounded",
         "notes",
         "job",
         "asked_by",
@@ -241,6 +256,8 @@ class QuestionAdmin(admin.ModelAdmin):
     )
     date_hierarchy = "created_at"
     inlines = [VoteInline]
+    exclude = ("confidence", "seconds")  # shown rounded (read-only) instead
+    seconds_rounded = rounded("seconds", "Seconds", 1)
 
     @admin.display(description="Question", ordering="text")
     def short_text(self, q: Question) -> str:

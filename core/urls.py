@@ -1,12 +1,16 @@
 from django.urls import path
 
-from core.views import ask, claims, conflicts, runs, sources
+from core.views import ask, claims, conflicts, documents, runs, sources
 
 urlpatterns = [
     path("", ask.ask, name="ask"),
     path("questions/", ask.history, name="history"),
     path("questions/<int:pk>/", ask.question_detail, name="question-detail"),
     path("questions/<int:pk>/panel/", ask.question_panel, name="question-panel"),
+    path("questions/<int:pk>/votes.csv", documents.question_votes_csv, name="question-votes-csv"),
+    path("documents/<int:pk>/", documents.document_detail, name="document-detail"),
+    path("sources/<int:pk>/documents/", documents.source_documents, name="source-documents"),
+    path("runs/<int:pk>/scores.csv", documents.run_scores_csv, name="run-scores-csv"),
     path("sources/", sources.source_list, name="source-list"),
     path("sources/<int:pk>/", sources.source_detail, name="source-detail"),
     path("sources/<int:pk>/claims/", claims.source_claims, name="source-claims"),

@@ -16,6 +16,9 @@ the browser reports no Content-Security-Policy violation on any of them, of:
     claims-subject.png    that flight's attributes, resolved values and line graph
     claims-conflict.png   its most contested attribute: values, sources, node confidence
     claims-conflicts.png  /conflicts/?mode=claims: contested items and the source conflict graph
+
+and each of them on a phone too (390 CSS px wide, full page): claims-*-phone.png; the
+other pages' screenshots come from scripts/screenshots.py.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import scratch_db  # noqa: E402
+from screenshots import phone_page  # noqa: E402 - the phone shots as scripts/screenshots.py takes them
 
 SCRATCH_DB = "screenshots_claims"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -186,6 +190,7 @@ def main() -> None:
             violations = driver.execute_script("return window.__cspViolations || []")
             assert not violations, f"{path}: {violations}"
             full_page(driver, args.out / f"{name}.png")
+            phone_page(driver, args.out / f"{name}-phone.png")
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)

@@ -7,9 +7,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from core.admin_numbers import rounded
 from core.forms import JSON_FORMFIELD_OVERRIDES
 from core.roles import is_curator
 from core.services.estimation import start_estimation_run
@@ -37,16 +39,22 @@ class SourceAdmin(admin.ModelAdmin):
     search_fields = ("name", "description", "homepage")
     readonly_fields = (
         "chunk_count",
-        "reliability",
-        "reliability_low",
-        "reliability_high",
+        "reliability_rounded",
+        "reliability_low_rounded",
+        "reliability_high_rounded",
         "reliability_answers",
         "reliability_updated_at",
         "created_at",
         "updated_at",
     )
+    # Estimated by runs, shown rounded and read-only (never edited by hand).
+    exclude = ("reliability", "reliability_low", "reliability_high")
+    reliability_rounded = rounded("reliability", "Reliability")
+    reliability_low_rounded = rounded("reliability_low", "Reliability low")
+    reliability_high_rounded = rounded("reliability_high", "Reliability high")
     actions = ["activate", "deactivate", "reembed", "start_estimation"]
     change_list_template = "admin/sources/source/change_list.html"
+    change_form_template = "admin/sources/source/change_form.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Source]:
         return super().get_queryset(request).annotate(document_total=Count("documents", distinct=True))
@@ -126,11 +134,22 @@ class SourceAdmin(admin.ModelAdmin):
                 options={"mapping": form.cleaned_data["csv_mapping"]},
                 user=request.user,
             )
+            # Which documents are new is known only once the job has compared them with those
+            # held: the start says what was read, the job's headline then says "0 new, 3 already held".
             total = sum(form.cleaned_data["document_counts"])
+            files = len(form.cleaned_data["blobs"])
             self.message_user(
                 request,
                 format_html(
-                    'Ingestion of {} document(s) started: <a href="/jobs/{}/">job {}</a>', total, job.pk, job.pk
+                    "Ingestion into {} started: {} file{} with {} document{} to check against those already "
+                    'held. <a href="{}">Job {}</a> tells how many are new.',
+                    form.cleaned_data["source"].name,
+                    files,
+                    pluralize(files),
+                    total,
+                    pluralize(total),
+                    reverse("job-detail", args=[job.pk]),
+                    job.pk,
                 ),
                 messages.SUCCESS,
             )

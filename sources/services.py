@@ -39,6 +39,28 @@ class FileOutcome:
         }
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def ingest_headline(result: dict[str, Any]) -> str:
+    """The one line an ingestion job ends with, from its result: what was new, what was held
+    already, what was refused ("0 new documents, 3 already held (0 chunks) from 1 file"). A
+    re-upload of known files must read as such, never as documents ingested."""
+    files = [f for f in result.get("files") or [] if isinstance(f, dict)]
+    rejected = sum(1 for f in files if f.get("error"))
+    new = int(result.get("documents") or 0)
+    held = int(result.get("duplicates") or 0)
+    line = (
+        f"{_count(new, 'new document', 'new documents')}, {held} already held "
+        f"({_count(int(result.get('chunks') or 0), 'chunk', 'chunks')}) from {_count(len(files), 'file', 'files')}"
+    )
+    if rejected:
+        line += f"; {_count(rejected, 'file', 'files')} rejected"
+    source = result.get("source")
+    return f"{source}: {line}" if source else line
+
+
 # Chunks embedded between two heartbeats: long files report progress (and stay alive for
 # the stale-job reaper) every this many chunks.
 EMBED_CHUNKS_PER_HEARTBEAT = 512

@@ -17,7 +17,7 @@ from sources.claims import load_claims as load
 from sources.embedding import configured_embedder
 from sources.ingest import IngestError, expand_paths
 from sources.models import Source
-from sources.services import IngestInterrupted, reembed
+from sources.services import IngestInterrupted, ingest_headline, reembed
 from sources.services import ingest_files as ingest
 
 # Engine tasks live in their own module; importing it here registers them with Celery.
@@ -25,12 +25,13 @@ from tasks import engine_tasks  # noqa: F401
 from tasks.jobs import reap_stale_jobs as reap
 from tasks.models import Job
 from tasks.progress import JobProgress
-from tasks.runner import JobFailed, job_task
+from tasks.runner import Done, JobFailed, job_task
 
 
 @job_task("tasks.ingest_files")
-def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
-    """Parse, chunk and embed files into a source; each file is stored whole or not at all."""
+def ingest_files(progress: JobProgress, params: dict[str, Any]) -> Done:
+    """Parse, chunk and embed files into a source; each file is stored whole or not at all.
+    The job ends with what was new and what was held already ("0 new documents, 3 already held")."""
     source = Source.objects.get(pk=params["source_id"])
     try:
         files = expand_paths(params["paths"])
@@ -83,7 +84,7 @@ def ingest_files(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any
             f"{len(rejected)} of {len(outcomes)} file(s) rejected, nothing of them stored:\n" + "\n".join(rejected),
             result,
         )
-    return result
+    return Done(result, message=ingest_headline(result))
 
 
 @job_task("tasks.reembed_source")

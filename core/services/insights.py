@@ -16,6 +16,7 @@ from django.db.models import Count, F, OuterRef, Q, Subquery, Window
 from django.db.models.functions import RowNumber
 
 from core.engine.graphs.blocs import components
+from core.engine.text import answer_contains_gold
 from core.models import (
     ClaimResolution,
     EstimationRun,
@@ -231,9 +232,27 @@ def pairwise_disagreement(run: EstimationRun | None = None) -> list[dict[str, An
     ]
 
 
+def runs_with_shared_answers(runs: list[EstimationRun]) -> set[int]:
+    """The ids of those runs in which two sources answered (non-IDK) the same query, so a
+    conflict graph has at least one pair to draw (an update's pairs are its full run's). One query."""
+    answered = {run.pk: responses_run(run).pk for run in runs}
+    shared = (
+        RunResponse.objects.filter(run_id__in=set(answered.values()), is_idk=False)
+        .values("run_id", "query_id")
+        .annotate(answers=Count("source_id", distinct=True))
+        .filter(answers__gte=2)
+        .values_list("run_id", flat=True)
+        .distinct()
+    )
+    found = set(shared)
+    return {run_id for run_id, responses in answered.items() if responses in found}
+
+
 def source_disagreements(source: Source | int, limit: int = 50) -> list[dict[str, Any]]:
     """Fact-checking queries (newest runs first) where the source's non-IDK answer differed
-    from the run's estimated answer. One query."""
+    from the run's estimated answer. Each row says whether the source's answer matches the
+    query's reference answers (``matches_reference``; None when the query has none): a source
+    that disagreed with a wrong consensus was right, and a page must not show it as wrong. One query."""
     source_id = source if isinstance(source, int) else source.pk
     estimated = RunAnswer.objects.filter(run=OuterRef("run_id"), query=OuterRef("query_id"))
     rows = (
@@ -247,25 +266,32 @@ def source_disagreements(source: Source | int, limit: int = 50) -> list[dict[str
             "run__created_at",
             "query_id",
             "query__question",
+            "query__reference_answers",
             "response",
             "align_score",
             "estimated",
             "support",
         )[:limit]
     )
-    return [
-        {
-            "run_id": r["run_id"],
-            "run_created_at": r["run__created_at"],
-            "query_id": r["query_id"],
-            "question": r["query__question"],
-            "response": r["response"],
-            "align_score": r["align_score"],
-            "estimated_answer": r["estimated"] or "",
-            "support": r["support"],
-        }
-        for r in rows
-    ]
+    described = []
+    for r in rows:
+        references = usable_references(r["query__reference_answers"])
+        described.append(
+            {
+                "run_id": r["run_id"],
+                "run_created_at": r["run__created_at"],
+                "query_id": r["query_id"],
+                "question": r["query__question"],
+                "response": r["response"],
+                "align_score": r["align_score"],
+                "estimated_answer": r["estimated"] or "",
+                "support": r["support"],
+                "references": references,
+                "matches_reference": matches_reference(r["response"], references),
+                "estimate_matches_reference": matches_reference(r["estimated"] or "", references),
+            }
+        )
+    return described
 
 
 # --- Copying and collusion (pairwise dependence) -------------------------------------
@@ -364,10 +390,27 @@ def claim_run_summary(run: EstimationRun, *, limit: int = 20) -> dict[str, Any]:
     return {"run_id": run.pk, "items": counts["items"], "conflicting": counts["conflicting"], "doubtful": doubtful}
 
 
+def usable_references(stored: Any) -> list[str]:
+    """A query's reference answers as non-empty strings (what finish.reference_answers keeps)."""
+    usable = (r for r in stored or [] if isinstance(r, str | int | float) and not isinstance(r, bool))
+    return [str(r).strip() for r in usable if str(r).strip()]
+
+
+def matches_reference(answer: str, references: list[str]) -> bool | None:
+    """Whether an answer contains one of the query's reference answers (the containment test the
+    estimator's gold labels use); None when the query has no reference answer to check against."""
+    if not references:
+        return None
+    return bool(answer) and answer_contains_gold(answer, references)
+
+
 def agreement_matrix(run: EstimationRun, *, limit: int | None = None) -> dict[str, Any]:
     """Queries x sources of one run: each cell is "agree", "disagree", "idk" or None (no
     response recorded). Sources are ordered by their reliability in the run, most reliable
-    first, so the heat map reads from trusted to doubtful. Four queries."""
+    first, so the heat map reads from trusted to doubtful. Each row carries the query's
+    reference answers (``references``, [] when it has none) and whether the estimated answer
+    matches one of them (``matches_reference``: None without references), so a page can show
+    the estimate beside the truth a curator recorded. Four queries."""
     scores = dict(ReliabilityScore.objects.filter(run=run).values_list("source_id", "reliability"))
     sources = list(run.sources.order_by("name").values("id", "name"))
     sources.sort(key=lambda s: (-(scores.get(s["id"]) if scores.get(s["id"]) is not None else -1.0), s["name"]))
@@ -379,7 +422,16 @@ def agreement_matrix(run: EstimationRun, *, limit: int | None = None) -> dict[st
     responses = (
         RunResponse.objects.filter(run=run)
         .order_by("query_id")
-        .values("query_id", "query__question", "source_id", "response", "is_idk", "agrees", "cluster")
+        .values(
+            "query_id",
+            "query__question",
+            "query__reference_answers",
+            "source_id",
+            "response",
+            "is_idk",
+            "agrees",
+            "cluster",
+        )
     )
     for r in responses:
         row = rows.get(r["query_id"])
@@ -387,11 +439,14 @@ def agreement_matrix(run: EstimationRun, *, limit: int | None = None) -> dict[st
             if limit is not None and len(rows) >= limit:
                 continue
             estimated = answers.get(r["query_id"], {})
+            references = usable_references(r["query__reference_answers"])
             row = rows[r["query_id"]] = {
                 "query_id": r["query_id"],
                 "question": r["query__question"],
                 "answer": estimated.get("answer", ""),
                 "support": estimated.get("support"),
+                "references": references,
+                "matches_reference": matches_reference(estimated.get("answer", ""), references),
                 "cells": [None] * len(sources),
                 "responses": [""] * len(sources),
             }

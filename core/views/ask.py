@@ -7,23 +7,48 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Lower, Trim
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from core.engine.graphs.conflict import cluster_graph
-from core.engine.strategies import available_strategies, runnable_strategies
+from core.engine.params import describe
+from core.engine.strategies import available_strategies, runnable_strategies, strategy_class
+from core.engine.strategies.base import NO_CHUNK
 from core.models import Question
-from core.services.asking import start_question
+from core.services.asking import MAX_QUESTION_CHARS, start_question
 from core.services.engine_context import configured_offers
+from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.insights import question_clusters
 from core.views.access import analyst_required
+from sources.models import Chunk, Source
 from tasks.polling import render_poll
 
 DEFAULT_STRATEGY = "ra-rag"
 DEFAULT_KAPPA = 4
+MAX_CITATIONS = 8
+
+
+def strategy_groups(offers: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(product, research): the strategies the configured backends can run, split by their
+    ``product`` flag (core.engine.strategies.base.AnswerStrategy), ra-rag first, each with its
+    one-line description and whether it takes kappa. Oracle strategies are never runnable here."""
+    names = runnable_strategies(configured_offers() if offers is None else offers)
+    product: list[dict[str, Any]] = []
+    research: list[dict[str, Any]] = []
+    for name in sorted(names, key=lambda n: (n != DEFAULT_STRATEGY, n)):
+        cls = strategy_class(name)
+        entry = {
+            "name": name,
+            "description": cls.description,
+            "kappa": "kappa" in {f["name"] for f in describe(cls.Params)},
+        }
+        (product if cls.product else research).append(entry)
+    return product, research
 
 
 def _question(pk: int) -> Question:
@@ -36,15 +61,89 @@ def _finished(question: Question) -> bool:
     return question.answered_at is not None
 
 
+def _skipped_sources(question: Question, votes: list[Any]) -> list[str]:
+    """The sources kappa-RRSS put in its visiting order but never consulted (kappa answers
+    were found before reaching them), by name."""
+    order = (question.trace or {}).get("visit_order") or []
+    asked = {v.source_id for v in votes}
+    ids = [sid for sid in order if isinstance(sid, int) and sid not in asked]
+    names = dict(Source.objects.filter(pk__in=ids).values_list("id", "name"))
+    return [names[sid] for sid in ids if sid in names]
+
+
+def _citations(question: Question, votes: list[Any], chosen: int | None) -> list[dict[str, Any]]:
+    """The passages the answer rests on, numbered: those read by the sources of the winning
+    cluster or, for strategies without per-source votes, the evidence marked used. Each
+    carries the sentence to highlight (core.services.explain.highlight)."""
+    passages: dict[int, dict[str, Any]] = {}
+    for vote in votes:
+        if chosen is None or vote.cluster != chosen or vote.filtered:
+            continue
+        for p in vote.passages or []:
+            if p.get("chunk_id") and p["chunk_id"] not in passages:
+                passages[p["chunk_id"]] = {**p, "source_name": vote.source.name}
+    if not passages:
+        used = [
+            e["chunk_id"]
+            for e in question.evidence or []
+            if e.get("used") and e.get("chunk_id", NO_CHUNK) != NO_CHUNK and e.get("claim_id") is None
+        ]
+        chunks = Chunk.objects.filter(pk__in=used[: MAX_CITATIONS * 2]).select_related("document", "source")
+        by_id = {c.pk: c for c in chunks}
+        for cid in used:
+            chunk = by_id.get(cid)
+            if chunk is not None and cid not in passages:
+                passages[cid] = {
+                    "chunk_id": cid,
+                    "document_id": chunk.document_id,
+                    "title": chunk.document.title,
+                    "url": chunk.document.url,
+                    "text": chunk.text,
+                    "source_name": chunk.source.name,
+                }
+    out = []
+    for n, p in enumerate(list(passages.values())[:MAX_CITATIONS], start=1):
+        out.append({**p, "n": n, "mark": highlight(p.get("text", ""), question.answer)})
+    return out
+
+
 def _result_context(question: Question) -> dict[str, Any]:
     context: dict[str, Any] = {"question": question, "finished": _finished(question)}
     if context["finished"]:
         votes = list(question.votes.select_related("source").order_by("rank", "id"))
         clusters = question_clusters(question)
         labels = {c["id"]: c["label"] for c in clusters["clusters"]}
+        chosen = next((c["id"] for c in clusters["clusters"] if c.get("chosen")), None)
         for vote in votes:
             vote.cluster_label = labels.get(vote.cluster, "")
-        context.update(votes=votes, clusters=clusters, graph=cluster_graph(clusters))
+        skipped = _skipped_sources(question, votes)
+        citations = _citations(question, votes, chosen)
+        facts = [
+            VoteFact(
+                source=v.source.name,
+                response=v.response,
+                reliability=v.reliability,
+                in_answer=chosen is not None and v.cluster == chosen,
+                filtered=v.filtered,
+                passages=len(v.passages or []),
+            )
+            for v in votes
+        ]
+        explanation = explain_votes(
+            question.answer,
+            facts,
+            skipped=skipped,
+            kappa=(question.params or {}).get("kappa"),
+            evidence=None if votes else len(citations),
+        )
+        context.update(
+            votes=votes,
+            clusters=clusters,
+            graph=cluster_graph(clusters),
+            explanation=explanation,
+            citations=citations,
+            skipped=skipped,
+        )
     return context
 
 
@@ -52,13 +151,16 @@ def _result_context(question: Question) -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 def ask(request: HttpRequest) -> HttpResponse:
     # Only what the configured backends can run (e.g. no vanilla-llm with the offline reader).
-    strategies = runnable_strategies(configured_offers())
-    form: dict[str, Any] = {"text": "", "strategy": DEFAULT_STRATEGY, "kappa": DEFAULT_KAPPA}
+    product, research = strategy_groups()
+    form: dict[str, Any] = {"text": "", "strategy": DEFAULT_STRATEGY, "research_strategy": "", "kappa": DEFAULT_KAPPA}
     errors: dict[str, list[str]] = {}
     if request.method == "POST":
+        # A research baseline chosen under "advanced" wins over the product strategy select.
+        research_choice = request.POST.get("research_strategy", "").strip()
         form = {
             "text": request.POST.get("text", ""),
-            "strategy": request.POST.get("strategy") or DEFAULT_STRATEGY,
+            "strategy": research_choice or request.POST.get("strategy") or DEFAULT_STRATEGY,
+            "research_strategy": research_choice,
             "kappa": request.POST.get("kappa", "").strip(),
         }
         kappa: Any = None
@@ -82,7 +184,14 @@ def ask(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "core/ask.html",
-        {"strategies": strategies, "form": form, "errors": errors, "recent": recent},
+        {
+            "product_strategies": product,
+            "research_strategies": research,
+            "form": form,
+            "errors": errors,
+            "recent": recent,
+            "max_chars": MAX_QUESTION_CHARS,
+        },
         status=400 if errors else 200,
     )
 
@@ -92,7 +201,11 @@ def question_panel(request: HttpRequest, pk: int) -> HttpResponse:
     """The result panel the ask page polls; 286 (htmx: stop polling) once answered."""
     question = _question(pk)
     context = _result_context(question)
-    return render_poll(request, "core/_question_panel.html", context, finished=context["finished"])
+    response = render_poll(request, "core/_question_panel.html", context, finished=context["finished"])
+    if context["finished"] and request.headers.get("HX-Request"):
+        # The answer arrived: the address bar shows its permalink, so a reload keeps it.
+        response["HX-Push-Url"] = reverse("question-detail", args=[question.pk])
+    return response
 
 
 @analyst_required
@@ -110,21 +223,31 @@ def _parse_date(value: str | None) -> date | None:
 
 @analyst_required
 def history(request: HttpRequest) -> HttpResponse:
-    questions = (
-        Question.objects.select_related("asked_by", "job")
-        .annotate(vote_count=Count("votes"))
-        .order_by("-created_at", "-id")
-        .defer("params", "notes", "clusters")
-    )
+    """Past questions, newest first; the same question asked again (same text, ignoring case
+    and surrounding spaces) is one row, its latest asking, with how many times it was asked."""
+    matching = Question.objects.annotate(norm=Lower(Trim("text")))
     strategy = request.GET.get("strategy", "")
     if strategy:
-        questions = questions.filter(strategy=strategy)
+        matching = matching.filter(strategy=strategy)
+    q = request.GET.get("q", "").strip()[:200]
+    if q:
+        matching = matching.filter(text__icontains=q)
     start, end = _parse_date(request.GET.get("from")), _parse_date(request.GET.get("to"))
     tz = timezone.get_current_timezone()
     if start:
-        questions = questions.filter(created_at__gte=datetime.combine(start, time.min, tzinfo=tz))
+        matching = matching.filter(created_at__gte=datetime.combine(start, time.min, tzinfo=tz))
     if end:
-        questions = questions.filter(created_at__lte=datetime.combine(end, time.max, tzinfo=tz))
+        matching = matching.filter(created_at__lte=datetime.combine(end, time.max, tzinfo=tz))
+    same = matching.filter(norm=OuterRef("norm"))
+    latest = same.order_by("-created_at", "-id").values("id")[:1]
+    times = same.order_by().values("norm").annotate(n=Count("id")).values("n")
+    questions = (
+        matching.filter(pk=Subquery(latest))
+        .select_related("asked_by", "job")
+        .annotate(vote_count=Count("votes"), times_asked=Subquery(times, output_field=IntegerField()))
+        .order_by("-created_at", "-id")
+        .defer("params", "notes", "clusters")
+    )
     page = Paginator(questions, 25).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -135,6 +258,7 @@ def history(request: HttpRequest) -> HttpResponse:
             "page": page,
             "strategies": available_strategies(),
             "strategy": strategy,
+            "q": q,
             "start": start.isoformat() if start else "",
             "end": end.isoformat() if end else "",
             "query": query.urlencode(),

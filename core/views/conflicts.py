@@ -14,7 +14,13 @@ from django.shortcuts import get_object_or_404, render
 from core.engine.graphs.conflict import conflict_graph
 from core.models import EstimationRun, Question
 from core.services import claims_view
-from core.services.insights import dependence_groups, finished_full_runs, has_copy_detection, pairwise_disagreement
+from core.services.insights import (
+    dependence_groups,
+    finished_full_runs,
+    has_copy_detection,
+    pairwise_disagreement,
+    runs_with_shared_answers,
+)
 from core.views.access import analyst_required
 from sources.models import Source
 
@@ -27,13 +33,19 @@ CONTESTED_PAGE = 25
 def conflicts(request: HttpRequest) -> HttpResponse:
     if request.GET.get("mode") == "claims":
         return _claims_mode(request)
-    runs = list(finished_full_runs().only("id", "created_at")[:30])
+    runs = list(finished_full_runs().only("id", "created_at", "kind")[:30])
+    with_pairs = runs_with_shared_answers(runs)
+    for r in runs:
+        r.has_pairs = r.pk in with_pairs  # the run picker says which runs have nothing to draw
     run_id = request.GET.get("run")
-    run = (
-        get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED)
-        if run_id and run_id.isdigit()
-        else (runs[0] if runs else None)
-    )
+    skipped: list[EstimationRun] = []
+    if run_id and run_id.isdigit():
+        run = get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED)
+    else:
+        # By default the latest run that has something to show: a run in which no two sources
+        # answered a shared query (one over a single source, say) has no conflict graph.
+        run = next((r for r in runs if r.has_pairs), runs[0] if runs else None)
+        skipped = runs[: runs.index(run)] if run is not None else []  # newer runs without pairs
     mode = request.GET.get("edges", "auto")
     mode = mode if mode in EDGE_MODES else "auto"
     pairs = pairwise_disagreement(run) if run else []
@@ -63,6 +75,8 @@ def conflicts(request: HttpRequest) -> HttpResponse:
             "copy_detection": copy_detection,
             "copy_groups": dependence_groups(run) if copy_detection and run else [],
             "view_mode": "answers",
+            "skipped_runs": skipped,
+            "no_run_has_pairs": bool(runs) and not with_pairs,
         },
     )
 

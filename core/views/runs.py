@@ -18,6 +18,7 @@ from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
 from core.roles import is_curator
 from core.services import estimation
+from core.services.estimation.start import MIN_SOURCES
 from core.services.insights import agreement_matrix, claim_run_summary, dependence_groups, run_changes
 from core.views.access import analyst_required, curator_required
 from sources.models import Source
@@ -42,6 +43,7 @@ def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str
         "default_estimator": settings.RELIABILITY_ESTIMATOR,
         "estimators": available_estimators(),
         "errors": errors or {},
+        "min_sources": MIN_SOURCES,
     }
 
 
@@ -157,9 +159,16 @@ def _result_context(run: EstimationRun, request: HttpRequest | None = None) -> d
                 {"state": state or "none", "title": f"{name}: {response or 'no response'}"}
                 for state, response, name in zip(row["cells"], row["responses"], names, strict=True)
             ]
+        checked = [row for row in matrix["rows"] if row["references"]]
         context.update(
             changes=changes,
             matrix=matrix,
+            # The estimate beside the reference answers: how many of the gold-checked queries it got right.
+            reference_check={
+                "checked": len(checked),
+                "matching": sum(1 for row in checked if row["matches_reference"]),
+                "differing": sum(1 for row in checked if not row["matches_reference"]),
+            },
             copy_groups=dependence_groups(run),
             scores=sorted(
                 (c for c in changes["sources"] if c["status"] != "dropped"), key=lambda c: -(c["reliability"] or 0.0)

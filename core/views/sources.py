@@ -1,7 +1,11 @@
-"""Sources: the overview with trend sparklines, and one source's reliability, documents and
-the fact-checking queries where it disagreed with the consensus."""
+"""Sources: the overview with trend sparklines (most reliable first, or by name), and one
+source's reliability, documents and the fact-checking queries where it disagreed with the
+consensus (with the reference answers, so a source that was right against a wrong consensus
+is not shown as wrong)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.core.paginator import Paginator
 from django.db.models import Count
@@ -13,13 +17,27 @@ from core.views.access import analyst_required
 from core.views.charts import reliability_chart, sparkline
 from sources.models import Document, Source
 
+SORTS = ("reliability", "name")
+
+
+def sorted_sources(sources: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
+    """By reliability (highest first; sources never estimated last, by name), or by name."""
+    if sort == "name":
+        return sorted(sources, key=lambda s: s["name"].lower())
+    return sorted(
+        sources,
+        key=lambda s: (s["reliability"] is None, -(s["reliability"] or 0.0), s["name"].lower()),
+    )
+
 
 @analyst_required
 def source_list(request: HttpRequest) -> HttpResponse:
-    sources = source_overview()
+    sort = request.GET.get("sort", "reliability")
+    sort = sort if sort in SORTS else "reliability"
+    sources = sorted_sources(source_overview(), sort)
     for s in sources:
         s["spark"] = sparkline(s["trend"])
-    return render(request, "core/source_list.html", {"sources": sources})
+    return render(request, "core/source_list.html", {"sources": sources, "sort": sort})
 
 
 @analyst_required
@@ -42,5 +60,7 @@ def source_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "chart": reliability_chart(history) if history else None,
             "page": page,
             "disagreements": source_disagreements(source, limit=50),
+            # Curators upload in the admin (staff with the right to change sources).
+            "can_upload": request.user.is_staff and request.user.has_perm("sources.change_source"),
         },
     )

@@ -16,6 +16,11 @@ def demo_query_set() -> QuerySet:
     return query_set
 
 
+def three_sources() -> list[int]:
+    """An estimation run needs at least three sources (reliability comes from agreement between them)."""
+    return [SourceFactory(name=name, chunk_count=3).pk for name in ("wiki", "wire", "almanac")]
+
+
 def test_an_empty_body_starts_nothing_and_asks_for_the_sources(as_curator):
     demo_query_set()
     SourceFactory(name="wiki", chunk_count=3)
@@ -39,21 +44,22 @@ def test_all_means_every_active_source_that_holds_documents(as_curator):
     query_set = demo_query_set()
     wiki = SourceFactory(name="wiki", chunk_count=3)
     news = SourceFactory(name="news", chunk_count=1)
+    almanac = SourceFactory(name="almanac", chunk_count=2)
     SourceFactory(name="empty", chunk_count=0)
     SourceFactory(name="retired", chunk_count=5, active=False)
     response = as_curator.post("/api/estimation-runs/", {"query_set": query_set.pk, "sources": "all"}, format="json")
     assert response.status_code == 202, response.content
     run = EstimationRun.objects.get(pk=response.json()["run"]["id"])
-    assert set(run.sources.all()) == {wiki, news}
+    assert set(run.sources.all()) == {wiki, news, almanac}
 
 
 def test_a_third_run_in_progress_is_refused_with_429_naming_the_limit(as_curator, curator):
     demo_query_set()
-    wiki = SourceFactory(name="wiki", chunk_count=3)
+    sources = three_sources()
     EstimationRunFactory(created_by=curator, state=EstimationRun.State.SUCCEEDED)  # finished: does not count
     for _ in range(2):
-        assert as_curator.post("/api/estimation-runs/", {"sources": [wiki.pk]}, format="json").status_code == 202
-    response = as_curator.post("/api/estimation-runs/", {"sources": [wiki.pk]}, format="json")
+        assert as_curator.post("/api/estimation-runs/", {"sources": sources}, format="json").status_code == 202
+    response = as_curator.post("/api/estimation-runs/", {"sources": sources}, format="json")
     assert response.status_code == 429
     error = error_of(response)
     assert error["code"] == "too_many_runs"
@@ -64,7 +70,7 @@ def test_a_third_run_in_progress_is_refused_with_429_naming_the_limit(as_curator
 def test_the_cap_is_per_user_and_follows_the_setting(as_curator, curator, settings):
     settings.ESTIMATION_MAX_CONCURRENT_PER_USER = 1
     demo_query_set()
-    wiki = SourceFactory(name="wiki", chunk_count=3)
+    sources = three_sources()
     EstimationRunFactory(created_by=None, state=EstimationRun.State.RUNNING)  # someone else's (the CLI's)
     assert as_curator.post("/api/estimation-runs/", {"sources": "all"}, format="json").status_code == 202
-    assert as_curator.post("/api/estimation-runs/", {"sources": [wiki.pk]}, format="json").status_code == 429
+    assert as_curator.post("/api/estimation-runs/", {"sources": sources}, format="json").status_code == 429

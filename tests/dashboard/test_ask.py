@@ -12,7 +12,7 @@ from tests.factories import QuestionFactory
 
 def test_the_ask_page_offers_the_runnable_strategies_with_ra_rag_selected(analyst_client: Any, db: Any) -> None:
     page = analyst_client.get(reverse("ask")).content.decode()
-    assert '<option value="ra-rag" selected>' in page
+    assert '<option value="ra-rag" selected data-kappa="true">' in page
     assert '<option value="vanilla-rag"' in page
     # The offline reader writes no free text, and only the benchmark knows true reliabilities.
     assert 'value="vanilla-llm"' not in page and 'value="wmv-oracle"' not in page

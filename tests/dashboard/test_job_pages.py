@@ -50,7 +50,9 @@ def test_an_analyst_sees_the_uploaded_files_name_and_no_server_path_on_the_job_p
         assert str(settings.UPLOAD_DIR) not in page and "0000-" not in page, url
     detail = analyst_client.get(reverse("job-detail", args=[job.pk])).content.decode()
     assert "upload_dir" not in detail and "display_names" not in detail and "&#x27;paths&#x27;" not in detail
-    assert "&#x27;files&#x27;: [&#x27;notes.csv&#x27;]" in detail
+    # The parameters read as lines ("Files: notes.csv"), never as a Python dict.
+    assert '<span class="readable-label">Files</span>: notes.csv' in detail
+    assert "&#x27;files&#x27;" not in detail
 
 
 def test_a_job_started_from_the_command_line_shows_file_names_not_the_folders_they_came_from(

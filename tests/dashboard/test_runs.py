@@ -44,7 +44,7 @@ def test_a_curator_starts_a_run_and_is_sent_to_its_page(curator_client: Any, wor
         reverse("run-start"),
         {
             "query_set": world.query_set.pk,
-            "sources": [world.sources[0].pk, world.sources[1].pk],
+            "sources": [world.sources[0].pk, world.sources[1].pk, world.sources[2].pk],
             "k": "2",
             "tau": "0.2",
             "strict": "on",
@@ -52,7 +52,7 @@ def test_a_curator_starts_a_run_and_is_sent_to_its_page(curator_client: Any, wor
     )
     assert response.status_code == 302 and response["Location"] == reverse("run-detail", args=[world.runs[0].pk])
     assert started["query_set"] == world.query_set
-    assert [s.pk for s in started["sources"]] == [world.sources[0].pk, world.sources[1].pk]
+    assert [s.pk for s in started["sources"]] == [s.pk for s in world.sources[:3]]
     assert started["params"] == {"k": 2, "tau": 0.2, "strict": True}
 
 

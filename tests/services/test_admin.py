@@ -25,12 +25,14 @@ def test_the_admin_lists_query_sets_queries_runs_and_questions(db, admin_client,
 
 
 def test_the_sources_action_starts_an_estimation_run_on_the_selected_sources(db, admin_client, embedder):
-    good, bad, _ = build_corpus(embedder, reliable=1)
+    good, bad, _ = build_corpus(embedder, reliable=2)  # three sources: the least a run accepts
     response = admin_client.post(
-        "/admin/sources/source/", {"action": "start_estimation", "_selected_action": [good[0].pk, bad.pk]}, follow=True
+        "/admin/sources/source/",
+        {"action": "start_estimation", "_selected_action": [good[0].pk, good[1].pk, bad.pk]},
+        follow=True,
     )
     assert response.status_code == 200
     run = EstimationRun.objects.get()
-    assert set(run.sources.all()) == {good[0], bad}
+    assert set(run.sources.all()) == {good[0], good[1], bad}
     assert run.job.kind == Job.Kind.ESTIMATE
     assert f"Estimation run {run.pk} started" in response.content.decode()

@@ -63,12 +63,13 @@ def test_the_service_refuses_a_run_that_names_no_sources_even_when_sources_hold_
 
 def test_a_user_with_the_maximum_of_runs_in_progress_cannot_start_another(db: Any, curator: Any, settings: Any) -> None:
     FactQueryFactory(query_set=QuerySetFactory(name="demo"))
-    wire = SourceFactory(name="wire", chunk_count=5)
+    # Three sources: a run needs at least three (reliability comes from agreement between sources).
+    sources = [SourceFactory(name=name, chunk_count=5) for name in ("wire", "wiki", "almanac")]
     EstimationRunFactory(created_by=curator, state=EstimationRun.State.RUNNING)
     EstimationRunFactory(created_by=curator, state=EstimationRun.State.PENDING)
     with pytest.raises(TooManyRuns) as caught:
-        start_estimation_run(sources=[wire], user=curator)
+        start_estimation_run(sources=sources, user=curator)
     assert "at most 2 at once" in caught.value.message_dict["runs"][0]
     settings.ESTIMATION_MAX_CONCURRENT_PER_USER = 3
-    assert start_estimation_run(sources=[wire], user=curator).created_by == curator
+    assert start_estimation_run(sources=sources, user=curator).created_by == curator
     assert start_estimation_run(sources="all").created_by is None  # the CLI (no user) is not capped

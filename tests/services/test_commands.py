@@ -40,6 +40,7 @@ def test_estimate_json_prints_per_source_scores_after_the_run(worker, embedder):
         "demo",
         "--sources",
         "reliable-0",
+        "reliable-1",
         "misinformer",
         "--json",
         "--timeout",
@@ -49,7 +50,7 @@ def test_estimate_json_prints_per_source_scores_after_the_run(worker, embedder):
     data = json.loads(out.getvalue())
     assert data["state"] == "succeeded"
     scores = {s["source"]: s for s in data["scores"]}
-    assert set(scores) == {"reliable-0", "misinformer"}
+    assert set(scores) == {"reliable-0", "reliable-1", "misinformer"}
     assert set(scores["misinformer"]) >= {"reliability", "weight", "low", "high", "answers", "agreements"}
 
 

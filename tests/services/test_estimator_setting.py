@@ -31,9 +31,9 @@ def test_the_setting_defaults_to_the_engine_s_default_estimator() -> None:
 def test_a_run_that_names_no_estimator_uses_the_configured_one_and_a_named_one_wins(db: Any, settings: Any) -> None:
     settings.RELIABILITY_ESTIMATOR = "truthfinder"
     FactQueryFactory(query_set=QuerySetFactory(name="demo"))
-    source = SourceFactory(chunk_count=1)
-    assert start_estimation_run(sources=[source]).params["estimator"] == "truthfinder"
-    named = start_estimation_run(sources=[source], params={"estimator": "onecoin"})
+    sources = SourceFactory.create_batch(3, chunk_count=1)  # a run needs at least three sources
+    assert start_estimation_run(sources=sources).params["estimator"] == "truthfinder"
+    named = start_estimation_run(sources=sources, params={"estimator": "onecoin"})
     assert named.params["estimator"] == "onecoin" and named.params["use_gold"] is True
 
 

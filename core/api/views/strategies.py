@@ -29,6 +29,9 @@ class StrategySerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     requires = serializers.ListField(child=serializers.CharField())
+    product = serializers.BooleanField(
+        help_text="Meant for users (offered by default when asking); false: a research baseline or ablation."
+    )
     runnable = serializers.BooleanField(help_text="The configured backends can run it.")
     unavailable_because = serializers.ListField(child=serializers.CharField())
     params = StrategyParamSerializer(many=True)
@@ -47,6 +50,7 @@ def strategy_catalogue() -> list[dict[str, object]]:
                 "name": name,
                 "description": cls.description,
                 "requires": sorted(r.value for r in cls.requires),
+                "product": cls.product,
                 "runnable": not reasons,
                 "unavailable_because": reasons,
                 "params": params,

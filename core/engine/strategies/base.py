@@ -186,6 +186,10 @@ class AnswerStrategy(ABC):
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     requires: ClassVar[frozenset[Requirement]] = frozenset()
+    # Meant for users (the ask form lists it by default); False: a research baseline or
+    # ablation, offered behind the form's "advanced" switch. Not inherited on purpose by
+    # ablations: each subclass that is a product strategy says so itself.
+    product: ClassVar[bool] = False
     uses_sources: ClassVar[bool] = (
         True  # False: answers without retrieval (nothing to say when no source holds documents)
     )

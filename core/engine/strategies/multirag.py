@@ -233,6 +233,7 @@ class MultiRagStrategy(AnswerStrategy):
         "(graph- and node-level confidence), prune, answer with the resolved value"
     )
     requires = frozenset({Requirement.CLAIMS})
+    product = True
     Params = MultiRagParams
 
     def answer(self, question: str, ctx: EngineContext, params: MultiRagParams) -> StrategyResult:

@@ -85,6 +85,7 @@ class _Voting(AnswerStrategy):
 @register("ra-rag")
 class RaRag(_Voting):
     description = "kappa-RRSS source selection, f_align filter, semantic clusters, WMV"
+    product = True
     Params = RaRagParams
 
     def choose(
@@ -127,6 +128,7 @@ class RaRagAll(_Voting):
 @register("ra-rag-nofilter")
 class RaRagNoFilter(RaRag):
     description = "RA-RAG without the f_align filter"
+    product = False  # an ablation of ra-rag
     use_filter = False
 
 

@@ -22,6 +22,8 @@ BUILTIN_MODULES: list[str] = [
     "core.engine.strategies.ra_rag",
     "core.engine.strategies.baselines",
     "core.engine.strategies.multirag",
+    "core.engine.strategies.astute_rag",
+    "core.engine.strategies.crest",
 ]
 
 _registry: dict[str, type[AnswerStrategy]] = {}

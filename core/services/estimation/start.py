@@ -97,6 +97,26 @@ SOURCES_REQUIRED = (
     "(an estimation run is never started over everything by default)."
 )
 IN_PROGRESS = (EstimationRun.State.PENDING, EstimationRun.State.RUNNING)
+# Reliability is estimated from how often a source agrees with the others: with one source it
+# only agrees with itself (a single-source run once gave it 0.80), with two a disagreement
+# cannot tell which of them is wrong. A third source is the least that can break the tie.
+MIN_SOURCES = 3
+
+
+def too_few_sources(count: int, *, every_active: bool = False) -> str:
+    """Why a run over `count` sources is refused (the message every entry point shows);
+    `every_active`: the sources were "all", the active sources that hold documents."""
+    plural = "s" if count != 1 else ""
+    given = (
+        f"only {count} active source{plural} with documents {'exists' if count == 1 else 'exist'}"
+        if every_active
+        else f"{count} {'was' if count == 1 else 'were'} chosen"
+    )
+    return (
+        f"An estimation run needs at least {MIN_SOURCES} sources ({given}): a source's reliability comes from "
+        "how often it agrees with the other sources, so one source would only agree with itself and two cannot "
+        "tell which of them is wrong."
+    )
 
 
 class TooManyRuns(ValidationError):
@@ -114,6 +134,8 @@ def _chosen_sources(sources: Iterable[Source] | Literal["all"] | None, errors: d
         chosen = list(Source.objects.filter(active=True, chunk_count__gt=0).order_by("id"))
         if not chosen:
             errors["sources"] = "No active source holds documents yet: there is nothing to estimate."
+        elif len(chosen) < MIN_SOURCES:
+            errors["sources"] = too_few_sources(len(chosen), every_active=True)
         return chosen
     chosen = list(sources)
     if not chosen:
@@ -122,6 +144,8 @@ def _chosen_sources(sources: Iterable[Source] | Literal["all"] | None, errors: d
     empty = [s.name for s in chosen if not s.chunk_count]
     if empty:
         errors["sources"] = f"These sources hold no documents: {', '.join(empty)}."
+    elif len({s.pk for s in chosen}) < MIN_SOURCES:
+        errors["sources"] = too_few_sources(len({s.pk for s in chosen}))
     return chosen
 
 
@@ -163,7 +187,8 @@ def start_estimation_run(
     """Validate, store the run and its Job, enqueue `tasks.estimation_run` on "default".
 
     `sources` is required: the sources to estimate, or "all" (every active source that holds
-    documents). A user may have ESTIMATION_MAX_CONCURRENT_PER_USER runs in progress at once
+    documents); at least MIN_SOURCES of them, since reliability comes from agreement between
+    sources. A user may have ESTIMATION_MAX_CONCURRENT_PER_USER runs in progress at once
     (TooManyRuns, a ValidationError, past that)."""
     errors: dict[str, str] = {}
     query_set = query_set or default_query_set()

@@ -1,0 +1,143 @@
+"""Checking an answer against its evidence: a document page (the cited passage highlighted),
+a per-source document browser with full-text search, and CSV exports of a question's votes
+and of a run's scores."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from core.models import EstimationRun, Question
+from core.views.access import analyst_required
+from sources.models import Chunk, Document, Source
+
+DOCUMENTS_PER_PAGE = 25
+# Cells a spreadsheet would run as a formula (CSV injection): prefixed with a quote.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+@analyst_required
+def document_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A document in full; ``?chunk=<id>`` highlights that passage (a citation's target).
+    The text is untrusted: it is rendered escaped, split around the passage, never as HTML."""
+    document = get_object_or_404(Document.objects.select_related("source"), pk=pk)
+    chunk: Chunk | None = None
+    raw = request.GET.get("chunk", "")
+    if raw.isdigit():
+        chunk = Chunk.objects.filter(pk=int(raw), document=document).first()
+    before, marked, after = document.text, "", ""
+    if chunk is not None:
+        at = document.text.find(chunk.text)
+        if at >= 0:
+            before, marked, after = (
+                document.text[:at],
+                document.text[at : at + len(chunk.text)],
+                document.text[at + len(chunk.text) :],
+            )
+    return render(
+        request,
+        "core/document_detail.html",
+        {"document": document, "chunk": chunk, "before": before, "marked": marked, "after": after},
+    )
+
+
+@analyst_required
+def source_documents(request: HttpRequest, pk: int) -> HttpResponse:
+    """A source's documents, newest first, or ranked by PostgreSQL full-text search on title
+    and text (config "english") when ``?q=`` is given. The vector is computed per query: fine
+    for the few thousand documents a source holds here; a GIN index on the same expression
+    (or a stored SearchVectorField) would be the step for much larger sources."""
+    source = get_object_or_404(Source, pk=pk)
+    q = request.GET.get("q", "").strip()[:200]
+    documents = Document.objects.filter(source=source).only("id", "title", "url", "published_at", "ingested_at")
+    if q:
+        vector = SearchVector("title", weight="A", config="english") + SearchVector(
+            "text", weight="B", config="english"
+        )
+        query = SearchQuery(q, config="english", search_type="websearch")
+        documents = (
+            documents.annotate(search=vector, rank=SearchRank(vector, query))
+            .filter(search=query)  # ts_rank is never exactly 0: match with @@, rank only orders
+            .order_by("-rank", "-ingested_at", "id")
+        )
+    else:
+        documents = documents.order_by("-ingested_at", "id")
+    page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "core/document_list.html",
+        {"source": source, "page": page, "q": q, "query": query.urlencode()},
+    )
+
+
+def csv_cell(value: Any) -> str:
+    """A cell as text, with a leading quote when a spreadsheet would read it as a formula."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+def csv_response(filename: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    writer = csv.writer(response)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([csv_cell(v) for v in row])
+    return response
+
+
+@analyst_required
+def question_votes_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    question = get_object_or_404(Question, pk=pk)
+    votes = question.votes.select_related("source").order_by("rank", "id")
+    header = ["rank", "source_id", "source", "reliability", "response", "raw_response", "filtered", "align_score"]
+    header += ["cluster", "weight", "passages"]
+    rows = (
+        [
+            v.rank + 1,
+            v.source_id,
+            v.source.name,
+            v.reliability,
+            v.response,
+            v.raw_response,
+            v.filtered,
+            round(v.align_score, 4),
+            v.cluster,
+            round(v.weight, 4),
+            len(v.passages or []),
+        ]
+        for v in votes
+    )
+    return csv_response(f"question-{question.pk}-votes.csv", header, rows)
+
+
+@analyst_required
+def run_scores_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(EstimationRun, pk=pk)
+    scores = run.scores.select_related("source").order_by("-reliability", "source__name")
+    header = ["source_id", "source", "reliability", "low", "high", "weight", "answers", "agreements"]
+    header += ["gold_answers", "gold_agreements"]
+    rows = (
+        [
+            s.source_id,
+            s.source.name,
+            round(s.reliability, 4),
+            round(s.low, 4),
+            round(s.high, 4),
+            round(s.weight, 4),
+            s.answers,
+            s.agreements,
+            s.gold_answers,
+            s.gold_agreements,
+        ]
+        for s in scores
+    )
+    return csv_response(f"run-{run.pk}-scores.csv", header, rows)

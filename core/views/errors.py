@@ -1,0 +1,32 @@
+"""The server-error page: the product's own page with the nav when a request context can be
+built, the same page without one when it cannot (the error may be the database that the
+session and the user come from), and plain text as a last resort. An error page must never fail."""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError
+from django.template import loader
+
+logger = logging.getLogger(__name__)
+
+PLAIN = "Server error: something went wrong on the server. Try again in a moment."
+
+
+def server_error(request: HttpRequest, template_name: str = "500.html") -> HttpResponse:
+    """handler500: templates/500.html with the request context, else without it, else text."""
+    try:
+        template = loader.get_template(template_name)
+    except Exception:  # noqa: BLE001 - a missing or broken template must not hide the error page
+        logger.exception("the %s template cannot be loaded", template_name)
+        return HttpResponseServerError(PLAIN, content_type="text/plain")
+    try:
+        return HttpResponseServerError(template.render({}, request))
+    except Exception:  # noqa: BLE001 - the context processors need the session and the database
+        logger.warning("the server-error page is shown without its request context", exc_info=True)
+    try:
+        return HttpResponseServerError(template.render({}))
+    except Exception:  # noqa: BLE001
+        logger.exception("the %s template cannot be rendered", template_name)
+        return HttpResponseServerError(PLAIN, content_type="text/plain")

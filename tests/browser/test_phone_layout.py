@@ -1,0 +1,290 @@
+"""Every dashboard page on a phone (390 x 844) and on a desktop (1280 px): the page never
+scrolls sideways (wide tables and graphs scroll inside their own box), the nav collapses
+behind a "Menu" toggle that opens without script, graph labels stay legible (at least
+11 px on the screen) and controls are touch-sized; and axe-core (vendored, run in the
+page) finds no serious or critical accessibility violation on any of them (the main pages
+named in MAIN_PAGES among them) nor on the login page.
+
+The world (tests/browser/world.py) is demo-like and holds long unbroken words and URLs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.browser.conftest import ARTIFACTS, csp_violations, watch_csp
+from tests.browser.world import build_world
+from tests.factories import PASSWORD, AnalystFactory, CuratorFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PHONE = (390, 844)
+DESKTOP = (1280, 900)
+AXE = Path(__file__).with_name("vendor") / "axe.min.js"
+# What the checks leave out: fragments that htmx swaps into a page, POST-only actions, downloads.
+NOT_PAGES = {
+    "question-panel",
+    "run-result",
+    "run-start",
+    "run-resume",
+    "job-status",
+    "question-votes-csv",
+    "run-scores-csv",
+}
+# The main pages (the world's page names) that axe must check; it checks every other page too.
+MAIN_PAGES = {
+    "ask",
+    "question-detail",
+    "history",
+    "source-list",
+    "source-detail",
+    "run-list",
+    "run-detail",
+    "conflicts",
+    "claim-list",
+    "job-list",
+}
+
+# Elements that stick out of the viewport with no ancestor that scrolls or clips them: the
+# culprits of a sideways-scrolling page.
+_OFFENDERS = """
+const width = arguments[0];
+const out = [];
+for (const el of document.body.querySelectorAll("*")) {
+  const box = el.getBoundingClientRect();
+  if (box.width === 0 || box.right <= width + 0.5) continue;
+  let contained = false;
+  // An absolute box is clipped only by scroll boxes from its containing block (offsetParent) up.
+  const position = getComputedStyle(el).position;
+  const start = position === "absolute" ? el.offsetParent : position === "fixed" ? null : el.parentElement;
+  for (let a = start; a && a !== document.body; a = a.parentElement) {
+    if (["auto", "scroll", "hidden", "clip"].includes(getComputedStyle(a).overflowX)) { contained = true; break; }
+  }
+  if (!contained) {
+    out.push(`${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}${el.className && el.className.baseVal === undefined ? "." + String(el.className).trim().split(/\\s+/).join(".") : ""} right=${Math.round(box.right)}`);
+  }
+}
+return out.slice(0, 8);
+"""
+# On-screen size of every graph label: its font size times the SVG's scale.
+_SVG_LABELS = """
+return [...document.querySelectorAll("main svg text")].filter((t) => t.getClientRects().length).map((t) => ({
+  text: t.textContent.trim().slice(0, 30),
+  px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a,
+}));
+"""
+# Buttons, selects and text fields smaller than a fingertip.
+_SMALL_CONTROLS = """
+const sel = "main button, main select, main input[type=submit], main input[type=text], main input[type=number], main input[type=date], main input[type=password], main input[type=search], header button, header .nav-toggle-label";
+return [...document.querySelectorAll(sel)].filter((c) => c.getClientRects().length).map((c) => {
+  const box = c.getBoundingClientRect();
+  return {control: c.outerHTML.slice(0, 80), height: box.height};
+}).filter((c) => c.height < 44 - 0.5);
+"""
+
+
+def set_viewport(driver: Any, size: tuple[int, int], *, mobile: bool) -> None:
+    width, height = size
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile},
+    )
+
+
+def log_in(driver: Any, base: str, username: str) -> None:
+    driver.delete_all_cookies()
+    driver.get(f"{base}/login/")
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(PASSWORD)
+    driver.find_element(By.ID, "login-button").click()
+    WebDriverWait(driver, 30).until(ec.presence_of_element_located((By.ID, "ask-form")))
+
+
+def open_page(driver: Any, url: str) -> None:
+    driver.get(url)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    WebDriverWait(driver, 10).until(ec.presence_of_element_located((By.TAG_NAME, "main")))
+
+
+def assert_no_sideways_scroll(driver: Any, name: str, width: int) -> None:
+    scroll_width = driver.execute_script("return document.documentElement.scrollWidth")
+    inner_width = driver.execute_script("return window.innerWidth")
+    offenders = driver.execute_script(_OFFENDERS, width)
+    assert scroll_width <= inner_width and scroll_width <= width, (
+        f"{name}: the page is {scroll_width} px wide in a {width} px viewport; sticking out: {offenders}"
+    )
+
+
+def assert_legible_graphs(driver: Any, name: str) -> None:
+    small = [label for label in driver.execute_script(_SVG_LABELS) if label["px"] < 11 - 0.05]
+    assert not small, f"{name}: graph labels under 11 px on the screen: {small[:5]}"
+
+
+def axe_violations(driver: Any, *, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:
+    """Run axe-core in the page (injected through the driver, which the CSP does not govern)
+    and describe each violation of the given impacts with the elements it found."""
+    if not driver.execute_script("return typeof window.axe === 'object'"):
+        driver.execute_script(AXE.read_text(encoding="utf-8"))
+    driver.set_script_timeout(60)
+    violations = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {resultTypes: ['violations']}).then((r) => done(r.violations), (e) => done([{id: 'axe-error', impact: 'critical', help: String(e), nodes: []}]));"
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:4]]}"
+        for v in violations
+        if v["impact"] in impacts
+    ]
+
+
+@pytest.fixture
+def world(live_server: Any, db: Any) -> dict[str, Any]:
+    analyst = AnalystFactory(username="alice")
+    curator = CuratorFactory(username="carol")
+    paths = build_world(analyst, curator)
+    return {"base": live_server.url, "paths": paths, "analyst": analyst, "curator": curator}
+
+
+def test_every_dashboard_page_is_covered() -> None:
+    """A page added to core/urls.py or tasks/urls.py must be added to the world (or to the
+    fragments and actions left out), so that the phone check covers it."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    names: set[str] = set()
+
+    def walk(patterns: list[Any], namespace: str) -> None:
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                module = getattr(p.urlconf_module, "__name__", "")
+                if module in ("core.urls", "tasks.urls"):
+                    walk(p.url_patterns, module)
+            elif isinstance(p, URLPattern) and namespace and p.name:
+                names.add(p.name)
+
+    walk(get_resolver().url_patterns, "")
+    assert names, "core.urls and tasks.urls are not included in the site's URLs"
+    from tests.browser import world as world_module
+
+    covered = set(world_module.PAGE_NAMES) | NOT_PAGES
+    assert names <= covered, f"pages the phone check does not visit: {sorted(names - covered)}"
+
+
+def test_every_page_fits_a_phone_and_its_menu_opens(browser: Any, world: dict[str, Any]) -> None:
+    base, paths = world["base"], world["paths"]
+    watch_csp(browser)
+    set_viewport(browser, PHONE, mobile=True)
+    log_in(browser, base, "alice")
+    for name, path in paths.items():
+        open_page(browser, base + path)
+        assert_no_sideways_scroll(browser, name, PHONE[0])
+        assert_legible_graphs(browser, name)
+        small = browser.execute_script(_SMALL_CONTROLS)
+        assert not small, f"{name}: controls under 44 px high: {small[:4]}"
+
+        # The menu is closed: its toggle shows, the links do not (they would overflow).
+        toggle = browser.find_element(By.CSS_SELECTOR, "label.nav-toggle-label")
+        assert toggle.is_displayed(), name
+        links = browser.find_elements(By.CSS_SELECTOR, "header nav a")
+        assert len(links) >= 7 and not any(link.is_displayed() for link in links), name
+        toggle.click()  # opens with no script: a checkbox's :checked state
+        for link in links:
+            assert link.is_displayed(), f"{name}: {link.text} hidden in the open menu"
+            box = browser.execute_script(
+                "const b = arguments[0].getBoundingClientRect(); return [b.left, b.right, b.height]", link
+            )
+            assert box[0] >= 0 and box[1] <= PHONE[0] and box[2] >= 44, f"{name}: {link.text} at {box}"
+        assert browser.find_element(By.CSS_SELECTOR, "header .logout button").is_displayed()
+        assert_no_sideways_scroll(browser, f"{name} (menu open)", PHONE[0])
+        if name == "ask":
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            browser.save_screenshot(str(ARTIFACTS / "phone-menu-open.png"))  # the viewport as it is
+            browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)  # static/js/app.js closes it
+            WebDriverWait(browser, 5).until(ec.invisibility_of_element(links[0]))
+        else:
+            toggle.click()
+            assert not links[0].is_displayed(), name
+        assert csp_violations(browser) == [], name
+
+    # By keyboard: Tab past the skip link and the brand reaches the toggle; Space opens the menu.
+    open_page(browser, base + paths["history"])
+    body = browser.find_element(By.TAG_NAME, "body")
+    for _ in range(3):
+        body = browser.switch_to.active_element
+        body.send_keys(Keys.TAB)
+    toggle_box = browser.switch_to.active_element
+    assert toggle_box.get_attribute("id") == "nav-toggle"
+    toggle_box.send_keys(Keys.SPACE)
+    assert browser.find_element(By.LINK_TEXT, "Conflicts").is_displayed()
+
+    # The menu's links lead where they say.
+    open_page(browser, base + paths["ask"])
+    browser.find_element(By.CSS_SELECTOR, "label.nav-toggle-label").click()
+    browser.find_element(By.LINK_TEXT, "Jobs").click()
+    WebDriverWait(browser, 20).until(lambda d: d.current_url.rstrip("/").endswith("/jobs"))
+
+    # A curator sees more (the run form); it fits too, opened.
+    log_in(browser, base, "carol")
+    open_page(browser, base + paths["run-list"])
+    browser.find_element(By.CSS_SELECTOR, "#start-run summary").click()
+    assert browser.find_element(By.ID, "start-run-button").is_displayed()
+    assert_no_sideways_scroll(browser, "run-list (curator, form open)", PHONE[0])
+    small = browser.execute_script(_SMALL_CONTROLS)
+    assert not small, f"run form: controls under 44 px high: {small[:4]}"
+
+    # The login page, signed out.
+    browser.delete_all_cookies()
+    open_page(browser, f"{base}/login/")
+    assert_no_sideways_scroll(browser, "login", PHONE[0])
+    assert csp_violations(browser) == []
+
+
+def test_every_page_fits_a_desktop_with_the_nav_in_view(browser: Any, world: dict[str, Any]) -> None:
+    base, paths = world["base"], world["paths"]
+    set_viewport(browser, DESKTOP, mobile=False)
+    log_in(browser, base, "carol")
+    for name, path in paths.items():
+        open_page(browser, base + path)
+        assert_no_sideways_scroll(browser, name, DESKTOP[0])
+        assert not browser.find_element(By.CSS_SELECTOR, "label.nav-toggle-label").is_displayed(), name
+        links = browser.find_elements(By.CSS_SELECTOR, "header nav a")
+        assert links and all(link.is_displayed() for link in links), name
+        tops = {round(link.location["y"]) for link in links}
+        assert len(tops) == 1, f"{name}: the nav wraps at {DESKTOP[0]} px"
+
+    # Keyboard users skip the nav: the first Tab shows the skip link, Enter moves to the content.
+    open_page(browser, base + paths["history"])
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+    skip = browser.switch_to.active_element
+    assert skip.get_attribute("class") == "skip-link" and skip.is_displayed()
+    assert skip.location["y"] >= 0  # moved into view while focused
+    skip.send_keys(Keys.ENTER)
+    WebDriverWait(browser, 5).until(lambda d: d.switch_to.active_element.get_attribute("id") == "main")
+    assert browser.current_url.startswith(base + paths["history"])
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_pages_have_no_serious_accessibility_violation(browser: Any, world: dict[str, Any], viewport: str) -> None:
+    base, paths = world["base"], world["paths"]
+    if viewport == "phone":
+        set_viewport(browser, PHONE, mobile=True)
+    else:
+        set_viewport(browser, DESKTOP, mobile=False)
+    browser.delete_all_cookies()
+    open_page(browser, f"{base}/login/")
+    found = {"login": axe_violations(browser)}
+    log_in(browser, base, "alice")
+    assert set(paths) >= MAIN_PAGES
+    for name, path in paths.items():
+        open_page(browser, base + path)
+        if name == "question-detail":  # the passages too
+            for summary in browser.find_elements(By.CSS_SELECTOR, "#vote-table details summary")[:1]:
+                summary.click()
+        found[name] = axe_violations(browser)
+    found = {name: v for name, v in found.items() if v}
+    assert not found, "\n".join(f"{name}: {v}" for name, vs in found.items() for v in vs)
