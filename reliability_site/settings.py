@@ -206,7 +206,13 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64, minimum=1)
 
 GENERATOR_BACKEND = env_choice("GENERATOR_BACKEND", "extractive", ("extractive", "openai", "transformers"))
 LLM_BASE_URL = env_str("LLM_BASE_URL", "")
+# openai: the served model's name. transformers: a model folder or hub name, a .gguf file, or
+# the key of a known GGUF model (docs/models.md), assembled and verified into LLM_MODELS_DIR.
 LLM_MODEL = env_str("LLM_MODEL", "")
+LLM_MODELS_DIR = Path(env_str("LLM_MODELS_DIR", str(DATA_DIR / "models"))).resolve()
+# Most tokens one generation may write (answers are a few keywords; prompts that ask for
+# passages or JSON need more).
+LLM_MAX_NEW_TOKENS = env_int("LLM_MAX_NEW_TOKENS", 32, minimum=1)
 LLM_API_KEY = env_str("LLM_API_KEY", "")
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1.0)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0)

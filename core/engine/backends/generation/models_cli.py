@@ -1,0 +1,62 @@
+"""The local-model command line: ``python -m core.engine.backends.generation.models_cli``.
+
+Kept apart from gguf_files (assembling needs no machine-learning stack) and
+local_transformers (converting does), so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from core.engine.backends.generation.gguf_files import MODELS, ModelAssemblyError, assemble
+from core.engine.backends.generation.local_transformers import TransformersGenerator
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m core.engine.backends.generation.models_cli",
+        description="Assemble and verify a known GGUF model, or print facts about one.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_assemble = sub.add_parser("assemble", help="join and verify the model; print the file's path")
+    p_assemble.add_argument("key", choices=sorted(MODELS))
+    p_assemble.add_argument("dest_dir")
+    p_prepare = sub.add_parser(
+        "prepare",
+        help="assemble and verify the model, then dequantise it once with transformers into the "
+        "cache folder beside it (needs transformers, gguf, accelerate); print the folder",
+    )
+    p_prepare.add_argument("key", choices=sorted(MODELS))
+    p_prepare.add_argument("dest_dir")
+    p_req = sub.add_parser("requirements", help="print the requirements file that pins the model's packages")
+    p_req.add_argument("key", choices=sorted(MODELS))
+    sub.add_parser("list", help="list the known models")
+    args = parser.parse_args(argv)
+    if args.command == "assemble":
+        try:
+            print(assemble(args.key, args.dest_dir))
+        except ModelAssemblyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    elif args.command == "prepare":
+        generator = TransformersGenerator(args.key, models_dir=args.dest_dir)
+        try:
+            print(generator.prepare())
+        except ModelAssemblyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        info = generator.load_info
+        done = f"converted in {info['convert_seconds']:.0f} s" if "convert_seconds" in info else "already converted"
+        print(f"{args.key}: {done}", file=sys.stderr)
+    elif args.command == "requirements":
+        print(MODELS[args.key].requirements)
+    else:
+        for spec in MODELS.values():
+            print(f"{spec.key}\t{spec.size}\t{spec.sha256}\t{spec.requirements}\t{spec.upstream}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
