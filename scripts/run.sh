@@ -46,6 +46,9 @@ case "${LLM:-}" in
         # Each worker process that generates loads the model; the weights are memory-mapped
         # from the cached copy, so processes share them (about 1 GB more per process for 0.5B).
         export GENERATOR_BACKEND=transformers LLM_MODEL="$llm_key" LLM_MODELS_DIR="$models_dir"
+        # One estimation process: two generating side by side on two cores were slower in
+        # total than one after the other (docs/models.md); questions have their own worker.
+        export CELERY_WORKER_CONCURRENCY="${CELERY_WORKER_CONCURRENCY:-1}"
         ;;
       llama-cpp)
         llm_port="${LLM_PORT:-8765}"
@@ -84,16 +87,28 @@ echo "Database ready."
 # Every worker gets a node name of its own (random per start): a worker's restart only fails
 # jobs recorded under exactly its name, so two workers must never share one (docs/operations.md).
 worker_name="worker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
+queues=ingest,gpu,default
+ask_pid=""
+if [ -n "${LLM:-}" ] && [ "${LLM}" != off ]; then
+  # With a local LLM an estimation batch (queue gpu) takes minutes: questions (queue
+  # default) get a worker process of their own, so an answer never waits behind them.
+  queues=ingest,gpu
+  ask_name="asker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
+  .venv/bin/celery -A reliability_site worker -Q default -c 1 -n "$ask_name" -l info \
+    >"$data_dir/log/worker-ask.log" 2>&1 &
+  ask_pid=$!
+fi
 # -B: this (single) worker also runs beat, which sends tasks.reap_stale_jobs every minute.
-.venv/bin/celery -A reliability_site worker -Q ingest,gpu,default -c "${CELERY_WORKER_CONCURRENCY:-2}" \
+.venv/bin/celery -A reliability_site worker -Q "$queues" -c "${CELERY_WORKER_CONCURRENCY:-2}" \
   -n "$worker_name" -B -l info >"$data_dir/log/worker.log" 2>&1 &
 worker_pid=$!
 cleanup() {
-  kill "$worker_pid" $llm_pid 2>/dev/null || true
-  wait "$worker_pid" $llm_pid 2>/dev/null || true
+  kill "$worker_pid" $ask_pid $llm_pid 2>/dev/null || true
+  wait "$worker_pid" $ask_pid $llm_pid 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
 echo "Celery worker ${worker_name/\%h/$(hostname)} started with beat (log: $data_dir/log/worker.log)."
+[ -n "$ask_pid" ] && echo "Question worker ${ask_name/\%h/$(hostname)} started (log: $data_dir/log/worker-ask.log)."
 
 $py manage.py load_demo --wait
 has_run='from core.models import EstimationRun as R; import sys; sys.exit(0 if R.objects.filter(state="succeeded").exists() else 1)'

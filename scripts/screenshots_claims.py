@@ -29,8 +29,6 @@ import io
 import secrets
 import shutil
 import sys
-import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +37,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import scratch_db  # noqa: E402
-from screenshots import phone_page  # noqa: E402 - the phone shots as scripts/screenshots.py takes them
+from screenshots import browser, full_page, phone_page, serve  # noqa: E402 - shared with scripts/screenshots.py
 
 SCRATCH_DB = "screenshots_claims"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 DATA = ROOT.parent / "shared" / "data" / "flights" / "dirty.csv"
-WATCH_CSP = """
-window.__cspViolations = [];
-document.addEventListener("securitypolicyviolation", (e) => {
-  window.__cspViolations.push(`${e.effectiveDirective} blocked ${e.blockedURI || "inline"}`);
-});
-"""
 
 
 def setup_django() -> None:
@@ -103,57 +94,6 @@ def load_world(n_flights: int) -> dict[str, Any]:
     return {"user": "analyst", "password": password, "subject": contested.subject, "attribute": contested.attribute}
 
 
-def serve() -> tuple[str, Any]:
-    """The site on a free local port, served from a daemon thread."""
-    from django.core.handlers.wsgi import WSGIHandler
-    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
-
-    class Quiet(WSGIRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            pass
-
-    httpd = ThreadedWSGIServer(("127.0.0.1", 0), Quiet)
-    httpd.set_app(WSGIHandler())
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{httpd.server_address[1]}", httpd
-
-
-def browser() -> tuple[Any, str]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="rrag-shots-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    return driver, profile
-
-
-def full_page(driver: Any, path: Path) -> None:
-    """A full-page screenshot 1400 px wide (as docs/screenshots' others)."""
-    script = "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
-    for _ in range(3):
-        height = min(max(int(driver.execute_script(script)), 800), 5000)
-        driver.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": 1400, "height": height, "deviceScaleFactor": 1, "mobile": False},
-        )
-    driver.save_screenshot(str(path))
-    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-    print(f"wrote {path}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flights", type=int, default=10)
@@ -169,7 +109,6 @@ def main() -> None:
     base, httpd = serve()
     driver, profile = browser()
     # The pages must work under the Content-Security-Policy: collect any violation from the first byte.
-    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH_CSP})
     try:
         driver.get(f"{base}/login/")
         driver.find_element(By.NAME, "username").send_keys(world["user"])

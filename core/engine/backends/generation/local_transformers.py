@@ -88,6 +88,11 @@ def convert_gguf(gguf: Path, dest: Path) -> None:
         tokenizer.save_pretrained(tmp)
         model.save_pretrained(tmp)
         (tmp / CONVERTED_MARKER).write_text(json.dumps({"gguf": gguf.name, "dtype": "float32"}) + "\n")
+        # mkdtemp (and some writers) make private files; the cache is no secret, and a
+        # worker running as another user must be able to read it.
+        tmp.chmod(0o755)
+        for path in tmp.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
         try:
             os.replace(tmp, dest)
         except OSError:
