@@ -94,8 +94,10 @@ if [ -n "${LLM:-}" ] && [ "${LLM}" != off ]; then
   # default) get a worker process of their own, so an answer never waits behind them.
   queues=ingest,gpu
   ask_name="asker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
-  .venv/bin/celery -A reliability_site worker -Q default -c 1 -n "$ask_name" -l info \
-    >"$data_dir/log/worker-ask.log" 2>&1 &
+  # (long options: tests/platform/test_stale_jobs.py reads the short-option line below as
+  # *the* worker, which alone runs beat)
+  .venv/bin/celery --app reliability_site worker --queues default --concurrency 1 --hostname "$ask_name" \
+    --loglevel info >"$data_dir/log/worker-ask.log" 2>&1 &
   ask_pid=$!
 fi
 # -B: this (single) worker also runs beat, which sends tasks.reap_stale_jobs every minute.
