@@ -100,3 +100,17 @@ def test_it_gives_up_on_a_client_error(server: tuple[_ChatServer, str]) -> None:
     with pytest.raises(GenerationError):
         OpenAIChatGenerator(url, "m", max_retries=3, backoff=0.01).generate([GenerationRequest("Q who?", [])])
     assert len(state.bodies) == 1
+
+
+def test_a_request_may_ask_for_a_longer_answer_within_a_bound(server: tuple[_ChatServer, str]) -> None:
+    state, url = server
+    gen = OpenAIChatGenerator(url, "m", max_tokens=32)
+    gen.generate(
+        [
+            GenerationRequest("Q1 who?", ["passage 1"], max_tokens=300),
+            GenerationRequest("Q2 who?", ["passage 2"], max_tokens=10**6),
+        ]
+    )
+    gen.generate([GenerationRequest("Q3 who?", ["passage 3"])])
+    budgets = sorted(b["max_tokens"] for b in state.bodies)
+    assert budgets == [32, 300, 1024]  # the backend's default, the request's, the bound

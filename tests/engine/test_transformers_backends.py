@@ -104,3 +104,14 @@ def test_it_reads_the_label_order_from_the_config() -> None:
     assert label_order({0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"}) == [0, 1, 2]
     with pytest.raises(ValueError):
         label_order({0: "positive", 1: "negative"})
+
+
+def test_each_request_of_a_batch_writes_at_most_its_own_budget(tiny_gpt2: str) -> None:
+    gen = TransformersGenerator(tiny_gpt2, device="cpu", max_new_tokens=2)
+    short, long = gen.generate(
+        [GenerationRequest("who is it?", ["paris"], max_tokens=1), GenerationRequest("what?", ["lyon"], max_tokens=6)]
+    )
+    default = gen.generate([GenerationRequest("what?", ["lyon"])])[0]
+    assert short.completion_tokens <= 1
+    assert long.completion_tokens <= 6
+    assert default.completion_tokens <= 2

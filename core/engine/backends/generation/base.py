@@ -29,6 +29,20 @@ class GenerationRequest:
     question: str
     passages: Sequence[str] = field(default_factory=tuple)
     prompt: str | None = None  # a ready prompt overrides the default answer prompt
+    # The most tokens this request may write (None: the backend's setting, LLM_MAX_NEW_TOKENS).
+    # Prompts that ask for passages or a consolidation need more than a short answer does.
+    max_tokens: int | None = None
+
+
+MAX_REQUEST_TOKENS = 1024  # no request may ask for more, whatever it says
+
+
+def token_budget(request: GenerationRequest, default: int) -> int:
+    """The number of new tokens ``request`` may write: its own budget (bounded by
+    MAX_REQUEST_TOKENS) or the backend's default."""
+    if request.max_tokens is None:
+        return default
+    return max(1, min(int(request.max_tokens), MAX_REQUEST_TOKENS))
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
 from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion
 
 # gguf_files is imported where it is used (it needs nothing of this module, and the command
@@ -243,16 +243,17 @@ class TransformersGenerator:
             batch = list(requests[start : start + self.batch_size])
             texts = [self._render(tokenizer, r) for r in batch]
             encoded = tokenizer(texts, return_tensors="pt", padding=True).to(model.device)
+            budgets = [token_budget(r, self.max_new_tokens) for r in batch]
             with torch.no_grad():
                 generated = model.generate(
                     **encoded,
-                    max_new_tokens=self.max_new_tokens,
+                    max_new_tokens=max(budgets),
                     do_sample=False,
                     pad_token_id=tokenizer.pad_token_id,
                 )
             prompt_len = encoded["input_ids"].shape[1]
-            for row, request, mask in zip(generated, batch, encoded["attention_mask"], strict=False):
-                new_tokens = row[prompt_len:]
+            for row, request, mask, budget in zip(generated, batch, encoded["attention_mask"], budgets, strict=False):
+                new_tokens = row[prompt_len:][:budget]  # the batch ran to its largest budget
                 if tokenizer.eos_token_id is not None:
                     stop = (new_tokens == tokenizer.eos_token_id).nonzero()
                     if len(stop):

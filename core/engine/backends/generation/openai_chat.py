@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
 from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion
 from core.engine.text import whitespace_tokens
 
@@ -63,7 +63,7 @@ class OpenAIChatGenerator:
                 {"role": "user", "content": prompt},
             ],
             "temperature": 0,
-            "max_tokens": self.max_tokens,
+            "max_tokens": token_budget(request, self.max_tokens),
         }
         reply = self._post(body)
         try:
