@@ -9,8 +9,7 @@ import json
 import math
 import random
 import re
-import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 
 import pytest
@@ -216,20 +215,21 @@ def test_a_group_of_one_is_an_isolated_point_with_no_evidence_either_way() -> No
     assert lone.answer == "austen" and lone.answer_share == 1.0
 
 
-def test_a_group_of_900_sources_scores_in_a_few_milliseconds() -> None:
+def test_a_group_of_900_sources_is_scored_from_its_value_counts() -> None:
+    """At scale the counts-based computation still gives the pairwise definition: C(G) is the
+    probability that two claims drawn at random agree, and a claim's consistency the share of
+    the other claims with its value. (Its speed is measured by scripts/bench_claim_page.py.)"""
     rng = random.Random(1)
     group = [claim(i, i, "AA-1", "departure", rng.choice(["07:10", "07:15", "19:10"])) for i in range(900)]
     reliability: dict[int, float | None] = {i: rng.random() for i in range(900)}
     history = {i: rng.randrange(100) for i in range(900)}
-    names = [claim(i, i, "isbn", "authors", rng.choice(["a", "a;b", "b;c", "c"]), norm="name-list") for i in range(900)]
-    best = math.inf
-    for _ in range(5):
-        started = time.perf_counter()
-        scored = score_group(group, reliability, history=history)
-        score_group(names, reliability, history=history)
-        best = min(best, time.perf_counter() - started)
-    assert len(scored.nodes) == 900
-    assert best < 0.03, f"two 900-claim groups took {best * 1000:.1f} ms"
+    scored = score_group(group, reliability, history=history)
+    counts = Counter(c.value for c in group)
+    n = len(group)
+    assert len(scored.nodes) == n
+    assert scored.confidence == pytest.approx(sum(k * (k - 1) for k in counts.values()) / (n * (n - 1)))
+    for node in scored.nodes:
+        assert node.consistency == pytest.approx((counts[node.value] - 1) / (n - 1))
 
 
 def test_score_group_refuses_an_empty_group() -> None:
