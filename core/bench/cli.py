@@ -75,6 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=None, help="reference data (default ../shared/data)")
     parser.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default var/cache/bench)")
     parser.add_argument("--embedding-model", default=None, help="sentence-transformers name or path")
+    parser.add_argument(
+        "--generator",
+        default="reader",
+        help='QA datasets: "reader" (offline extractive reader, default) or a local model key '
+        "(e.g. qwen2.5-coder-0.5b-instruct-q4_k_m, docs/models.md), run in-process by transformers",
+    )
+    parser.add_argument(
+        "--llm-cache-dir", type=Path, default=None, help="generation cache of a local model (default <cache-dir>/llm)"
+    )
+    parser.add_argument("--models-dir", type=Path, default=None, help="local models folder (default var/models)")
 
 
 def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> dict[str, Any]:
@@ -139,7 +149,12 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         max_questions=options.get("max_questions"),
         memo=not options.get("no_memo"),
         methods=options.get("methods"),
+        generator=options.get("generator") or "reader",
+        llm_cache_dir=str(options["llm_cache_dir"]) if options.get("llm_cache_dir") else None,
+        models_dir=str(options["models_dir"]) if options.get("models_dir") else None,
     )
+    if config.generator != "reader" and not options.get("llm_cache_dir"):
+        config.llm_cache_dir = str(Path(options.get("cache_dir") or default_cache_dir()) / "llm")
     config.resolved_methods()  # fail fast on an unknown method name
     seeds = [options["seed"]] if options.get("seed") is not None else list(range(options["seeds"]))
     cache_dir = Path(options.get("cache_dir") or default_cache_dir())

@@ -29,6 +29,7 @@ CROWD_METHODS = ("dawid-skene", "wawa")
 CROWD_BASE = "mv"  # the strategy whose per-source votes the crowd-kit methods aggregate
 # The benchmark answers with the offline extractive reader and knows the true reliabilities.
 BENCH_OFFERS = frozenset({Requirement.ORACLE})
+LLM_BENCH_OFFERS = frozenset({Requirement.ORACLE, Requirement.FREE_TEXT, Requirement.TOKEN_SCORES})
 
 
 @dataclass
@@ -48,12 +49,19 @@ class QAConfig:
     max_questions: int | None = None
     memo: bool = True  # share reader and NLI outputs between methods (faster; see docs)
     methods: list[str] | None = None  # None: every registered strategy + crowd-kit
+    # "reader": the offline extractive reader; otherwise the key of a known local GGUF model
+    # (core.engine.backends.generation.gguf_files.MODELS), run in-process by transformers.
+    generator: str = "reader"
+    llm_cache_dir: str | None = None  # on-disk generation cache for a local model (resumable runs)
+    models_dir: str | None = None  # where the local model is assembled (default var/models)
 
     def resolved_methods(self) -> list[str]:
         from core.engine.strategies import available_strategies, runnable_strategies
 
         registered = available_strategies()
         if self.methods is None:
+            if self.generator != "reader":
+                return [*runnable_strategies(LLM_BENCH_OFFERS), *CROWD_METHODS]
             # What the benchmark's offline reader (plus the oracle) can run: a strategy that
             # needs an LLM writing free text (vanilla-llm) is left out.
             return [*runnable_strategies(BENCH_OFFERS), *CROWD_METHODS]
@@ -132,6 +140,29 @@ class MemoGenerator:
 _MEMO: dict[str, Any] = {}
 
 
+def bench_generator(config: QAConfig) -> Any:
+    """The run's generator: the offline reader (memoised in memory when ``config.memo``), or
+    a local model behind the on-disk generation cache (one model load per process)."""
+    from core.engine.backends.generation.extractive import ExtractiveReader
+
+    if config.generator == "reader":
+        reader = ExtractiveReader()
+        return _MEMO.setdefault("gen:reader", MemoGenerator(reader)) if config.memo else reader
+    key = f"llm:{config.generator}:{config.llm_cache_dir}"
+    if key not in _MEMO:
+        from pathlib import Path
+
+        from core.bench.llm_cache import cached_generator
+        from core.bench.paths import default_cache_dir
+        from core.engine.backends.generation import TransformersGenerator
+
+        models_dir = Path(config.models_dir or "var/models")
+        inner = TransformersGenerator(config.generator, models_dir=models_dir)
+        cache_dir = Path(config.llm_cache_dir) if config.llm_cache_dir else default_cache_dir() / "llm"
+        _MEMO[key] = cached_generator(inner, cache_dir)
+    return _MEMO[key]
+
+
 def build_retriever(corpus: Corpus, embedder: Embedder) -> Any:
     from core.engine.steps.memory_retriever import InMemoryRetriever
 
@@ -175,7 +206,6 @@ def crowd_answers(votes_per_task: Sequence[Sequence[tuple[int, str]]], method: s
 
 
 def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Embedder, seed: int) -> SeedRun:
-    from core.engine.backends.generation.extractive import ExtractiveReader
     from core.engine.backends.nli import EmbeddingLexicalNLI
     from core.engine.estimation import estimate
     from core.engine.params import parse_params
@@ -188,11 +218,10 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     true = corpus.true_reliability
     params = EngineParams(k=config.k, tau=config.tau)
     defaults = {"kappa": config.kappa, "k": config.k, "tau": config.tau}
-    generator: Any = ExtractiveReader()
+    generator: Any = bench_generator(config)
     nli: Any = EmbeddingLexicalNLI(embedder)
     if config.memo:
         # Outputs depend only on the texts, so the memo is shared by seeds and sweep points.
-        generator = _MEMO.setdefault(f"gen:{embedder.name}", MemoGenerator(generator))
         nli = _MEMO.setdefault(f"nli:{embedder.name}", MemoNLI(nli))
     ctx = EngineContext(
         retriever=retriever,
@@ -205,13 +234,14 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     )
 
     # Reliability estimation over the fact-checking queries (IWMV unless configured otherwise).
+    replayed = getattr(generator, "replayed_seconds", 0.0)
     started = time.perf_counter()
     estimation_texts = [corpus.question(q).question for q in corpus.estimation_ids]
     gold = {
         i: list(corpus.question(q).gold) for i, q in enumerate(corpus.estimation_ids[: max(config.gold_queries, 0)])
     }
     estimation = estimate(estimation_texts, ctx, estimator=config.estimator, gold=gold or None)
-    estimation_seconds = time.perf_counter() - started
+    estimation_seconds = time.perf_counter() - started + getattr(generator, "replayed_seconds", 0.0) - replayed
     weights = estimation.by_source()
     rel = dict(zip(estimation.source_ids, estimation.reliability.sources, strict=True))
     ctx.sources = [
@@ -237,9 +267,11 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         strategy_params = parse_params(strategy.Params, {}, defaults)
         run = MethodRun()
         for q in tests:
+            replayed = getattr(generator, "replayed_seconds", 0.0)
             started = time.perf_counter()
             result = strategy.answer(q.question, ctx, strategy_params)
-            run.seconds += time.perf_counter() - started
+            # A generation served from the on-disk cache counts what it cost when it was made.
+            run.seconds += time.perf_counter() - started + getattr(generator, "replayed_seconds", 0.0) - replayed
             run.calls += result.stats.calls
             run.tokens += result.stats.tokens
             run.answers.append(result.answer)
