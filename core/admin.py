@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count
 from django.db.models import QuerySet as DjangoQuerySet
 from django.http import HttpRequest
@@ -14,18 +15,17 @@ from django.utils.html import format_html
 from core.admin_numbers import rounded
 from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField
 from core.models import (
+    AnswerFeedback,
     EstimationRun,
     FactQuery,
     QuerySet,
     Question,
     ReliabilityScore,
     SourceDependence,
+    SourceGroup,
     Vote,
 )
-
-# Django pluralises by adding an "s" ("Fact querys"). The proper home of this name is the model's
-# Meta (with a migration that only alters options); the admin sets it until the model does.
-FactQuery._meta.verbose_name_plural = "fact queries"
+from core.services.feedback import confirm_feedback, reject_feedback
 
 
 class FactQueryForm(forms.ModelForm):
@@ -245,6 +245,7 @@ class QuestionAdmin(admin.ModelAdmin):
         "evidence",
         "graph",
         "trace",
+        "source_selection",
         "calls",
         "tokens",
         "seconds_rounded",
@@ -269,3 +270,142 @@ class QuestionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # questions are asked from the dashboard, the API or `ask`
+
+
+@admin.register(SourceGroup)
+class SourceGroupAdmin(admin.ModelAdmin):
+    """Saved choices of sources analysts can ask (the ask form's "Sources" section)."""
+
+    list_display = ("name", "source_count", "owner", "shared", "created_at")
+    list_filter = ("shared",)
+    search_fields = ("name", "description", "sources__name")
+    filter_horizontal = ("sources",)
+    fields = ("name", "description", "sources", "owner", "shared")
+
+    def get_queryset(self, request: HttpRequest) -> DjangoQuerySet[SourceGroup]:
+        return super().get_queryset(request).select_related("owner").annotate(n_sources=Count("sources"))
+
+    @admin.display(description="Sources", ordering="n_sources")
+    def source_count(self, group: SourceGroup) -> int:
+        return int(getattr(group, "n_sources", 0))
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        return {**super().get_changeform_initial_data(request), "owner": request.user.pk}
+
+
+class FeedbackStatusFilter(admin.SimpleListFilter):
+    title = "outcome"
+    parameter_name = "outcome"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("gold", "Became gold"), ("known-wrong", "Known wrong answer (no gold)")]
+
+    def queryset(
+        self, request: HttpRequest, queryset: DjangoQuerySet[AnswerFeedback]
+    ) -> DjangoQuerySet[AnswerFeedback]:
+        confirmed = queryset.filter(status=AnswerFeedback.Status.CONFIRMED)
+        if self.value() == "gold":
+            return confirmed.filter(gold_query__isnull=False)
+        if self.value() == "known-wrong":
+            return confirmed.filter(gold_query__isnull=True)
+        return queryset
+
+
+@admin.register(AnswerFeedback)
+class AnswerFeedbackAdmin(admin.ModelAdmin):
+    """Analysts' feedback on answers, for curators to confirm or reject (core.services.feedback):
+    a confirmed right answer becomes a gold-checked query of the "Analyst feedback" set."""
+
+    list_display = (
+        "short_question",
+        "kind",
+        "source",
+        "judged",
+        "corrected_answer",
+        "user",
+        "status",
+        "gold_link",
+        "updated_at",
+    )
+    list_filter = ("status", "kind", FeedbackStatusFilter, "updated_at")
+    search_fields = ("question__text", "answer", "corrected_answer", "comment", "user__username", "source__name")
+    list_select_related = ("question", "source", "user", "gold_query")
+    readonly_fields = (
+        "question_link",
+        "kind",
+        "source",
+        "answer",
+        "corrected_answer",
+        "comment",
+        "user",
+        "status",
+        "reviewed_by",
+        "reviewed_at",
+        "gold_link",
+        "gold_answer",
+        "created_at",
+        "updated_at",
+    )
+    fields = readonly_fields
+    actions = ["confirm", "reject"]
+    date_hierarchy = "updated_at"
+
+    @admin.display(description="Question", ordering="question__text")
+    def short_question(self, feedback: AnswerFeedback) -> str:
+        text = feedback.question.text
+        return text if len(text) <= 80 else text[:79] + "…"
+
+    @admin.display(description="Question")
+    def question_link(self, feedback: AnswerFeedback) -> str:
+        return format_html(
+            '<a href="/questions/{}/">#{} {}</a>', feedback.question_id, feedback.question_id, feedback.question.text
+        )
+
+    @admin.display(description="Answer judged", ordering="answer")
+    def judged(self, feedback: AnswerFeedback) -> str:
+        return feedback.answer if len(feedback.answer) <= 80 else feedback.answer[:79] + "…"
+
+    @admin.display(description="Gold-checked query")
+    def gold_link(self, feedback: AnswerFeedback) -> str:
+        if feedback.gold_query_id is None:
+            if feedback.status == AnswerFeedback.Status.CONFIRMED:
+                return "known wrong answer (not used by estimation)"
+            return "—"
+        return format_html(
+            '<a href="/admin/core/factquery/{}/change/">query #{}: “{}”</a>',
+            feedback.gold_query_id,
+            feedback.gold_query_id,
+            feedback.gold_answer,
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # analysts give feedback from the answer page or the API
+
+    def _review(self, request: HttpRequest, queryset: DjangoQuerySet[AnswerFeedback], confirm: bool) -> None:
+        done, gold, refused = 0, 0, []
+        for feedback in queryset.select_related("question").order_by("id"):
+            try:
+                if confirm:
+                    gold += confirm_feedback(feedback, request.user) is not None
+                else:
+                    reject_feedback(feedback, request.user)
+                done += 1
+            except PermissionDenied as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+                return
+            except ValidationError as exc:
+                refused.append(f"#{feedback.pk}: {' '.join(exc.messages)}")
+        if done:
+            verb = "Confirmed" if confirm else "Rejected"
+            extra = f"; {gold} became gold-checked queries of the “Analyst feedback” set" if confirm else ""
+            self.message_user(request, f"{verb} {done} feedback item(s){extra}.", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, f"Not confirmed, {line}", messages.ERROR)
+
+    @admin.action(description="Confirm: a right answer becomes a gold-checked query", permissions=["change"])
+    def confirm(self, request: HttpRequest, queryset: DjangoQuerySet[AnswerFeedback]) -> None:
+        self._review(request, queryset, confirm=True)
+
+    @admin.action(description="Reject (takes back gold it made)", permissions=["change"])
+    def reject(self, request: HttpRequest, queryset: DjangoQuerySet[AnswerFeedback]) -> None:
+        self._review(request, queryset, confirm=False)

@@ -52,6 +52,7 @@ class FactQuery(models.Model):
         CURATED = "curated", "Curated"
         GENERATED = "generated", "Generated from a document"
         YES_NO = "yes-no", "Yes/no claim check"
+        FEEDBACK = "feedback", "Analyst feedback confirmed by a curator"
 
     query_set = models.ForeignKey(QuerySet, on_delete=models.CASCADE, related_name="queries")
     question = models.TextField()
@@ -65,6 +66,7 @@ class FactQuery(models.Model):
 
     class Meta:
         ordering = ["query_set_id", "id"]
+        verbose_name_plural = "fact queries"
         constraints = [models.UniqueConstraint(fields=["query_set", "question"], name="fact_query_unique_per_set")]
 
     def __str__(self) -> str:
@@ -247,6 +249,31 @@ class ClaimResolution(models.Model):
         return f"{self.subject} / {self.attribute} = {self.value}"
 
 
+class SourceGroup(models.Model):
+    """A saved choice of sources an analyst can ask instead of every active source (edited
+    in the admin). Shared groups are offered to everyone; others only to their owner."""
+
+    name = models.CharField(max_length=200)
+    description = models.CharField(max_length=500, blank=True)
+    sources = models.ManyToManyField(Source, related_name="source_groups")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="source_groups"
+    )
+    shared = models.BooleanField(default=True, help_text="Offered to every analyst, not only to its owner.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name", "owner"], name="source_group_unique_name_per_owner", nulls_distinct=False
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Question(models.Model):
     """A question an analyst (or a tool) asked, with the answer and how it was reached."""
 
@@ -265,6 +292,10 @@ class Question(models.Model):
     evidence = models.JSONField(default=list, blank=True, validators=[evidence_field_validator])
     graph = models.JSONField(null=True, blank=True, validators=[graph_field_validator])
     trace = models.JSONField(default=dict, blank=True)  # how the answer was reached (visit order, keywords)
+    # The sources the asker allowed (core.services.source_selection): {} for every active
+    # source; else {"include": [{id, name}], "exclude": [{id, name}], "group": {id, name} | None,
+    # "allowed": [{id, name}]}, resolved when asked, so the permalink shows what was allowed.
+    source_selection = models.JSONField(default=dict, blank=True)
     job = models.OneToOneField("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="question")
     asked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -312,3 +343,73 @@ class Vote(models.Model):
 
     def __str__(self) -> str:
         return f"question {self.question_id}, source {self.source_id}: {self.response[:60]}"
+
+
+MAX_CORRECTED_ANSWER_CHARS = 500  # as long as a reference answer may be (the API's MAX_REFERENCE_CHARS)
+MAX_FEEDBACK_COMMENT_CHARS = 2000
+
+
+class AnswerFeedback(models.Model):
+    """An analyst's verdict on an answered question: its answer is right, or wrong (optionally
+    with the right answer), or one source's response is wrong here. A curator confirms or
+    rejects it; a confirmed verdict with a known right answer becomes a gold-checked query of
+    the "Analyst feedback" query set (core.services.feedback). One row per (user, question,
+    kind, source): giving the same feedback again updates it."""
+
+    class Kind(models.TextChoices):
+        ANSWER_RIGHT = "answer_right", "The answer is right"
+        ANSWER_WRONG = "answer_wrong", "The answer is wrong"
+        SOURCE_WRONG = "source_wrong", "This source is wrong here"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending review"
+        CONFIRMED = "confirmed", "Confirmed"
+        REJECTED = "rejected", "Rejected"
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="answer_feedback")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    source = models.ForeignKey(
+        Source, null=True, blank=True, on_delete=models.CASCADE, related_name="feedback"
+    )  # source_wrong only: the source whose response is wrong
+    answer = models.TextField(blank=True)  # what was judged: the question's answer, or the source's response
+    corrected_answer = models.CharField(max_length=MAX_CORRECTED_ANSWER_CHARS, blank=True)
+    comment = models.TextField(max_length=MAX_FEEDBACK_COMMENT_CHARS, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    # Set when confirming made a gold-checked query: the query and the reference answer it added.
+    gold_query = models.ForeignKey(FactQuery, null=True, blank=True, on_delete=models.SET_NULL, related_name="feedback")
+    gold_answer = models.CharField(max_length=MAX_CORRECTED_ANSWER_CHARS, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        verbose_name = "answer feedback"
+        verbose_name_plural = "answer feedback"
+        constraints = [
+            # One feedback per (user, question, kind, source); NULL sources are equal here.
+            models.UniqueConstraint(
+                fields=["user", "question", "kind"],
+                condition=models.Q(source__isnull=True),
+                name="answer_feedback_unique_without_source",
+            ),
+            models.UniqueConstraint(
+                fields=["user", "question", "kind", "source"],
+                condition=models.Q(source__isnull=False),
+                name="answer_feedback_unique_with_source",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind="source_wrong", source__isnull=False)
+                | (~models.Q(kind="source_wrong") & models.Q(source__isnull=True)),
+                name="answer_feedback_source_iff_source_wrong",
+            ),
+        ]
+        indexes = [models.Index(fields=["question", "user"], name="answer_feedback_mine")]
+
+    def __str__(self) -> str:
+        where = f" ({self.source})" if self.source_id else ""
+        return f"{self.get_kind_display()}{where}: question #{self.question_id}"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from core.views import ask, claims, conflicts, documents, runs, sources
+from core.views import ask, claims, conflicts, documents, feedback, runs, sources
 
 urlpatterns = [
     path("", ask.ask, name="ask"),
@@ -8,6 +8,7 @@ urlpatterns = [
     path("questions/<int:pk>/", ask.question_detail, name="question-detail"),
     path("questions/<int:pk>/panel/", ask.question_panel, name="question-panel"),
     path("questions/<int:pk>/votes.csv", documents.question_votes_csv, name="question-votes-csv"),
+    path("questions/<int:pk>/feedback/", feedback.question_feedback, name="question-feedback"),
     path("documents/<int:pk>/", documents.document_detail, name="document-detail"),
     path("sources/<int:pk>/documents/", documents.source_documents, name="source-documents"),
     path("runs/<int:pk>/scores.csv", documents.run_scores_csv, name="run-scores-csv"),

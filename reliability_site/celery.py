@@ -36,6 +36,9 @@ def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str, key_pre
             "processed_folder": processed_dir,
             "control_folder": os.path.join(os.fspath(broker_dir), "control"),
             "store_processed": False,
+            # How long a worker sleeps when every queue it reads is empty (kombu's default is
+            # 1 s): each hop of an estimation run (coordinator, batches) waited up to that.
+            "polling_interval": 0.2,
         },
     }
 

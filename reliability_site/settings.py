@@ -176,6 +176,9 @@ CELERY_BROKER_KEY_PREFIX = env_str("CELERY_BROKER_KEY_PREFIX", "")
 BROKER_DIR = Path(env_str("BROKER_DIR", str(DATA_DIR / "broker")))
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
+# Threads torch may use in each worker pool process; 0: the CPU cores divided by the pool's
+# processes (-c), so the processes of one worker do not fight over the cores.
+WORKER_TORCH_THREADS = env_int("WORKER_TORCH_THREADS", 0, minimum=0)
 
 # --- Ingestion ------------------------------------------------------------------------
 INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 20 * 1024 * 1024, minimum=1)
@@ -213,6 +216,9 @@ LLM_MODELS_DIR = Path(env_str("LLM_MODELS_DIR", str(DATA_DIR / "models"))).resol
 # Most tokens one generation may write (answers are a few keywords; prompts that ask for
 # passages or JSON need more).
 LLM_MAX_NEW_TOKENS = env_int("LLM_MAX_NEW_TOKENS", 32, minimum=1)
+# transformers: the weights' dtype. auto = bfloat16 on a GPU, float32 on a CPU; bfloat16 on a
+# CPU with AMX (Sapphire Rapids and later) measured 1.8x faster prompts here (docs/models.md).
+LLM_DTYPE = env_choice("LLM_DTYPE", "auto", ("auto", "float32", "bfloat16"))
 LLM_API_KEY = env_str("LLM_API_KEY", "")
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1.0)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0)
@@ -229,7 +235,7 @@ ALIGN_TAU = env_float("ALIGN_TAU", 0.1, minimum=0.0)
 JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 900, minimum=10)
 # Estimation runs: how often the coordinator looks at a run's progress, and after how long
 # without a new response a dispatched batch counts as lost and is sent again.
-ESTIMATION_POLL_SECONDS = env_float("ESTIMATION_POLL_SECONDS", 1.0, minimum=0.0)
+ESTIMATION_POLL_SECONDS = env_float("ESTIMATION_POLL_SECONDS", 0.5, minimum=0.0)
 ESTIMATION_STALL_SECONDS = env_float("ESTIMATION_STALL_SECONDS", 600.0, minimum=1.0)
 # Estimation runs one user may have pending or running at once.
 ESTIMATION_MAX_CONCURRENT_PER_USER = env_int("ESTIMATION_MAX_CONCURRENT_PER_USER", 2, minimum=1)

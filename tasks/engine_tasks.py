@@ -17,7 +17,7 @@ from core.services.estimation import (
     claim_run_message,
     coordinate_run,
     fail_run,
-    finish_run,
+    finish_once,
     finished_message,
     run_claim_estimation,
 )
@@ -45,11 +45,13 @@ def answer_question(progress: JobProgress, params: dict[str, Any]) -> dict[str, 
 
 @app.task(name="tasks.generate_batch", acks_late=True)
 def generate_batch(run_id: int, pairs: list[list[int]]) -> int:
-    """Answer a batch of (query id, source id) pairs of a run (queue "gpu"); idempotent.
-    Each batch is a heartbeat of the run's job."""
+    """Answer a batch of (query id, source id) pairs of a run (queue "gpu") on any worker;
+    idempotent, and claimed so two workers never answer it at once. Each batch is a
+    heartbeat of the run's job and raises its progress."""
     job_id = EstimationRun.objects.filter(pk=run_id).values_list("job_id", flat=True).first()
+    progress = JobProgress(job_id) if job_id else None
     try:
-        return generate(run_id, pairs, heartbeat=JobProgress(job_id).heartbeat if job_id else None)
+        return generate(run_id, pairs, progress, heartbeat=progress.heartbeat if progress else None)
     except Exception as exc:  # noqa: BLE001 - a broken backend must end the run and its job, not hang them
         job_id = fail_run(run_id)
         if job_id is not None:
@@ -68,17 +70,21 @@ def _fail_the_run(job_id: int, params: dict[str, Any], error: BaseException | st
 def estimation_run(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
     """Coordinate a run without blocking: send the missing batches, reschedule itself every
     ESTIMATION_POLL_SECONDS with the dispatch state stored on the Job, and finish (estimate
-    and store the scores) when every response is stored."""
+    and store the scores) when every response is stored, once even if two steps of the job
+    run at the same time on two workers (a redelivered message)."""
     run = EstimationRun.objects.filter(job_id=progress.job_id).first()
     if run is None:
         raise JobFailed("The estimation run was deleted.")
+    poll = float(settings.ESTIMATION_POLL_SECONDS)
     step = coordinate_run(run, params.get("dispatch"), progress)
     if step.finished:
-        summary = finish_run(run)
+        summary = finish_once(run, progress)
+        if summary is None:  # another step of this job is estimating the run right now
+            return Reschedule(countdown=poll)
         return Done(summary, message=finished_message(summary))
     for pairs in step.send:
         generate_batch.apply_async(kwargs={"run_id": run.pk, "pairs": pairs}, queue="gpu")
-    return Reschedule(countdown=float(settings.ESTIMATION_POLL_SECONDS), params={**params, "dispatch": step.dispatch})
+    return Reschedule(countdown=poll, params={**params, "dispatch": step.dispatch})
 
 
 @job_task("tasks.claim_estimation", acks_late=True, on_failure=_fail_the_run)

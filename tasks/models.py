@@ -29,6 +29,9 @@ class Job(models.Model):
     progress_total = models.PositiveIntegerField(default=0)
     message = models.CharField(max_length=500, blank=True)
     log = models.JSONField(default=list, blank=True)
+    # Where each part of the work stands, by key (an ask: one entry per source), each
+    # {"n": order, "label": ..., "state": ..., "detail": ...}: pages list them while the job runs.
+    parts = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     params = models.JSONField(default=dict, blank=True)
     result = models.JSONField(default=dict, blank=True)

@@ -14,15 +14,17 @@ unreachable, so a job whose database went away mid-work is recorded once it is b
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, connection
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from tasks.models import Job
@@ -103,6 +105,14 @@ class JobProgress:
             fields["message"] = message[:500]
         self._update(**fields)
 
+    def advance_to(self, current: int, message: str | None = None) -> None:
+        """Raise progress_current to `current` (GREATEST in SQL: never lowered), so workers
+        sharing one job may report absolute counts in any order."""
+        fields: dict[str, Any] = {"progress_current": Greatest(F("progress_current"), Value(current))}
+        if message is not None:
+            fields["message"] = message[:500]
+        self._update(**fields)
+
     def log(self, line: str) -> None:
         """Append a timestamped line (jsonb append in SQL: no read-modify-write race)."""
         entry = f"{timezone.now():%H:%M:%S} {line}"[:1000]
@@ -112,6 +122,17 @@ class JobProgress:
                 "UPDATE tasks_job SET log = (CASE WHEN jsonb_array_length(log) >= %s "
                 "THEN log - 0 ELSE log END) || jsonb_build_array(%s::text), heartbeat_at = now() WHERE id = %s",
                 [MAX_LOG_LINES, entry, self.job_id],
+            )
+
+    def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
+        """Set the state of some parts of the work (Job.parts), each replacing its earlier
+        entry: one jsonb merge in SQL (no read-modify-write race), only while the job runs."""
+        if not parts:
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE tasks_job SET parts = parts || %s::jsonb, heartbeat_at = now() WHERE id = %s AND state = ANY(%s)",
+                [json.dumps({str(k): dict(v) for k, v in parts.items()}), self.job_id, [s.value for s in UNFINISHED]],
             )
 
     def succeed(self, result: dict[str, Any] | None = None, message: str = "Done") -> bool:

@@ -1,12 +1,20 @@
-"""Celery signals that keep Job records truthful when a worker dies or restarts."""
+"""Celery signals that keep Job records truthful when a worker dies or restarts, and that
+ready each pool process for its work before the first task arrives."""
 
 from __future__ import annotations
 
+import logging
+import os
+import threading
 from typing import Any
 
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_process_init, worker_ready
+from django.conf import settings
 
 from tasks.jobs import fail_jobs_of_worker, reap_stale_jobs
+
+logger = logging.getLogger(__name__)
+POOL_PROCESSES = "RRAG_WORKER_POOL_PROCESSES"  # set by the worker for its pool processes
 
 
 @worker_ready.connect
@@ -18,3 +26,43 @@ def _fail_jobs_left_running(sender: Any = None, **_: Any) -> None:
         getattr(sender, "hostname", None) or "", "The worker restarted while this job was running; run it again."
     )
     reap_stale_jobs()
+
+
+@worker_init.connect
+def _ready_worker(sender: Any = None, **_: Any) -> None:
+    """Before the pool processes are forked: tell them how many of them share the machine,
+    and import the model libraries (torch, transformers: about 10 s of CPU) once here, so
+    the processes inherit them instead of each importing them at the same moment. Nothing
+    is loaded or run on torch here (a forked process must not inherit its thread pool)."""
+    concurrency = getattr(sender, "concurrency", None)
+    os.environ[POOL_PROCESSES] = str(concurrency if isinstance(concurrency, int) and concurrency > 0 else 1)
+    try:
+        import sentence_transformers  # noqa: F401
+    except ImportError:  # an installation without the embedding model's libraries
+        logger.warning("sentence-transformers is not installed: nothing to import before forking")
+
+
+@worker_process_init.connect
+def _ready_pool_process(**_: Any) -> None:
+    """Each pool process loads the embedding model (which the offline NLI, ingestion and
+    retrieval all use) in the background as it starts, so its first batch or question does
+    not wait for it, and gives torch its share of the CPU cores: `-c N` processes each
+    running torch on every core only fight over them (far slower than one thread each);
+    WORKER_TORCH_THREADS sets the share instead."""
+    processes = int(os.environ.get(POOL_PROCESSES, "1") or 1)
+    threads = settings.WORKER_TORCH_THREADS or max(1, (os.cpu_count() or 1) // processes)
+    threading.Thread(target=_load_models, args=(threads,), name="load-models", daemon=True).start()
+
+
+def _load_models(threads: int) -> None:
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+        from core.services.engine_context import configured_nli
+        from sources.embedding import configured_embedder
+
+        configured_embedder()
+        configured_nli()
+    except Exception:  # noqa: BLE001 - the first task that needs the model loads it (and reports the error)
+        logger.exception("loading the models in the background failed")

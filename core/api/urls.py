@@ -8,7 +8,9 @@ from core.api.views.auth import ObtainToken
 from core.api.views.catalogue import DocumentViewSet, SourceViewSet
 from core.api.views.claims import ClaimGroupView, ClaimResolutionViewSet, ClaimRunView, ClaimViewSet
 from core.api.views.engine import ConflictsView, EstimationRunViewSet, JobViewSet, QuestionViewSet
+from core.api.views.feedback import FeedbackViewSet
 from core.api.views.queries import FactQueryViewSet, QuerySetViewSet
+from core.api.views.source_groups import SourceGroupViewSet
 from core.api.views.strategies import StrategiesView
 from reliability_site.csp import csp_update
 
@@ -18,12 +20,14 @@ router = DefaultRouter()
 router.register("sources", SourceViewSet, basename="source")
 router.register("documents", DocumentViewSet, basename="document")
 router.register("questions", QuestionViewSet, basename="question")
+router.register("source-groups", SourceGroupViewSet, basename="source-group")
 router.register("estimation-runs", EstimationRunViewSet, basename="estimation-run")
 router.register("jobs", JobViewSet, basename="job")
 router.register("query-sets", QuerySetViewSet, basename="query-set")
 router.register("fact-queries", FactQueryViewSet, basename="fact-query")
 router.register("claims", ClaimViewSet, basename="claim")
 router.register("claim-resolutions", ClaimResolutionViewSet, basename="claim-resolution")
+router.register("feedback", FeedbackViewSet, basename="feedback")
 
 urlpatterns = [
     path("token/", ObtainToken.as_view(), name="token"),

@@ -85,6 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--llm-cache-dir", type=Path, default=None, help="generation cache of a local model (default <cache-dir>/llm)"
     )
     parser.add_argument("--models-dir", type=Path, default=None, help="local models folder (default var/models)")
+    parser.add_argument("--llm-dtype", choices=["auto", "float32", "bfloat16"], default="auto")
 
 
 def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> dict[str, Any]:
@@ -152,6 +153,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         generator=options.get("generator") or "reader",
         llm_cache_dir=str(options["llm_cache_dir"]) if options.get("llm_cache_dir") else None,
         models_dir=str(options["models_dir"]) if options.get("models_dir") else None,
+        llm_dtype=options.get("llm_dtype") or "auto",
     )
     if config.generator != "reader" and not options.get("llm_cache_dir"):
         config.llm_cache_dir = str(Path(options.get("cache_dir") or default_cache_dir()) / "llm")

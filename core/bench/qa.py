@@ -54,6 +54,7 @@ class QAConfig:
     generator: str = "reader"
     llm_cache_dir: str | None = None  # on-disk generation cache for a local model (resumable runs)
     models_dir: str | None = None  # where the local model is assembled (default var/models)
+    llm_dtype: str = "auto"  # the local model's weights (TransformersGenerator dtype)
 
     def resolved_methods(self) -> list[str]:
         from core.engine.strategies import available_strategies, runnable_strategies
@@ -148,7 +149,7 @@ def bench_generator(config: QAConfig) -> Any:
     if config.generator == "reader":
         reader = ExtractiveReader()
         return _MEMO.setdefault("gen:reader", MemoGenerator(reader)) if config.memo else reader
-    key = f"llm:{config.generator}:{config.llm_cache_dir}"
+    key = f"llm:{config.generator}:{config.llm_dtype}:{config.llm_cache_dir}"
     if key not in _MEMO:
         from pathlib import Path
 
@@ -157,7 +158,7 @@ def bench_generator(config: QAConfig) -> Any:
         from core.engine.backends.generation import TransformersGenerator
 
         models_dir = Path(config.models_dir or "var/models")
-        inner = TransformersGenerator(config.generator, models_dir=models_dir)
+        inner = TransformersGenerator(config.generator, models_dir=models_dir, dtype=config.llm_dtype)
         cache_dir = Path(config.llm_cache_dir) if config.llm_cache_dir else default_cache_dir() / "llm"
         _MEMO[key] = cached_generator(inner, cache_dir)
     return _MEMO[key]

@@ -9,14 +9,14 @@ core.engine.reliability). estimate() chains both for in-memory use.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.backends.nli import NLI
 from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE, Prior, ReliabilityResult, get_estimator, to_matrix
-from core.engine.steps.alignment import align_many
-from core.engine.steps.clustering import cluster_answers
+from core.engine.steps.alignment import align_many, support_texts
+from core.engine.steps.clustering import cluster_answers, clustering_texts
 from core.engine.strategies.base import EngineContext
 from core.engine.text import answer_contains_gold
 from core.engine.types import CallStats, Passage, Vector
@@ -68,9 +68,24 @@ def answer_pairs(
     stats.calls += len(generations)
     stats.prompt_tokens += sum(g.prompt_tokens for g in generations)
     stats.completion_tokens += sum(g.completion_tokens for g in generations)
+    positions_of: dict[int, list[int]] = {q: [] for q in queries}
+    for i, (pq, _) in enumerate(pairs):
+        positions_of[pq].append(i)
+    _prepare(
+        ctx.nli,
+        (
+            text
+            for q in queries
+            for text in support_texts(
+                questions[q],
+                [generations[i].text for i in positions_of[q]],
+                [[p.text for p in passages[pairs[i]]] for i in positions_of[q]],
+            )
+        ),
+    )
     records: list[ResponseRecord] = [None] * len(pairs)  # type: ignore[list-item]
     for q in queries:
-        positions = [i for i, (pq, _) in enumerate(pairs) if pq == q]
+        positions = positions_of[q]
         aligned = align_many(
             questions[q],
             [generations[i].text for i in positions],
@@ -89,6 +104,17 @@ def answer_pairs(
                 chunk_ids=[p.chunk_id for p in passages[pairs[i]]],
             )
     return records
+
+
+PREPARE_QUERIES = 500  # queries whose clustering texts are encoded in one batched call
+
+
+def _prepare(nli: NLI | None, texts: Iterable[str]) -> None:
+    """Let an NLI that encodes texts (the offline one) encode all of them in one batched call
+    ahead of the per-query calls that need them: the model's per-call cost is paid once."""
+    prepare = getattr(nli, "prepare", None)
+    if prepare is not None:
+        prepare(texts)
 
 
 def estimate_from_records(
@@ -118,11 +144,17 @@ def estimate_from_records(
     for record in records:
         if record.source_id in column:
             by_query.setdefault(record.query_index, []).append(record)
-    for q, group in by_query.items():
-        clustering = cluster_answers([r.response for r in group], nli, questions[q], strict)
-        for record, label in zip(group, clustering.labels, strict=False):
-            record.cluster = label
-            matrix[q][column[record.source_id]] = label
+    groups = list(by_query.items())
+    for start in range(0, len(groups), PREPARE_QUERIES):
+        window = groups[start : start + PREPARE_QUERIES]
+        _prepare(
+            nli, (text for q, group in window for text in clustering_texts([r.response for r in group], questions[q]))
+        )
+        for q, group in window:
+            clustering = cluster_answers([r.response for r in group], nli, questions[q], strict)
+            for record, label in zip(group, clustering.labels, strict=False):
+                record.cluster = label
+                matrix[q][column[record.source_id]] = label
     gold_labels = {
         q: gold_label([r for r in by_query.get(q, []) if r.cluster is not None], references)
         for q, references in (gold or {}).items()

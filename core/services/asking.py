@@ -8,7 +8,7 @@ the strategy and persists the answer with one Vote per consulted source.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -18,6 +18,7 @@ from django.utils import timezone
 from core.engine.params import ParamError, describe, parse_params
 from core.engine.strategies import (
     AnswerStrategy,
+    SourceEvent,
     StrategyResult,
     available_strategies,
     ensure_runnable,
@@ -31,8 +32,10 @@ from core.engine.text import IDK, is_idk
 from core.models import Question, Vote
 from core.services.engine_context import build_context, configured_offers, strategy_defaults
 from core.services.jobs import NullProgress, Progress, dispatch_job
+from core.services.source_selection import SourceChoice, allowed_ids, resolve_sources
 
 MAX_QUESTION_CHARS = 2000
+MAX_PART_DETAIL = 200  # characters of a source's answer shown while the ask runs
 MAX_KAPPA = RA_RAG_MAX_KAPPA
 
 
@@ -73,11 +76,31 @@ def validate_question(
 
 
 def _new_question(
-    text: str, strategy: str, kappa: int | None, user: Any, params: Mapping[str, Any] | None = None
+    text: str,
+    strategy: str,
+    kappa: int | None,
+    user: Any,
+    params: Mapping[str, Any] | None = None,
+    sources: SourceChoice | None = None,
 ) -> Question:
-    cleaned, given = validate_question(text, strategy, kappa, params)
+    """Validate everything (the question, its parameters, its choice of sources), report
+    every offending field at once, and store the question."""
+    errors: dict[str, list[str]] = {}
+    cleaned, given, selection = "", {}, {}
+    try:
+        cleaned, given = validate_question(text, strategy, kappa, params)
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    try:
+        selection = resolve_sources(sources, strategy, user)
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    if errors:
+        raise ValidationError(errors)
     asked_by = user if getattr(user, "is_authenticated", False) else None
-    return Question.objects.create(text=cleaned, strategy=strategy, params=given, asked_by=asked_by)
+    return Question.objects.create(
+        text=cleaned, strategy=strategy, params=given, source_selection=selection, asked_by=asked_by
+    )
 
 
 def start_question(
@@ -86,11 +109,13 @@ def start_question(
     strategy: str = "ra-rag",
     kappa: int | None = None,
     params: Mapping[str, Any] | None = None,
+    sources: SourceChoice | None = None,
     user: Any = None,
 ) -> Question:
-    """Store the question and dispatch its answering (`tasks.answer_question`, "default" queue)."""
+    """Store the question and dispatch its answering (`tasks.answer_question`, "default" queue).
+    ``sources`` limits the sources it may read (core.services.source_selection)."""
     with transaction.atomic():
-        question = _new_question(text, strategy, kappa, user, params)
+        question = _new_question(text, strategy, kappa, user, params, sources)
         question.job = dispatch_job(
             kind="ask",
             task_name="tasks.answer_question",
@@ -108,11 +133,13 @@ def ask_now(
     strategy: str = "ra-rag",
     kappa: int | None = None,
     params: Mapping[str, Any] | None = None,
+    sources: SourceChoice | None = None,
     user: Any = None,
+    progress: Progress | None = None,
 ) -> Question:
     """Ask and answer synchronously (the CLI)."""
-    question = _new_question(text, strategy, kappa, user, params)
-    return answer_question(question)
+    question = _new_question(text, strategy, kappa, user, params, sources)
+    return answer_question(question, progress)
 
 
 def _passages_json(vote: Any) -> list[dict[str, Any]]:
@@ -137,15 +164,38 @@ def _notes(result: StrategyResult, strategy: AnswerStrategy, n_sources: int) -> 
     return notes
 
 
+class SourceProgress:
+    """Turns the engine's per-source events (core.engine.strategies.SourceEvent) into the
+    job's parts, one per source, numbered in the order they were first reported."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.order: dict[int, int] = {}
+
+    def __call__(self, events: Sequence[SourceEvent]) -> None:
+        parts: dict[str, dict[str, Any]] = {}
+        for event in events:
+            n = self.order.setdefault(event.source_id, len(self.order))
+            parts[f"source-{event.source_id}"] = {
+                "n": n,
+                "source_id": event.source_id,
+                "label": event.source_name,
+                "state": event.state.value,
+                "detail": event.response[:MAX_PART_DETAIL],
+            }
+        self.progress.report_parts(parts)
+
+
 def answer_question(question: Question, progress: Progress | None = None) -> Question:
     """Run the question's strategy through the engine and persist the answer, its votes and
     its evidence. Parameters were validated when the question was stored; settings fill the
-    ones the user did not give."""
+    ones the user did not give. Only the sources the question allows are read
+    (Question.source_selection); each source's progress is reported as a part of the job."""
     progress = progress or NullProgress()
     progress.set_total(2, "Loading models and sources")
     started = time.perf_counter()
     strategy = get_strategy(question.strategy)
-    ctx = build_context()
+    ctx = build_context(among=allowed_ids(question.source_selection), listener=SourceProgress(progress))
     ensure_runnable(strategy, ctx)
     known = {f["name"] for f in describe(strategy.Params)}
     params = parse_params(

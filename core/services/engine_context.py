@@ -20,6 +20,7 @@ both numbers (``weight`` = v_i, ``accuracy`` = w_i).
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -30,7 +31,7 @@ from core.engine.backends.generation import ExtractiveReader, Generator, OpenAIC
 from core.engine.backends.nli import NLI, CrossEncoderNLI, EmbeddingLexicalNLI
 from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
-from core.engine.strategies.base import EngineContext, EngineParams, Requirement, offers_of
+from core.engine.strategies.base import EngineContext, EngineParams, Requirement, SourceListener, offers_of
 from core.engine.types import Embedder, SourceInfo
 from sources.claim_store import PgClaimStore
 from sources.embedding import configured_embedder
@@ -53,6 +54,7 @@ def _generator(
     concurrency: int,
     max_new_tokens: int = 32,
     models_dir: str = "",
+    dtype: str = "auto",
 ) -> Generator:
     if backend == "extractive":
         return ExtractiveReader()
@@ -75,7 +77,7 @@ def _generator(
             )
         # Weights load on the first generation (in the worker), not here: building the
         # generator is cheap, so the web process can ask it for its capabilities.
-        return TransformersGenerator(model, max_new_tokens=max_new_tokens, models_dir=models_dir or None)
+        return TransformersGenerator(model, max_new_tokens=max_new_tokens, models_dir=models_dir or None, dtype=dtype)
     raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
 
 
@@ -90,6 +92,7 @@ def configured_generator() -> Generator:
         settings.LLM_CONCURRENCY,
         settings.LLM_MAX_NEW_TOKENS,
         str(settings.LLM_MODELS_DIR),
+        settings.LLM_DTYPE,
     )
 
 
@@ -136,10 +139,14 @@ def weight_scheme() -> str:
     return get_estimator(settings.RELIABILITY_ESTIMATOR).weight_scheme
 
 
-def source_infos(source_ids: list[int] | None = None) -> list[SourceInfo]:
+def source_infos(source_ids: list[int] | None = None, *, among: Collection[int] | None = None) -> list[SourceInfo]:
     """Active sources that hold chunks (a source with nothing to retrieve cannot answer),
-    as SourceInfo with their voting weight and their displayed accuracy."""
+    as SourceInfo with their voting weight and their displayed accuracy. ``source_ids``:
+    exactly these sources instead (an estimation run's); ``among``: only the active ones
+    with chunks among these (a question limited to some sources)."""
     rows = Source.objects.filter(active=True, chunk_count__gt=0)
+    if among is not None:
+        rows = rows.filter(pk__in=list(among))
     if source_ids is not None:
         rows = Source.objects.filter(pk__in=source_ids)
     rows = rows.order_by("id").values_list("id", "name", "reliability", "reliability_answers")
@@ -153,12 +160,16 @@ def source_infos(source_ids: list[int] | None = None) -> list[SourceInfo]:
     return infos
 
 
-def claim_source_infos(source_ids: list[int] | None = None) -> list[SourceInfo]:
-    """Active sources that hold claims (or the given ones that do), as SourceInfo with their
-    voting weight among them: what claim strategies (multirag) weigh."""
+def claim_source_infos(
+    source_ids: list[int] | None = None, *, among: Collection[int] | None = None
+) -> list[SourceInfo]:
+    """Active sources that hold claims (or the given ones that do, or those among ``among``),
+    as SourceInfo with their voting weight among them: what claim strategies (multirag) weigh."""
     rows = Source.objects.filter(active=True).filter(Exists(Claim.objects.filter(source=OuterRef("pk"))))
     if source_ids is not None:
         rows = rows.filter(pk__in=source_ids)
+    if among is not None:
+        rows = rows.filter(pk__in=list(among))
     listed = list(rows.order_by("id").values_list("id", "name", "reliability", "reliability_answers"))
     scheme = weight_scheme()
     return [
@@ -170,20 +181,29 @@ def claim_source_infos(source_ids: list[int] | None = None) -> list[SourceInfo]:
 
 
 def build_context(
-    *, source_ids: list[int] | None = None, k: int | None = None, tau: float | None = None, strict: bool | None = None
+    *,
+    source_ids: list[int] | None = None,
+    among: Collection[int] | None = None,
+    listener: SourceListener | None = None,
+    k: int | None = None,
+    tau: float | None = None,
+    strict: bool | None = None,
 ) -> EngineContext:
     """An EngineContext over the database: PgRetriever, configured backends, current sources,
-    and the claim store when claims exist."""
+    and the claim store when claims exist. ``among`` limits every kind of retrieval (per
+    source, pooled, claims) to the active sources among these ids; ``listener`` hears the
+    strategy's per-source progress."""
     embedder: Embedder = configured_embedder()
-    sources = source_infos(source_ids)
+    sources = source_infos(source_ids, among=among)
     has_claims = claims_exist()
     return EngineContext(
-        retriever=PgRetriever(),
+        retriever=PgRetriever(pooled_among=None if among is None else sorted(among)),
         embedder=embedder,
         generator=configured_generator(),
         nli=configured_nli(),
         sources=sources,
         params=configured_params(k=k, tau=tau, strict=strict),
         claims=PgClaimStore(embedder) if has_claims else None,
-        claim_sources=claim_source_infos(source_ids) if has_claims else [],
+        claim_sources=claim_source_infos(source_ids, among=among) if has_claims else [],
+        listener=listener,
     )

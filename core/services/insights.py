@@ -232,6 +232,18 @@ def pairwise_disagreement(run: EstimationRun | None = None) -> list[dict[str, An
     ]
 
 
+def default_conflict_run(runs: list[EstimationRun]) -> tuple[EstimationRun | None, list[EstimationRun]]:
+    """The run the conflicts views show by default among ``runs`` (newest first): the latest
+    one with something to show, since a run in which no two sources answered a shared query
+    (one over a single source, say) has no conflict graph; else the latest. Also the newer
+    runs passed over."""
+    if not runs:
+        return None, []
+    with_pairs = runs_with_shared_answers(runs)
+    run = next((r for r in runs if r.pk in with_pairs), runs[0])
+    return run, runs[: runs.index(run)]
+
+
 def runs_with_shared_answers(runs: list[EstimationRun]) -> set[int]:
     """The ids of those runs in which two sources answered (non-IDK) the same query, so a
     conflict graph has at least one pair to draw (an update's pairs are its full run's). One query."""

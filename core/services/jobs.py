@@ -10,6 +10,7 @@ TasksConfig.ready(). Job kinds are the values of tasks.models.Job.Kind ("ingest"
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 
@@ -22,7 +23,17 @@ class Progress(Protocol):
 
     def set_progress(self, current: int, message: str | None = None) -> None: ...
 
+    def advance_to(self, current: int, message: str | None = None) -> None:
+        """Raise the progress to `current`, never lower it: workers that share one job
+        report their counts in any order."""
+        ...
+
     def log(self, line: str) -> None: ...
+
+    def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
+        """Where some parts of the work stand, by key ({"n", "label", "state", "detail"}):
+        each replaces its earlier entry (an ask reports one part per source)."""
+        ...
 
 
 class NullProgress:
@@ -37,7 +48,13 @@ class NullProgress:
     def set_progress(self, current: int, message: str | None = None) -> None:
         pass
 
+    def advance_to(self, current: int, message: str | None = None) -> None:
+        pass
+
     def log(self, line: str) -> None:
+        pass
+
+    def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
         pass
 
 

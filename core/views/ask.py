@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, time
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -24,7 +25,9 @@ from core.services.asking import MAX_QUESTION_CHARS, start_question
 from core.services.engine_context import configured_offers
 from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.insights import question_clusters
+from core.services.source_selection import describe_selection
 from core.views.access import analyst_required
+from core.views.ask_sources import SOURCE_FORM_DEFAULTS, source_choice_from_form, source_picker, source_progress
 from sources.models import Chunk, Source
 from tasks.polling import render_poll
 
@@ -101,14 +104,21 @@ def _citations(question: Question, votes: list[Any], chosen: int | None) -> list
                     "text": chunk.text,
                     "source_name": chunk.source.name,
                 }
-    out = []
-    for n, p in enumerate(list(passages.values())[:MAX_CITATIONS], start=1):
-        out.append({**p, "n": n, "mark": highlight(p.get("text", ""), question.answer)})
-    return out
+    marked = [(p, highlight(p.get("text", ""), question.answer)) for p in passages.values()]
+    # Cite the passages with a sentence to mark (they share words with the answer); the others
+    # were read but do not support it (retrieval also returns passages about other things).
+    supporting = [(p, mark) for p, mark in marked if mark.sentence] or marked
+    return [{**p, "n": n, "mark": mark} for n, (p, mark) in enumerate(supporting[:MAX_CITATIONS], start=1)]
 
 
 def _result_context(question: Question) -> dict[str, Any]:
-    context: dict[str, Any] = {"question": question, "finished": _finished(question)}
+    context: dict[str, Any] = {
+        "question": question,
+        "finished": _finished(question),
+        "selection": describe_selection(question.source_selection),
+    }
+    if not context["finished"]:
+        context["progress_sources"] = source_progress(question)
     if context["finished"]:
         votes = list(question.votes.select_related("source").order_by("rank", "id"))
         clusters = question_clusters(question)
@@ -152,7 +162,13 @@ def _result_context(question: Question) -> dict[str, Any]:
 def ask(request: HttpRequest) -> HttpResponse:
     # Only what the configured backends can run (e.g. no vanilla-llm with the offline reader).
     product, research = strategy_groups()
-    form: dict[str, Any] = {"text": "", "strategy": DEFAULT_STRATEGY, "research_strategy": "", "kappa": DEFAULT_KAPPA}
+    form: dict[str, Any] = {
+        "text": "",
+        "strategy": DEFAULT_STRATEGY,
+        "research_strategy": "",
+        "kappa": DEFAULT_KAPPA,
+        **SOURCE_FORM_DEFAULTS,
+    }
     errors: dict[str, list[str]] = {}
     if request.method == "POST":
         # A research baseline chosen under "advanced" wins over the product strategy select.
@@ -169,9 +185,14 @@ def ask(request: HttpRequest) -> HttpResponse:
                 kappa = int(form["kappa"])
             except ValueError:
                 errors["kappa"] = ["kappa must be a whole number."]
+        choice, source_form, source_errors = source_choice_from_form(request.POST)
+        form.update(source_form)
+        errors.update(source_errors)
         if not errors:
             try:
-                question = start_question(form["text"], strategy=form["strategy"], kappa=kappa, user=request.user)
+                question = start_question(
+                    form["text"], strategy=form["strategy"], kappa=kappa, sources=choice, user=request.user
+                )
             except ValidationError as exc:
                 errors = exc.message_dict if hasattr(exc, "error_dict") else {"text": exc.messages}
             else:
@@ -191,9 +212,15 @@ def ask(request: HttpRequest) -> HttpResponse:
             "errors": errors,
             "recent": recent,
             "max_chars": MAX_QUESTION_CHARS,
+            **source_picker(request.user, form, errors),
         },
         status=400 if errors else 200,
     )
+
+
+def _is_at(request: HttpRequest, path: str) -> bool:
+    """Whether the page that sent this htmx request (its HX-Current-URL) is at ``path``."""
+    return urlsplit(request.headers.get("HX-Current-URL", "")).path == path
 
 
 @analyst_required
@@ -202,9 +229,11 @@ def question_panel(request: HttpRequest, pk: int) -> HttpResponse:
     question = _question(pk)
     context = _result_context(question)
     response = render_poll(request, "core/_question_panel.html", context, finished=context["finished"])
-    if context["finished"] and request.headers.get("HX-Request"):
-        # The answer arrived: the address bar shows its permalink, so a reload keeps it.
-        response["HX-Push-Url"] = reverse("question-detail", args=[question.pk])
+    permalink = reverse("question-detail", args=[question.pk])
+    if context["finished"] and request.headers.get("HX-Request") and not _is_at(request, permalink):
+        # The answer arrived: the address bar shows its permalink, so a reload keeps it (not
+        # pushed again on the permalink page itself: Back would stay on the same address).
+        response["HX-Push-Url"] = permalink
     return response
 
 

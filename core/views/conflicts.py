@@ -15,6 +15,7 @@ from core.engine.graphs.conflict import conflict_graph
 from core.models import EstimationRun, Question
 from core.services import claims_view
 from core.services.insights import (
+    default_conflict_run,
     dependence_groups,
     finished_full_runs,
     has_copy_detection,
@@ -42,10 +43,7 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     if run_id and run_id.isdigit():
         run = get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED)
     else:
-        # By default the latest run that has something to show: a run in which no two sources
-        # answered a shared query (one over a single source, say) has no conflict graph.
-        run = next((r for r in runs if r.has_pairs), runs[0] if runs else None)
-        skipped = runs[: runs.index(run)] if run is not None else []  # newer runs without pairs
+        run, skipped = default_conflict_run(runs)  # skipped: newer runs without pairs
     mode = request.GET.get("edges", "auto")
     mode = mode if mode in EDGE_MODES else "auto"
     pairs = pairwise_disagreement(run) if run else []

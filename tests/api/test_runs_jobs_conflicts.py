@@ -133,6 +133,18 @@ def test_conflicts_list_pairwise_disagreement_of_the_latest_run(as_analyst):
     assert as_analyst.get(f"/api/conflicts/?run={run.pk}").json() == body
 
 
+def test_conflicts_default_to_the_latest_run_with_a_shared_query_as_the_page_does(as_analyst):
+    wiki, blog = SourceFactory(name="wiki"), SourceFactory(name="blog")
+    shared = finished_run([wiki, blog], [0.9, 0.4])
+    query = FactQueryFactory(query_set=demo_query_set(0), question="Capital of France?")
+    for source, cluster in ((wiki, 0), (blog, 1)):
+        RunResponseFactory(run=shared, query=query, source=source, response="x", cluster=cluster)
+    lonely = finished_run([wiki], [0.8])  # newer, over one source: nothing to compare
+    RunResponseFactory(run=lonely, query=query, source=wiki, response="x", cluster=0)
+    assert as_analyst.get("/api/conflicts/").json()["run_id"] == shared.pk
+    assert as_analyst.get(f"/api/conflicts/?run={lonely.pk}").json()["pairs"] == []
+
+
 def test_conflicts_without_any_finished_run_are_empty(as_analyst):
     assert as_analyst.get("/api/conflicts/").json() == {
         "run_id": None,

@@ -35,6 +35,7 @@ NOT_PAGES = {
     "run-resume",
     "job-status",
     "question-votes-csv",
+    "question-feedback",
     "run-scores-csv",
 }
 # The main pages (the world's page names) that axe must check; it checks every other page too.

@@ -262,3 +262,11 @@ def test_history_searches_text_and_groups_repeated_questions(analyst_client: Any
     # Grouping follows the filters: with ra-rag only, the earlier asking is the one shown.
     only = analyst_client.get(reverse("history"), {"strategy": "ra-rag"}).content.decode()
     assert reverse("question-detail", args=[first.pk]) in only and "×2" not in only
+
+
+def test_the_cluster_graph_details_are_reachable_without_hover(analyst_client: Any, db: Any) -> None:
+    question, _ = _answered_with_citation()
+    content = analyst_client.get(reverse("question-detail", args=[question.pk])).content.decode()
+    details = content.split('<details class="graph-details">', 1)[1].split("</details>", 1)[0]
+    assert "Graph details as text" in details
+    assert "Paris" in details and "Atlas" in details and "Gazette" in details

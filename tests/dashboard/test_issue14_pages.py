@@ -447,3 +447,20 @@ def test_logging_out_is_confirmed(analyst_client: Any) -> None:
 def test_a_job_whose_question_was_deleted_still_reads(analyst_client: Any) -> None:
     job = JobFactory(kind=Job.Kind.ASK, params={"question_id": 987654})
     assert "Question #987654 (deleted)" in page(analyst_client, reverse("job-detail", args=[job.pk]))
+
+
+def test_every_main_page_has_one_top_heading(analyst_client: Any, world: Any) -> None:
+    urls = [
+        reverse("ask"),
+        reverse("history"),
+        reverse("question-detail", args=[world.question.pk]),
+        reverse("source-list"),
+        reverse("source-detail", args=[world.sources[0].pk]),
+        reverse("run-list"),
+        reverse("run-detail", args=[world.runs[0].pk]),
+        reverse("conflicts"),
+        reverse("job-list"),
+        reverse("claim-list"),
+    ]
+    for url in urls:
+        assert page(analyst_client, url).count("<h1") == 1, url

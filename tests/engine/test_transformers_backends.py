@@ -115,3 +115,16 @@ def test_each_request_of_a_batch_writes_at_most_its_own_budget(tiny_gpt2: str) -
     assert short.completion_tokens <= 1
     assert long.completion_tokens <= 6
     assert default.completion_tokens <= 2
+
+
+def test_the_weights_dtype_is_a_setting(tiny_gpt2: str) -> None:
+    import torch
+
+    default = TransformersGenerator(tiny_gpt2, device="cpu")
+    assert default.white_box()[1].dtype == torch.float32  # auto on a CPU
+    half = TransformersGenerator(tiny_gpt2, device="cpu", max_new_tokens=2, dtype="bfloat16")
+    assert half.white_box()[1].dtype == torch.bfloat16
+    assert half.load_info["dtype"] == "bfloat16"
+    assert half.generate([GenerationRequest("who?", ["paris"])])[0].completion_tokens <= 2
+    with pytest.raises(ValueError, match="dtype"):
+        TransformersGenerator(tiny_gpt2, dtype="float8")

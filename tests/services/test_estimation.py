@@ -12,6 +12,7 @@ from core.engine.backends.generation.extractive import ExtractiveReader
 from core.models import EstimationRun, ReliabilityScore, RunAnswer, RunResponse
 from core.services.estimation import (
     QueryGenerationUnavailable,
+    RunProgress,
     coordinate_run,
     generate_queries,
     resume_estimation_run,
@@ -44,7 +45,8 @@ def test_a_run_scores_the_misinformation_source_below_the_sources_that_agree_and
     assert run.state == EstimationRun.State.SUCCEEDED and run.query_set == query_set
     n_pairs = len(FACTS) * 4
     assert RunResponse.objects.filter(run=run).count() == n_pairs
-    assert run.job.percent == 100 and run.job.progress_total == n_pairs
+    assert run.job.percent == 100 and run.job.progress_current == run.job.progress_total
+    assert run.job.progress_total == RunProgress(n_pairs).total > n_pairs  # preparing, each pair, estimating
     scores = {s.source.name: s for s in ReliabilityScore.objects.filter(run=run).select_related("source")}
     assert set(scores) == {"reliable-0", "reliable-1", "reliable-2", "misinformer"}
     for source in good:
@@ -160,7 +162,7 @@ def test_the_coordinator_sends_the_missing_pairs_waits_while_batches_move_and_re
 
     first = coordinate_run(run, None, now=t0)
     assert first.status == "waiting" and not first.finished
-    assert first.send == [[[q1.pk, a.pk], [q1.pk, b.pk], [q2.pk, a.pk]], [[q2.pk, b.pk]]]
+    assert first.send == [[[q1.pk, a.pk], [q1.pk, b.pk]], [[q2.pk, a.pk], [q2.pk, b.pk]]]  # a query's pairs together
     assert first.dispatch == {"stored": 0, "at": t0.timestamp(), "batches": 2}
     run.refresh_from_db()
     assert run.state == EstimationRun.State.RUNNING

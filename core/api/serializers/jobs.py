@@ -19,6 +19,11 @@ class ProgressSerializer(serializers.Serializer):
 
 class JobSerializer(serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
+    parts = serializers.JSONField(
+        read_only=True,
+        help_text="Where each part of the work stands, by key: {n, label, state, detail}. A question's job has "
+        'one part per source ("source-<id>"), state waiting, asking, answered, abstained, filtered or skipped.',
+    )
 
     class Meta:
         model = Job
@@ -31,6 +36,7 @@ class JobSerializer(serializers.ModelSerializer):
             "error",
             "result",
             "log",
+            "parts",
             "created_at",
             "started_at",
             "finished_at",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.api.fields import StrictSerializer, Text
+from core.api.fields import MAX_ID, StrictSerializer, Text
 from core.engine.strategies import available_strategies
 from core.models import Question, Vote
 from core.services.asking import MAX_KAPPA, MAX_QUESTION_CHARS
+from core.services.source_selection import MAX_CHOSEN
 from tasks.models import Job
 
 
@@ -25,6 +28,26 @@ class AskSerializer(StrictSerializer):
     params = serializers.DictField(
         required=False,
         help_text="The strategy's own parameters (GET /api/strategies/ lists them); unknown names are refused.",
+    )
+    include_sources = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=MAX_CHOSEN,
+        help_text="Ask only these sources (ids of active sources), plus those of `source_group`.",
+    )
+    exclude_sources = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=MAX_CHOSEN,
+        help_text="Never ask these sources (ids); with neither `include_sources` nor `source_group`: "
+        "every active source but these.",
+    )
+    source_group = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_ID,
+        required=False,
+        allow_null=True,
+        help_text="Ask the sources of this saved group (GET /api/source-groups/ lists those open to you).",
     )
     wait = serializers.FloatField(
         min_value=0, max_value=30, default=0, help_text="Seconds to wait for the answer before answering 202."
@@ -102,6 +125,23 @@ class AnswerGraphSerializer(serializers.Serializer):
     confidence = serializers.FloatField(allow_null=True)
 
 
+class NamedSourceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class SourceSelectionSerializer(serializers.Serializer):
+    include = NamedSourceSerializer(many=True, required=False, help_text="The sources the asker included.")
+    exclude = NamedSourceSerializer(many=True, required=False, help_text="The sources the asker excluded.")
+    group = NamedSourceSerializer(required=False, allow_null=True, help_text="The saved group asked, if any.")
+    allowed = NamedSourceSerializer(
+        many=True, required=False, help_text="The active sources the question could read, resolved when asked."
+    )
+
+    def to_representation(self, instance: Any) -> Any:
+        return super().to_representation(instance) if instance else {}  # {}: every active source
+
+
 class QuestionSerializer(serializers.ModelSerializer):
     state = serializers.SerializerMethodField()
     error = serializers.SerializerMethodField()
@@ -110,6 +150,10 @@ class QuestionSerializer(serializers.ModelSerializer):
     evidence = EvidenceSerializer(many=True, read_only=True)
     graph = AnswerGraphSerializer(read_only=True, allow_null=True)
     trace = serializers.JSONField(read_only=True, help_text="How the strategy reached the answer (visit order, ...).")
+    source_selection = SourceSelectionSerializer(
+        read_only=True,
+        help_text="The sources the asker allowed ({} when every active source was allowed).",
+    )
     chunk_ids = serializers.SerializerMethodField(help_text="Every chunk the strategy read, in first-read order.")
     low_evidence = serializers.BooleanField(
         read_only=True,
@@ -134,6 +178,7 @@ class QuestionSerializer(serializers.ModelSerializer):
             "chunk_ids",
             "graph",
             "trace",
+            "source_selection",
             "calls",
             "tokens",
             "seconds",

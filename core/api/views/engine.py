@@ -57,6 +57,7 @@ from core.services.estimation import (
 )
 from core.services.estimation.finish import DEPENDENT
 from core.services.insights import (
+    default_conflict_run,
     dependent_pairs,
     finished_full_runs,
     has_copy_detection,
@@ -64,6 +65,7 @@ from core.services.insights import (
     question_clusters,
     run_dependence,
 )
+from core.services.source_selection import SourceChoice
 from tasks.jobs import wait_for_job
 from tasks.models import Job
 
@@ -122,6 +124,11 @@ class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
                 strategy=data["strategy"],
                 kappa=data.get("kappa"),
                 params=data.get("params"),
+                sources=SourceChoice.of(
+                    include=data.get("include_sources"),
+                    exclude=data.get("exclude_sources"),
+                    group=data.get("source_group"),
+                ),
                 user=request.user,
             )
         job_id = question.job_id
@@ -313,7 +320,8 @@ class ConflictsView(ApiViewMixin, APIView):
         summary="Where sources disagree",
         description=(
             "Without `question`: for every pair of sources, how often their answers fell in different clusters "
-            "in an estimation run (`run`, default the latest finished full run), and the pairs its estimator "
+            "in an estimation run (`run`, default the latest finished full run in which two sources answered a shared "
+            "query, as on the conflicts page), and the pairs its estimator "
             "detected as copying or colluding (`dependent_pairs`, probability >= 0.5, with the false answers "
             "they share; `copy_detection` is false for estimators that do not detect copying). With `question`: "
             "that question's answer clusters with the sources behind each, and the sources that abstained."
@@ -338,7 +346,10 @@ class ConflictsView(ApiViewMixin, APIView):
             question = get_object_or_404(Question, pk=question_id)
             return Response(QuestionConflictsSerializer(question_clusters(question)).data)
         run_id = query_param(request, "run", "id")
-        run = get_object_or_404(EstimationRun, pk=run_id) if run_id is not None else finished_full_runs().first()
+        if run_id is not None:
+            run = get_object_or_404(EstimationRun, pk=run_id)
+        else:
+            run, _newer_without_pairs = default_conflict_run(list(finished_full_runs()[:30]))
         pairs = pairwise_disagreement(run) if run is not None else []
         body = {
             "run_id": run.pk if run else None,

@@ -38,11 +38,20 @@ def _resolve(name_or_path: str | None) -> str:
 class SentenceTransformerEmbedder:
     """Embedder protocol over sentence-transformers; L2-normalised float32 rows."""
 
-    def __init__(self, model_name_or_path: str | None = None, device: str | None = None, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        model_name_or_path: str | None = None,
+        device: str | None = None,
+        batch_size: int = 64,
+        *,
+        name: str | None = None,
+    ) -> None:
         self.path = _resolve(model_name_or_path)
         self.device = device
         self.batch_size = batch_size
-        self.name = model_name_or_path or DEFAULT_MODEL
+        # What the product records (CrEst's evidence lists embedders by it): the model's name
+        # given, else what was configured.
+        self.name = name or model_name_or_path or DEFAULT_MODEL
         self._model = _load(self.path, device)
         # Newer sentence-transformers renamed the accessor; accept either.
         getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -59,6 +59,27 @@ class EmbeddingLexicalNLI:
             return []
         sims = self._similarities(pairs)
         return [self._one(p, h, s) for (p, h), s in zip(pairs, sims, strict=False)]
+
+    def remember(self, texts: Sequence[str], vectors: Sequence[npt.NDArray[np.float32]]) -> None:
+        """Keep vectors this NLI's embedder already produced elsewhere (a passage's chunk
+        vector, stored when it was ingested), so those texts are never encoded again here.
+        The caller vouches that `vectors[i]` is `embedder.encode([texts[i]])[0]`."""
+        if self.embedder is None:
+            return
+        with self._lock:
+            for text, vector in zip(texts, vectors, strict=True):
+                self._cache[text] = np.asarray(vector, dtype=np.float32)
+                self._cache.move_to_end(text)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def prepare(self, texts: Iterable[str]) -> None:
+        """Encode the texts not held yet in one batched call: a caller that knows the texts
+        of many coming predict() calls saves the model's per-call cost (same scores). More
+        texts than half the cache holds are left to predict(): they would evict each other."""
+        wanted = set(texts)
+        if self.embedder is not None and len(wanted) <= self._cache_size // 2:
+            self._vectors(wanted)
 
     def _similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         if self.embedder is None:

@@ -65,10 +65,10 @@ def answer_grounding(answer: str, passage: str) -> float:
     return len(wanted & set(content_words(passage))) / len(wanted)
 
 
-def support_scores(
-    question: str, answers: Sequence[str], passages: Sequence[Sequence[str]], nli: NLI
-) -> list[tuple[float, str]]:
-    """(score, declarative) per answer, each against its own passages, in one NLI call."""
+def _support_pairs(
+    question: str, answers: Sequence[str], passages: Sequence[Sequence[str]]
+) -> tuple[list[str], list[tuple[str, str]], list[int]]:
+    """Declaratives, the (passage, declarative) pairs to score and the answer owning each."""
     declaratives = [declarative_form(question, a) for a in answers]
     pairs: list[tuple[str, str]] = []
     owners: list[int] = []
@@ -78,6 +78,20 @@ def support_scores(
         for text in texts:
             pairs.append((text, decl))
             owners.append(i)
+    return declaratives, pairs, owners
+
+
+def support_texts(question: str, answers: Sequence[str], passages: Sequence[Sequence[str]]) -> set[str]:
+    """Every text support_scores() hands the NLI for these answers (to encode ahead, batched)."""
+    _, pairs, _ = _support_pairs(question, answers, passages)
+    return {text for pair in pairs for text in pair}
+
+
+def support_scores(
+    question: str, answers: Sequence[str], passages: Sequence[Sequence[str]], nli: NLI
+) -> list[tuple[float, str]]:
+    """(score, declarative) per answer, each against its own passages, in one NLI call."""
+    declaratives, pairs, owners = _support_pairs(question, answers, passages)
     probs = nli.predict(pairs)
     grounded = getattr(nli, "requires_answer_grounding", False)
     scores = [0.0] * len(answers)

@@ -37,16 +37,7 @@ def cluster_answers(
     weights: Sequence[float] | None = None,
 ) -> Clustering:
     weights = list(weights) if weights is not None else [1.0] * len(answers)
-    distinct: list[str] = []  # one original surface form per normalised answer
-    index_of: dict[str, int] = {}
-    for answer in answers:
-        if is_idk(answer):
-            continue
-        norm = normalize_answer(answer)
-        if norm not in index_of:
-            index_of[norm] = len(distinct)
-            distinct.append(answer.strip())
-
+    distinct, index_of = _distinct(answers)
     relation = _relations(distinct, nli, question)
     cluster_of: list[int] = []
     heads: list[int] = []  # the distinct answer that opened each cluster
@@ -72,13 +63,38 @@ def cluster_answers(
     return Clustering(labels, representatives, members)
 
 
+def _distinct(answers: Sequence[str]) -> tuple[list[str], dict[str, int]]:
+    """One original surface form per normalised non-IDK answer, and each form's index."""
+    distinct: list[str] = []
+    index_of: dict[str, int] = {}
+    for answer in answers:
+        if is_idk(answer):
+            continue
+        norm = normalize_answer(answer)
+        if norm not in index_of:
+            index_of[norm] = len(distinct)
+            distinct.append(answer.strip())
+    return distinct, index_of
+
+
+def _texts(distinct: list[str], question: str) -> list[str]:
+    prefix = f"{question.strip()} " if question else ""
+    return [prefix + answer for answer in distinct]
+
+
+def clustering_texts(answers: Sequence[str], question: str = "") -> list[str]:
+    """Every text cluster_answers() hands the NLI for these answers (to encode ahead, batched)."""
+    distinct, _ = _distinct(answers)
+    return _texts(distinct, question) if len(distinct) >= 2 else []
+
+
 def _relations(distinct: list[str], nli: NLI | None, question: str) -> dict[tuple[int, int], int]:
     """NLI label for every ordered pair of distinct answers, in one batched call."""
     if nli is None or len(distinct) < 2:
         return {}
-    prefix = f"{question.strip()} " if question else ""
+    texts = _texts(distinct, question)
     keys = [(i, j) for i in range(len(distinct)) for j in range(len(distinct)) if i != j]
-    pairs = [(prefix + distinct[i], prefix + distinct[j]) for i, j in keys]
+    pairs = [(texts[i], texts[j]) for i, j in keys]
     return {key: _label(p) for key, p in zip(keys, nli.predict(pairs), strict=False)}
 
 

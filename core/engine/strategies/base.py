@@ -18,7 +18,7 @@ Registration lives in core.engine.strategies.registry.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -59,6 +59,31 @@ class EngineParams:
     strict_clustering: bool = False
 
 
+class SourceState(StrEnum):
+    """Where one source stands while a question is answered (reported through
+    ``EngineContext.report``; the product shows it live while the ask runs)."""
+
+    WAITING = "waiting"  # in the list, not asked yet
+    ASKING = "asking"  # its passages are with the generator
+    ANSWERED = "answered"  # gave an answer its passages support
+    ABSTAINED = "abstained"  # said "I don't know"
+    FILTERED = "filtered"  # answered, but its passages did not support it: counted as "I don't know"
+    SKIPPED = "skipped"  # never asked (kappa-RRSS found enough answers first)
+
+
+@dataclass(frozen=True)
+class SourceEvent:
+    """One source's new state; ``response`` is its (filtered) answer once it has one."""
+
+    source_id: int
+    source_name: str
+    state: SourceState
+    response: str = ""
+
+
+SourceListener = Callable[[Sequence[SourceEvent]], None]
+
+
 @dataclass
 class EngineContext:
     """The backends and sources a strategy runs with (built per question or batch)."""
@@ -75,6 +100,14 @@ class EngineContext:
     # structured data has claims but no passages, so it is not among ``sources``). Empty:
     # use ``sources``.
     claim_sources: list[SourceInfo] = field(default_factory=list)
+    # Told of each batch of per-source progress (SourceEvent) while a strategy runs; None:
+    # nobody listens. Strategies that ask the sources one by one report; others need not.
+    listener: SourceListener | None = None
+
+    def report(self, events: Sequence[SourceEvent]) -> None:
+        """Pass per-source progress to the listener, if any (one call per batch)."""
+        if self.listener is not None and events:
+            self.listener(list(events))
 
     def offers(self) -> frozenset[Requirement]:
         """What this context can give a strategy."""
@@ -193,6 +226,9 @@ class AnswerStrategy(ABC):
     uses_sources: ClassVar[bool] = (
         True  # False: answers without retrieval (nothing to say when no source holds documents)
     )
+    # The fewest sources it can answer from when a user limits the sources it may read
+    # (the product refuses a narrower choice, naming the field).
+    min_sources: ClassVar[int] = 1
     Params: ClassVar[type[ParamSet]] = NoParams
 
     @abstractmethod

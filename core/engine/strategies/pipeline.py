@@ -11,7 +11,15 @@ from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many
 from core.engine.steps.clustering import cluster_answers
 from core.engine.steps.voting import VoteOutcome, answer_probability, weighted_vote
-from core.engine.strategies.base import ClusterInfo, EngineContext, Evidence, SourceVote, StrategyResult
+from core.engine.strategies.base import (
+    ClusterInfo,
+    EngineContext,
+    Evidence,
+    SourceEvent,
+    SourceState,
+    SourceVote,
+    StrategyResult,
+)
 from core.engine.text import IDK, is_idk
 from core.engine.types import CallStats, Passage, SourceInfo
 
@@ -40,9 +48,11 @@ def answer_sources(
     tau: float,
     use_filter: bool = True,
 ) -> list[SourceVote]:
-    """One batched generator call over the sources, then f_align (one batched NLI call)."""
+    """One batched generator call over the sources, then f_align (one batched NLI call).
+    Reports each source as asked, then as answered, abstaining or filtered (ctx.report)."""
     if not sources:
         return []
+    ctx.report([SourceEvent(s.id, s.name, SourceState.ASKING) for s in sources])
     requests = [GenerationRequest(question, [p.text for p in passages.get(s.id, [])]) for s in sources]
     generations = ctx.generator.generate(requests)
     record(stats, generations)
@@ -65,7 +75,30 @@ def answer_sources(
                 passages=list(passages.get(source.id, [])),
             )
         )
+    ctx.report([vote_event(v) for v in votes])
     return votes
+
+
+def vote_event(vote: SourceVote) -> SourceEvent:
+    """The state a source's vote leaves it in."""
+    if vote.filtered:
+        state = SourceState.FILTERED
+    elif is_idk(vote.response):
+        state = SourceState.ABSTAINED
+    else:
+        state = SourceState.ANSWERED
+    return SourceEvent(vote.source_id, vote.source_name, state, vote.response)
+
+
+def report_waiting(ctx: EngineContext, sources: Sequence[SourceInfo]) -> None:
+    """Every source a strategy may ask, in the order it would ask them, as waiting."""
+    ctx.report([SourceEvent(s.id, s.name, SourceState.WAITING) for s in sources])
+
+
+def report_skipped(ctx: EngineContext, sources: Sequence[SourceInfo], asked: Iterable[int]) -> None:
+    """The sources a strategy did not ask after all, as skipped."""
+    done = set(asked)
+    ctx.report([SourceEvent(s.id, s.name, SourceState.SKIPPED) for s in sources if s.id not in done])
 
 
 def cluster_and_vote(

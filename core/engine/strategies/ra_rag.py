@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from core.engine.params import ParamSet, param
-from core.engine.steps.selection import kappa_rrss, kappa_rss
+from core.engine.steps.selection import by_reliability, kappa_rrss, kappa_rss
 from core.engine.strategies.base import (
     AnswerStrategy,
     EngineContext,
@@ -19,6 +19,8 @@ from core.engine.strategies.pipeline import (
     answer_sources,
     cluster_and_vote,
     evidence_caveat,
+    report_skipped,
+    report_waiting,
     retrieve_per_source,
     vote_evidence,
 )
@@ -63,7 +65,10 @@ class _Voting(AnswerStrategy):
         started = time.perf_counter()
         stats = CallStats()
         trace: dict[str, object] = {}
+        listed = by_reliability(ctx.sources)  # the order kappa-RRSS and kappa-RSS ask them in
+        report_waiting(ctx, listed)
         votes = self.choose(question, ctx, params, stats, trace)
+        report_skipped(ctx, listed, (v.source_id for v in votes))
         outcome, clusters, answer = cluster_and_vote(question, ctx, votes, params.strict_clustering)
         backers = [v.source_id for v in votes if outcome.winner is not None and v.cluster == outcome.winner]
         confidence, caveat = evidence_caveat(outcome.confidence, backers, ctx.sources)

@@ -1,4 +1,5 @@
-"""python manage.py ask "QUESTION" [--strategy NAME] [--kappa K] [--json]  (synchronous)"""
+"""python manage.py ask "QUESTION" [--strategy NAME] [--kappa K] [--include ID] [--exclude ID] [--group ID] [--json]
+(synchronous)"""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from core.engine.strategies import available_strategies
 from core.models import Question
 from core.services.asking import ask_now
+from core.services.source_selection import SourceChoice
 
 
 def question_json(question: Question) -> dict[str, Any]:
@@ -26,6 +28,7 @@ def question_json(question: Question) -> dict[str, Any]:
         "seconds": question.seconds,
         "clusters": question.clusters,
         "notes": question.notes,
+        "source_selection": question.source_selection,
         "votes": [
             {
                 "source": v.source.name,
@@ -70,12 +73,24 @@ class Command(BaseCommand):
             metavar="NAME=VALUE",
             help="a strategy parameter (JSON value), e.g. --param k=5 --param strict_clustering=true; repeatable",
         )
+        parser.add_argument(
+            "--include", type=int, action="append", default=[], metavar="ID", help="ask only this source; repeatable"
+        )
+        parser.add_argument(
+            "--exclude", type=int, action="append", default=[], metavar="ID", help="never ask this source; repeatable"
+        )
+        parser.add_argument(
+            "--group", type=int, default=None, metavar="ID", help="ask the sources of this source group"
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
             params = _params(opts["param"])
-            question = ask_now(opts["question"], strategy=opts["strategy"], kappa=opts["kappa"], params=params)
+            sources = SourceChoice.of(include=opts["include"], exclude=opts["exclude"], group=opts["group"])
+            question = ask_now(
+                opts["question"], strategy=opts["strategy"], kappa=opts["kappa"], params=params, sources=sources
+            )
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
         data = question_json(question)

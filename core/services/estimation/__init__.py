@@ -1,19 +1,27 @@
 """Estimation runs: answer every fact-checking query with every source, then estimate the
 sources' reliability (with the RELIABILITY_ESTIMATOR setting's estimator by default).
 
-How a run executes (robust with one worker of concurrency 1 on the filesystem broker):
+How a run executes (robust with one worker of concurrency 1 on the filesystem broker, and
+with many workers on several machines sharing PostgreSQL and Redis or RabbitMQ):
 1. start.start_estimation_run() stores the run and dispatches a Job (kind "estimate") for
    the task `tasks.estimation_run` on the "default" queue.
-2. That task calls coordinate.coordinate_run() and never waits on subtasks. Each step counts
-   the stored responses; if some (query, source) pairs are missing and no batch is in flight,
-   it returns batches for the task to send as `tasks.generate_batch` (queue "gpu"), and the new
-   dispatch state, which the task stores on the Job as it reschedules itself with a short
-   countdown (ESTIMATION_POLL_SECONDS), freeing its worker slot for the batches. A dispatch
-   that shows no new response for ESTIMATION_STALL_SECONDS is considered lost and re-sent.
-3. A batch (coordinate.generate_batch) answers its pairs (core.engine.estimation.answer_pairs)
-   and stores RunResponse rows with ON CONFLICT DO NOTHING: the unique (run, query, source)
-   constraint makes every batch idempotent and a run resumable: re-running it skips what exists.
-4. When every pair has a response, finish.finish_run() clusters each query's responses, runs
+2. That task calls coordinate.coordinate_run() and never waits on subtasks. Its first step
+   writes the job's progress at once ("Preparing"), splits the missing (query, source) pairs
+   into batches (a query's pairs together where they fit) for the task to send as
+   `tasks.generate_batch` (queue "gpu"), and returns the dispatch state, which the task
+   stores on the Job as it reschedules itself with a short countdown
+   (ESTIMATION_POLL_SECONDS), freeing its worker slot for the batches. Later steps only
+   count the stored responses; a dispatch that shows no new response for
+   ESTIMATION_STALL_SECONDS is considered lost and its missing pairs are re-sent.
+3. A batch (batch.generate_batch), on any worker, claims itself (locks: a PostgreSQL advisory
+   lock, dropped with a dead worker's connection), answers its pairs
+   (core.engine.estimation.answer_pairs, the passages' stored vectors handed to the offline
+   NLI instead of encoding them again) and stores RunResponse rows in one bulk INSERT with
+   ON CONFLICT DO NOTHING: the unique (run, query, source) constraint makes every batch
+   idempotent and a run resumable: re-running it skips what exists. It then raises the job's
+   progress to the run's stored count (never lowering it: batches report in any order).
+4. When every pair has a response, finish.finish_once() (one process at a time, under the
+   run's finishing claim) runs finish.finish_run(): it clusters each query's responses, runs
    the run's estimator (Beta(alpha, beta) prior) and stores RunAnswer, RunResponse.cluster/agrees,
    one ReliabilityScore per source, and the sources' current reliability; it returns the
    summary the job succeeds with.
@@ -24,8 +32,8 @@ estimator's weight scheme, used by WMV. See core/services/engine_context.py. The
 is the run's ``params.estimator``, by default settings.RELIABILITY_ESTIMATOR; queries with
 reference answers anchor the estimate unless ``params.use_gold`` is false.
 
-Modules: start (validate, start, resume), coordinate (missing pairs, batches, the coordinator
-step), finish (estimate and store: scores with gold evidence, pairwise dependence; run_scores),
+Modules: start (validate, start, resume), coordinate (missing pairs, batches, progress units,
+the coordinator step), batch (answer and store one batch), locks (advisory-lock claims), finish (estimate and store: scores with gold evidence, pairwise dependence; run_scores),
 update (online updates: new gold evidence added to a finished run as a run of kind "update"),
 queries (LLM-written fact-checking queries), claims (claim-level runs, kind "claims": resolve
 every (subject, attribute) of the stored claims and estimate the sources from them, as the job
@@ -34,6 +42,7 @@ every (subject, attribute) of the stored claims and estimate the sources from th
 
 from __future__ import annotations
 
+from core.services.estimation.batch import generate_batch
 from core.services.estimation.claims import (
     claim_run_message,
     refuse_gold_update,
@@ -43,16 +52,18 @@ from core.services.estimation.claims import (
 )
 from core.services.estimation.coordinate import (
     CoordinatorStep,
+    RunProgress,
     batches,
     coordinate_run,
-    generate_batch,
     missing_pairs,
     run_layout,
+    run_pairs,
 )
 from core.services.estimation.finish import (
     RunEnded,
     fail_run,
     fail_runs_of_ended_jobs,
+    finish_once,
     finish_run,
     finished_message,
     run_scores,
@@ -77,6 +88,7 @@ __all__ = [
     "DEFAULT_PARAMS",
     "CoordinatorStep",
     "QueryGenerationUnavailable",
+    "RunProgress",
     "RunEnded",
     "TooManyRuns",
     "batches",
@@ -86,6 +98,7 @@ __all__ = [
     "default_query_set",
     "fail_run",
     "fail_runs_of_ended_jobs",
+    "finish_once",
     "finish_run",
     "finished_message",
     "generate_batch",
@@ -96,6 +109,7 @@ __all__ = [
     "resume_estimation_run",
     "run_claim_estimation",
     "run_layout",
+    "run_pairs",
     "run_scores",
     "sources_for_names",
     "start_claim_run",

@@ -1,24 +1,26 @@
-"""Running an estimation run: which (query, source) pairs are missing, answering a batch of
-them, and the coordinator step that decides which batches to send.
+"""Running an estimation run: which (query, source) pairs are missing, how they are split
+into batches, how the run's job counts its progress, and the coordinator step that decides
+which batches to send (a batch itself is answered by core.services.estimation.batch).
 
 The coordinator keeps no state of its own: it is given the previous dispatch state and
-returns the next one, which the task layer stores on the Job between steps.
+returns the next one, which the task layer stores on the Job between steps. Its first step
+writes the job's progress at once ("Preparing"), so a run shows it has started within the
+time it takes a worker to pick the task up; the batches then raise the progress themselves
+as they store their responses, whichever worker runs them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from django.conf import settings
 from django.utils import timezone
 
-from core.engine.estimation import answer_pairs
-from core.engine.text import is_idk
 from core.models import EstimationRun, FactQuery, RunResponse
-from core.services.engine_context import build_context
 from core.services.estimation.start import DEFAULT_PARAMS
 from core.services.jobs import NullProgress, Progress
 
@@ -38,49 +40,67 @@ def missing_pairs(run: EstimationRun) -> list[tuple[int, int]]:
     return [(q.pk, s) for q in queries for s in source_ids if (q.pk, s) not in done]
 
 
+def run_pairs(run: EstimationRun) -> int:
+    """How many (query, source) pairs the run answers (two COUNT queries)."""
+    return FactQuery.objects.filter(query_set_id=run.query_set_id).count() * run.sources.count()
+
+
 def batches(pairs: Sequence[tuple[int, int]], size: int) -> list[list[tuple[int, int]]]:
-    """Chunks of `size` pairs; pairs of one query stay together where they fit (one retrieval)."""
-    return [list(pairs[i : i + size]) for i in range(0, len(pairs), size)]
+    """Batches of at most `size` pairs, in order; the pairs of one query stay in one batch
+    where they fit (one retrieval and one query embedding per query), and a query with more
+    sources than `size` fills batches of its own."""
+    out: list[list[tuple[int, int]]] = []
+    current: list[tuple[int, int]] = []
+    start = 0
+    while start < len(pairs):
+        end = start
+        while end < len(pairs) and pairs[end][0] == pairs[start][0]:
+            end += 1
+        group = list(pairs[start:end])
+        if len(current) + len(group) > size and current:
+            out.append(current)
+            current = []
+        while len(group) > size:
+            out.append(group[:size])
+            group = group[size:]
+        current.extend(group)
+        if len(current) == size:
+            out.append(current)
+            current = []
+        start = end
+    if current:
+        out.append(current)
+    return out
 
 
-def generate_batch(run_id: int, pairs: Sequence[Sequence[int]], heartbeat: Callable[[], object] | None = None) -> int:
-    """Answer (query id, source id) pairs of a run and store them; returns rows stored.
+# The job's progress bar: a share for preparing (the coordinator's first step), one unit per
+# (query, source) pair stored, and a share for estimating from the stored responses.
+PHASE_SHARE = 0.05
 
-    `heartbeat()` (the run's job's) is called when the batch starts and once it is stored, so
-    a run whose batches take long is not taken for dead by the stale-job reaper."""
-    run = EstimationRun.objects.filter(pk=run_id).first()
-    if run is None or run.state in (EstimationRun.State.SUCCEEDED, EstimationRun.State.FAILED):
-        return 0
-    if heartbeat is not None:
-        heartbeat()
-    done = set(RunResponse.objects.filter(run=run).values_list("query_id", "source_id"))
-    todo = [(int(q), int(s)) for q, s in pairs if (int(q), int(s)) not in done]
-    if not todo:
-        return 0
-    texts = dict(FactQuery.objects.filter(pk__in={q for q, _ in todo}).values_list("id", "question"))
-    todo = [(q, s) for q, s in todo if q in texts]
-    query_ids = sorted({q for q, _ in todo})
-    index = {q: i for i, q in enumerate(query_ids)}
-    ctx = build_context(source_ids=sorted({s for _, s in todo}), k=run.params.get("k"), tau=run.params.get("tau"))
-    records = answer_pairs([texts[q] for q in query_ids], [(index[q], s) for q, s in todo], ctx)
-    rows = [
-        RunResponse(
-            run=run,
-            query_id=query_ids[r.query_index],
-            source_id=r.source_id,
-            raw_response=r.raw_response,
-            response=r.response,
-            is_idk=is_idk(r.response),
-            filtered=r.filtered,
-            align_score=float(r.score),
-            chunk_ids=r.chunk_ids,
-        )
-        for r in records
-    ]
-    RunResponse.objects.bulk_create(rows, ignore_conflicts=True)
-    if heartbeat is not None:
-        heartbeat()
-    return len(rows)
+
+@dataclass(frozen=True)
+class RunProgress:
+    """How a run's job counts: `phase` units preparing, one per pair, `phase` estimating."""
+
+    pairs: int
+
+    @property
+    def phase(self) -> int:
+        return max(1, math.ceil(self.pairs * PHASE_SHARE))
+
+    @property
+    def total(self) -> int:
+        return self.pairs + 2 * self.phase
+
+    def answering(self, stored: int) -> int:
+        return self.phase + min(stored, self.pairs)
+
+    def estimating(self) -> int:
+        return self.phase + self.pairs
+
+
+def answering_message(stored: int, total: int) -> str:
+    return f"Answering: {stored} of {total} responses stored"
 
 
 @dataclass(frozen=True)
@@ -111,27 +131,33 @@ def coordinate_run(
     """One coordinator step, given the dispatch state the previous step returned (None at first).
 
     Batches are (re)sent on the first step, and when nothing was stored for
-    ESTIMATION_STALL_SECONDS since the last dispatch (a batch was lost)."""
+    ESTIMATION_STALL_SECONDS since the last dispatch (a batch was lost). Other steps only
+    count the stored responses (and so keep the job's heartbeat)."""
     progress = progress or NullProgress()
     now = now or timezone.now()
-    queries, source_ids = run_layout(run)
-    total = len(queries) * len(source_ids)
-    stored = RunResponse.objects.filter(run=run).count()
-    progress.set_total(total)
-    progress.set_progress(stored, f"{stored} of {total} responses stored")
+    total = run_pairs(run)
+    units = RunProgress(total)
+    if dispatch is None:  # the job's first step: say so before any other work
+        progress.set_total(units.total, f"Preparing: {total} (query, source) pairs to answer")
     if run.state == EstimationRun.State.PENDING:
         EstimationRun.objects.filter(pk=run.pk).update(state=EstimationRun.State.RUNNING)
         run.state = EstimationRun.State.RUNNING
-    missing = missing_pairs(run)
-    if not missing:
+    stored = RunResponse.objects.filter(run=run).count()
+    if stored >= total and not missing_pairs(run):
         return CoordinatorStep("finished")
     stall = float(settings.ESTIMATION_STALL_SECONDS)
-    if dispatch is not None and stored != dispatch.get("stored"):
-        return CoordinatorStep("waiting", {**dispatch, "stored": stored, "at": now.timestamp()})  # batches are moving
-    if dispatch is None or now.timestamp() - float(dispatch.get("at", 0)) > stall:
-        # First step, or nothing stored for `stall` seconds (a batch was lost): (re)send.
-        size = int(run.params.get("batch_size", DEFAULT_PARAMS["batch_size"]))
-        send = [[list(pair) for pair in batch] for batch in batches(missing, size)]
-        progress.log(f"dispatched {len(send)} batch(es) for {len(missing)} missing response(s)")
-        return CoordinatorStep("waiting", {"stored": stored, "at": now.timestamp(), "batches": len(send)}, send)
-    return CoordinatorStep("waiting", dispatch)
+    if dispatch is not None:
+        progress.advance_to(units.answering(stored), answering_message(stored, total))
+        if stored != dispatch.get("stored"):
+            return CoordinatorStep("waiting", {**dispatch, "stored": stored, "at": now.timestamp()})  # batches move
+        if now.timestamp() - float(dispatch.get("at", 0)) <= stall:
+            return CoordinatorStep("waiting", dispatch)
+    # First step, or nothing stored for `stall` seconds (a batch was lost): (re)send.
+    missing = missing_pairs(run)
+    size = int(run.params.get("batch_size", DEFAULT_PARAMS["batch_size"]))
+    send = [[list(pair) for pair in batch] for batch in batches(missing, size)]
+    progress.advance_to(
+        units.answering(stored), f"{answering_message(stored, total)}; {len(send)} batch(es) sent to the workers"
+    )
+    progress.log(f"dispatched {len(send)} batch(es) for {len(missing)} missing response(s)")
+    return CoordinatorStep("waiting", {"stored": stored, "at": now.timestamp(), "batches": len(send)}, send)

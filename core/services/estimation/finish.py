@@ -24,7 +24,9 @@ from core.engine.estimation import ResponseRecord, estimate_from_records
 from core.engine.reliability import ReliabilityResult, get_estimator
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
 from core.services.engine_context import configured_nli
-from core.services.estimation.coordinate import run_layout
+from core.services.estimation.coordinate import RunProgress, run_layout, run_pairs
+from core.services.estimation.locks import claim, finish_claim_name
+from core.services.jobs import NullProgress, Progress
 from sources.models import Source
 
 
@@ -157,6 +159,56 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
                 "gold_agreements": rel.gold_agreements,
             }
             for sid, rel in zip(source_ids, result.sources, strict=False)
+        ],
+    }
+
+
+def finish_once(run: EstimationRun, progress: Progress | None = None) -> dict[str, Any] | None:
+    """finish_run() by one process at a time, and once: the caller holds the run's finishing
+    claim (locks.claim) while it estimates. Returns None when another process (a second
+    coordinator step, on another worker) is estimating the run right now, and the stored
+    summary when the run was estimated already."""
+    progress = progress or NullProgress()
+    with claim(finish_claim_name(run.pk)) as held:
+        if not held:
+            return None
+        state = EstimationRun.objects.filter(pk=run.pk).values_list("state", flat=True).first()
+        if state == EstimationRun.State.SUCCEEDED:
+            return stored_summary(run)
+        responses = RunResponse.objects.filter(run=run).count()
+        progress.advance_to(
+            RunProgress(run_pairs(run)).estimating(), f"Estimating reliability from {responses} responses"
+        )
+        return finish_run(run)
+
+
+def stored_summary(run: EstimationRun) -> dict[str, Any]:
+    """The summary finish_run() returned, read back from what it stored."""
+    run = EstimationRun.objects.get(pk=run.pk)
+    scores = list(ReliabilityScore.objects.filter(run=run).select_related("source").order_by("source_id"))
+    return {
+        "run_id": run.pk,
+        "queries": FactQuery.objects.filter(query_set_id=run.query_set_id).count(),
+        "sources": len(scores),
+        "responses": RunResponse.objects.filter(run=run).count(),
+        "iterations": run.iterations,
+        "converged": run.converged,
+        "gold_queries": len(run.gold_queries or []),
+        "dependent_pairs": SourceDependence.objects.filter(run=run, probability__gte=DEPENDENT).count(),
+        "scores": [
+            {
+                "source": s.source.name,
+                "source_id": s.source_id,
+                "reliability": round(s.reliability, 4),
+                "weight": round(s.weight, 4),
+                "low": round(s.low, 4),
+                "high": round(s.high, 4),
+                "answers": s.answers,
+                "agreements": s.agreements,
+                "gold_answers": s.gold_answers,
+                "gold_agreements": s.gold_agreements,
+            }
+            for s in scores
         ],
     }
 

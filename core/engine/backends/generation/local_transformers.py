@@ -107,6 +107,9 @@ def convert_gguf(gguf: Path, dest: Path) -> None:
         gc.collect()
 
 
+DTYPES = ("auto", "float32", "bfloat16")
+
+
 class TransformersGenerator:
     def __init__(
         self,
@@ -116,7 +119,11 @@ class TransformersGenerator:
         batch_size: int = 8,
         *,
         models_dir: str | Path | None = None,
+        dtype: str = "auto",
     ) -> None:
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+        self.dtype = dtype
         self.model_name_or_path = model_name_or_path
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
@@ -197,8 +204,14 @@ class TransformersGenerator:
                 tokenizer.padding_side = "left"
                 if tokenizer.pad_token is None:
                     tokenizer.pad_token = tokenizer.eos_token
-                dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+                # auto: bfloat16 on a GPU, float32 on a CPU (bfloat16 on a CPU with AMX halves
+                # the prompt's cost but may change a greedy answer: opt in, docs/models.md).
+                if self.dtype == "auto":
+                    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+                else:
+                    dtype = getattr(torch, self.dtype)
                 model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+                self.load_info["dtype"] = str(dtype).removeprefix("torch.")
                 model = model.to(device)  # type: ignore[arg-type]
                 model.eval()
                 self._loaded = (tokenizer, model)

@@ -1,0 +1,126 @@
+"""Answering one batch of an estimation run's (query, source) pairs, on whichever worker
+takes it.
+
+A batch is safe to run on several workers at once, and more than once:
+- the worker claims the batch (an advisory lock on the run and its pairs, locks.claim); a
+  second worker given the same batch while the first is on it returns at once;
+- pairs that already have a response are skipped, and responses are stored in one bulk
+  INSERT ... ON CONFLICT DO NOTHING against the unique (run, query, source) constraint, so a
+  pair answered twice (a batch re-sent after a stall, two runs of a redelivered message)
+  still has exactly one row, the first one stored;
+- progress is reported as an absolute count of stored responses, raised and never lowered
+  (Progress.advance_to), so concurrent batches may report in any order.
+
+The passages a source reads are chunks whose vectors were stored at ingestion: they are
+handed to the offline NLI with the passages (`StoredVectorRetriever`), so the alignment
+filter encodes only the short declarative answers, not the passages again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from core.engine.estimation import answer_pairs
+from core.engine.text import is_idk
+from core.engine.types import Passage, SourceId, Vector
+from core.models import EstimationRun, FactQuery, RunResponse
+from core.services.engine_context import build_context
+from core.services.estimation.coordinate import RunProgress, answering_message, run_pairs
+from core.services.estimation.locks import batch_claim_name, claim
+from core.services.jobs import NullProgress, Progress
+from sources.models import Chunk
+
+ENDED = (EstimationRun.State.SUCCEEDED, EstimationRun.State.FAILED)
+
+
+class StoredVectorRetriever:
+    """A retriever that hands the NLI the stored vector of every passage it returns.
+
+    Only for an NLI that encodes texts with the very embedder that embedded the chunks
+    (``nli.embedder is embedder``): a chunk's stored vector is then what the NLI would
+    compute for its text, so its scores are the same and the passage is not encoded again."""
+
+    def __init__(self, inner: Any, nli: Any) -> None:
+        self.inner = inner
+        self.nli = nli
+
+    def top_k_per_source(
+        self, query_vector: Vector, sources: Sequence[SourceId], k: int
+    ) -> dict[SourceId, list[Passage]]:
+        hits: dict[SourceId, list[Passage]] = self.inner.top_k_per_source(query_vector, sources, k)
+        ids = {p.chunk_id for passages in hits.values() for p in passages}
+        if ids:
+            rows = list(Chunk.objects.filter(pk__in=ids).values_list("text", "embedding"))
+            self.nli.remember([text for text, _ in rows], [vector for _, vector in rows])
+        return hits
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def reuses_stored_vectors(ctx: Any) -> bool:
+    return callable(getattr(ctx.nli, "remember", None)) and getattr(ctx.nli, "embedder", None) is ctx.embedder
+
+
+def generate_batch(
+    run_id: int,
+    pairs: Sequence[Sequence[int]],
+    progress: Progress | None = None,
+    *,
+    heartbeat: Callable[[], object] | None = None,
+) -> int:
+    """Answer (query id, source id) pairs of a run and store them; returns the responses
+    answered here (0 when the run has ended, every pair has a response, or another worker
+    holds this batch).
+
+    `heartbeat()` (the run's job's) is called when the batch starts, so a run whose batches
+    take long is not taken for dead by the stale-job reaper; `progress` hears the run's
+    stored responses once this batch's are stored."""
+    progress = progress or NullProgress()
+    run = EstimationRun.objects.filter(pk=run_id).first()
+    if run is None or run.state in ENDED:
+        return 0
+    wanted = [(int(q), int(s)) for q, s in pairs]
+    with claim(batch_claim_name(run.pk, wanted)) as held:
+        if not held:
+            return 0  # the same batch is being answered by another worker right now
+        if heartbeat is not None:
+            heartbeat()
+        stored = _answer_and_store(run, wanted)
+    if stored:
+        total = run_pairs(run)
+        count = RunResponse.objects.filter(run=run).count()
+        progress.advance_to(RunProgress(total).answering(count), answering_message(count, total))
+    return stored
+
+
+def _answer_and_store(run: EstimationRun, wanted: list[tuple[int, int]]) -> int:
+    queries = {q for q, _ in wanted}
+    done = set(RunResponse.objects.filter(run=run, query_id__in=queries).values_list("query_id", "source_id"))
+    texts = dict(FactQuery.objects.filter(pk__in=queries, query_set_id=run.query_set_id).values_list("id", "question"))
+    todo = [(q, s) for q, s in wanted if (q, s) not in done and q in texts]
+    if not todo:
+        return 0
+    query_ids = sorted({q for q, _ in todo})
+    index = {q: i for i, q in enumerate(query_ids)}
+    ctx = build_context(source_ids=sorted({s for _, s in todo}), k=run.params.get("k"), tau=run.params.get("tau"))
+    if reuses_stored_vectors(ctx):
+        ctx.retriever = StoredVectorRetriever(ctx.retriever, ctx.nli)
+    records = answer_pairs([texts[q] for q in query_ids], [(index[q], s) for q, s in todo], ctx)
+    rows = [
+        RunResponse(
+            run=run,
+            query_id=query_ids[r.query_index],
+            source_id=r.source_id,
+            raw_response=r.raw_response,
+            response=r.response,
+            is_idk=is_idk(r.response),
+            filtered=r.filtered,
+            align_score=float(r.score),
+            chunk_ids=r.chunk_ids,
+        )
+        for r in records
+    ]
+    RunResponse.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)

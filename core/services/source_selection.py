@@ -1,0 +1,177 @@
+"""Which sources a question may read: every active source (the default), only some, every
+one but some, or a saved group (core.models.SourceGroup).
+
+resolve_sources() checks a choice when the question is asked and turns it into the record
+stored on Question.source_selection; the worker reads the allowed ids back from it, and the
+question page and its permalink show what was included and excluded (describe_selection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import Q, QuerySet
+
+from core.engine.strategies import Requirement, available_strategies, strategy_class
+from core.models import SourceGroup
+from sources.models import Claim, Source
+
+# The names of the fields a choice comes in (the API's and the service's; the form maps onto them).
+INCLUDE = "include_sources"
+EXCLUDE = "exclude_sources"
+GROUP = "source_group"
+MAX_CHOSEN = 1000  # ids in one list: more is a mistake, not a choice
+
+
+@dataclass(frozen=True)
+class SourceChoice:
+    """What the asker chose: ``include`` (only these, plus the group's), ``exclude`` (never
+    these), ``group`` (a SourceGroup id). Empty: every active source."""
+
+    include: tuple[int, ...] = ()
+    exclude: tuple[int, ...] = ()
+    group: int | None = None
+
+    @classmethod
+    def of(
+        cls, include: Iterable[int] | None = None, exclude: Iterable[int] | None = None, group: int | None = None
+    ) -> SourceChoice:
+        return cls(tuple(dict.fromkeys(include or ())), tuple(dict.fromkeys(exclude or ())), group)
+
+    def __bool__(self) -> bool:
+        return bool(self.include or self.exclude or self.group is not None)
+
+    @property
+    def field(self) -> str:
+        """The field to name when the choice as a whole leaves too few sources."""
+        if self.exclude:
+            return EXCLUDE
+        return INCLUDE if self.include else GROUP
+
+
+def visible_groups(user: Any) -> QuerySet[SourceGroup]:
+    """The groups a user may ask: the shared ones and their own."""
+    visible = Q(shared=True)
+    if getattr(user, "is_authenticated", False):
+        visible |= Q(owner=user)
+    return SourceGroup.objects.filter(visible)
+
+
+def _listed(names: Sequence[str]) -> str:
+    quoted = [f"“{n}”" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ("id " if len(ids) == 1 else "ids ") + ", ".join(str(i) for i in ids)
+
+
+def _check_ids(choice: SourceChoice, known: dict[int, Source], errors: dict[str, str]) -> None:
+    for field, given in ((INCLUDE, choice.include), (EXCLUDE, choice.exclude)):
+        if len(given) > MAX_CHOSEN:
+            errors[field] = f"At most {MAX_CHOSEN} sources can be listed."
+            continue
+        unknown = [i for i in given if i not in known]
+        if unknown:
+            errors[field] = f"No source has the {_ids(unknown)}."
+    inactive = [known[i].name for i in choice.include if i in known and not known[i].active]
+    if inactive and INCLUDE not in errors:
+        verb = "is" if len(inactive) == 1 else "are"
+        errors[INCLUDE] = f"{_listed(inactive)} {verb} inactive: an inactive source is never asked."
+    both = [known[i].name for i in choice.include if i in known and i in set(choice.exclude)]
+    if both and EXCLUDE not in errors:
+        errors[EXCLUDE] = f"{_listed(both)} cannot be both included and excluded."
+
+
+def _readable(allowed: list[int], claims: bool) -> int:
+    """How many of the allowed sources a strategy can read: those holding documents (chunks),
+    or for a claim strategy those holding claims."""
+    if claims:
+        return Claim.objects.filter(source_id__in=allowed).values("source_id").distinct().count()
+    return Source.objects.filter(pk__in=allowed, chunk_count__gt=0).count()
+
+
+def resolve_sources(choice: SourceChoice | None, strategy: str, user: Any = None) -> dict[str, Any]:
+    """The record of the sources a question may read ({} for every active source), checked:
+    unknown or inactive ids, an unknown group or another analyst's, a source both included
+    and excluded, a strategy that reads no sources, a choice that leaves no active source or
+    fewer than the strategy's minimum (AnswerStrategy.min_sources) that it can read.
+    Raises ValidationError naming each offending field."""
+    if not choice:
+        return {}
+    errors: dict[str, str] = {}
+    known = {s.pk: s for s in Source.objects.filter(pk__in={*choice.include, *choice.exclude})}
+    _check_ids(choice, known, errors)
+    group = None
+    if choice.group is not None:
+        group = visible_groups(user).filter(pk=choice.group).first()
+        if group is None:
+            errors[GROUP] = f"No source group with the id {choice.group} is open to you."
+    cls = strategy_class(strategy) if strategy in available_strategies() else None
+    if cls is not None and not cls.uses_sources:
+        errors.setdefault(
+            choice.field, f"{strategy} answers without reading the sources: a choice of sources does not apply to it."
+        )
+    if errors:
+        raise ValidationError(errors)
+
+    active = Source.objects.filter(active=True)
+    if choice.include or group is not None:
+        base = set(choice.include)
+        if group is not None:
+            base |= set(group.sources.values_list("pk", flat=True))
+        active = active.filter(pk__in=base)
+    allowed = list(active.exclude(pk__in=choice.exclude).order_by("name").values("id", "name"))
+    if not allowed:
+        if group is not None and not choice.include and not choice.exclude:
+            message = f"The group “{group.name}” holds no active source."
+        else:
+            message = "This choice leaves no active source to ask."
+        raise ValidationError({choice.field: message})
+    if cls is not None:
+        claims = Requirement.CLAIMS in cls.requires
+        readable = _readable([s["id"] for s in allowed], claims)
+        if readable < cls.min_sources:
+            what = "claims" if claims else "documents"
+            have = "none of the chosen sources does" if readable == 0 else f"only {readable} of the chosen do"
+            need = "1 source" if cls.min_sources == 1 else f"{cls.min_sources} sources"
+            raise ValidationError({choice.field: f"{strategy} needs at least {need} holding {what}; {have}."})
+
+    def named(ids: Iterable[int]) -> list[dict[str, Any]]:
+        return [{"id": i, "name": known[i].name} for i in ids if i in known]
+
+    return {
+        "include": named(choice.include),
+        "exclude": named(choice.exclude),
+        "group": {"id": group.pk, "name": group.name} if group is not None else None,
+        "allowed": allowed,
+    }
+
+
+def allowed_ids(record: dict[str, Any] | None) -> list[int] | None:
+    """The source ids a stored selection allows (None: every active source)."""
+    if not record:
+        return None
+    return [int(s["id"]) for s in record.get("allowed") or []]
+
+
+def describe_selection(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a question page says about a stored selection (None: every active source)."""
+    if not record:
+        return None
+    group = record.get("group") or None
+    included = [s["name"] for s in record.get("include") or []]
+    excluded = [s["name"] for s in record.get("exclude") or []]
+    allowed = [s["name"] for s in record.get("allowed") or []]
+    if group:
+        summary = f"the sources of the group “{group['name']}”"
+        if included:
+            summary += f" and {_listed(included)}"
+    elif included:
+        summary = "only the sources chosen"
+    else:
+        summary = "every active source but those excluded"
+    return {"summary": summary, "group": group, "included": included, "excluded": excluded, "allowed": allowed}
