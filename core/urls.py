@@ -1,6 +1,6 @@
 from django.urls import path
 
-from core.views import ask, claims, conflicts, documents, feedback, runs, sources
+from core.views import ask, claims, conflicts, documents, feedback, glossary, runs, sources
 
 urlpatterns = [
     path("", ask.ask, name="ask"),
@@ -24,4 +24,5 @@ urlpatterns = [
     path("runs/<int:pk>/result/", runs.run_result, name="run-result"),
     path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
     path("conflicts/", conflicts.conflicts, name="conflicts"),
+    path("glossary/", glossary.glossary, name="glossary"),
 ]

@@ -113,6 +113,17 @@ def open_page(driver: Any, url: str) -> None:
     WebDriverWait(driver, 10).until(ec.presence_of_element_located((By.TAG_NAME, "main")))
 
 
+def open_details(driver: Any) -> int:
+    """Open every disclosure in the page's content (passages, citations, filters, the ask page's
+    sources and advanced options), so that what they hold is measured and checked too."""
+    return int(
+        driver.execute_script(
+            "const all = document.querySelectorAll('main details:not([open])');"
+            "all.forEach((d) => { d.open = true; }); return all.length"
+        )
+    )
+
+
 def assert_no_sideways_scroll(driver: Any, name: str, width: int) -> None:
     scroll_width = driver.execute_script("return document.documentElement.scrollWidth")
     inner_width = driver.execute_script("return window.innerWidth")
@@ -184,6 +195,8 @@ def test_every_page_fits_a_phone_and_its_menu_opens(browser: Any, world: dict[st
     for name, path in paths.items():
         open_page(browser, base + path)
         assert_no_sideways_scroll(browser, name, PHONE[0])
+        if open_details(browser):
+            assert_no_sideways_scroll(browser, f"{name} (disclosures open)", PHONE[0])
         assert_legible_graphs(browser, name)
         small = browser.execute_script(_SMALL_CONTROLS)
         assert not small, f"{name}: controls under 44 px high: {small[:4]}"
@@ -251,6 +264,7 @@ def test_every_page_fits_a_desktop_with_the_nav_in_view(browser: Any, world: dic
     log_in(browser, base, "carol")
     for name, path in paths.items():
         open_page(browser, base + path)
+        open_details(browser)
         assert_no_sideways_scroll(browser, name, DESKTOP[0])
         assert not browser.find_element(By.CSS_SELECTOR, "label.nav-toggle-label").is_displayed(), name
         links = browser.find_elements(By.CSS_SELECTOR, "header nav a")
@@ -283,9 +297,7 @@ def test_pages_have_no_serious_accessibility_violation(browser: Any, world: dict
     assert set(paths) >= MAIN_PAGES
     for name, path in paths.items():
         open_page(browser, base + path)
-        if name == "question-detail":  # the passages too
-            for summary in browser.find_elements(By.CSS_SELECTOR, "#vote-table details summary")[:1]:
-                summary.click()
+        open_details(browser)  # the passages, citations and forms inside disclosures too
         found[name] = axe_violations(browser)
     found = {name: v for name, v in found.items() if v}
     assert not found, "\n".join(f"{name}: {v}" for name, vs in found.items() for v in vs)

@@ -55,6 +55,7 @@ FACTS = [
 # core/urls.py and tasks/urls.py is among them, or is a fragment or an action).
 PAGE_NAMES = (
     "ask",
+    "glossary",
     "history",
     "question-detail",
     "source-list",
@@ -237,6 +238,7 @@ def build_world(analyst: Any, curator: Any) -> dict[str, str]:
     """Create the world; returns {page name: path} for every dashboard page."""
     sources = []
     documents: dict[int, Any] = {}
+    long_documents: dict[int, Any] = {}  # each source's document of long unbroken words
     for name, kind, reliable in SOURCES:
         source = SourceFactory(
             name=name, kind=kind, homepage=f"https://{name}.example.org/", description=f"A {kind} source."
@@ -254,6 +256,7 @@ def build_world(analyst: Any, curator: Any) -> dict[str, str]:
             documents.setdefault(source.pk, doc)
         long_doc = DocumentFactory(source=source, title=LONG_WORD, text=f"{LONG_WORD} {LONG_URL}", url=LONG_URL)
         long_chunk = ChunkFactory(document=long_doc, text=long_doc.text)
+        long_documents[source.pk] = long_doc
         Source.objects.filter(pk=source.pk).update(chunk_count=len(FACTS) + 1)
 
     claims_run = _claims(sources, curator)
@@ -272,7 +275,10 @@ def build_world(analyst: Any, curator: Any) -> dict[str, str]:
         )
 
     question = _question(sources, analyst, FACTS[0][0], "Bram Stoker", "Mary Shelley", documents)
-    _question(sources, analyst, f"What does {LONG_WORD} mean? See {LONG_URL}", "a lung disease", "a volcano", documents)
+    # Its answer is one long word, cited from the long documents (the marked sentence holds it and the URL).
+    long_question = _question(
+        sources, analyst, f"What does {LONG_WORD} mean? See {LONG_URL}", LONG_WORD[:45], "a volcano", long_documents
+    )
     JobFactory(
         kind=Job.Kind.INGEST,
         state=Job.State.SUCCEEDED,
@@ -294,7 +300,9 @@ def build_world(analyst: Any, curator: Any) -> dict[str, str]:
     return {
         "ask": reverse("ask"),
         "history": reverse("history"),
+        "glossary": reverse("glossary"),
         "question-detail": reverse("question-detail", args=[question.pk]),
+        "question-detail-long": reverse("question-detail", args=[long_question.pk]),
         "source-list": reverse("source-list"),
         "source-detail": reverse("source-detail", args=[sources[4].pk]),
         "source-claims": reverse("source-claims", args=[sources[3].pk]),

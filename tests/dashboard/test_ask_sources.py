@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from core.models import Question, SourceGroup
 from core.services.asking import answer_question, ask_now, start_question
+from core.services.jobs import NullProgress
 from core.services.source_selection import SourceChoice
 from sources.models import Source
 from tasks.models import Job
@@ -25,26 +26,11 @@ from tests.factories import JobFactory, QuestionFactory, SourceFactory, UserFact
 from tests.services.corpus import build_corpus
 
 
-class RecordingProgress:
+class RecordingProgress(NullProgress):
     """A Progress that keeps every batch of parts reported, in order."""
 
     def __init__(self) -> None:
         self.batches: list[dict[str, dict[str, Any]]] = []
-
-    def set_total(self, total: int, message: str | None = None) -> None:
-        pass
-
-    def advance(self, step: int = 1, message: str | None = None) -> None:
-        pass
-
-    def set_progress(self, current: int, message: str | None = None) -> None:
-        pass
-
-    def advance_to(self, current: int, message: str | None = None) -> None:
-        pass
-
-    def log(self, line: str) -> None:
-        pass
 
     def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
         self.batches.append({k: dict(v) for k, v in parts.items()})
