@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class CoreConfig(AppConfig):
     name = "core"
     verbose_name = "Questions and reliability"
+
+    def ready(self) -> None:
+        # CrEst's extra ensemble embedders (CREST_EXTRA_EMBEDDERS): lazy factories, nothing
+        # loads here; an unknown or uninstalled one stops the start with the fix.
+        from core.services.crest_embedders import register_extra_embedders
+
+        register_extra_embedders()

@@ -7,6 +7,7 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
+from core.engine.backends import embedder_files as _embedder_files
 from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
 from reliability_site.dburl import parse_database_url
 from reliability_site.embedded_db import embedded_database_url
@@ -112,6 +113,11 @@ _pg_options = DATABASES["default"]["OPTIONS"].get("options", "")
 DATABASES["default"]["OPTIONS"]["options"] = (
     f"{_pg_options} -c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={HNSW_EF_SEARCH}"
 ).strip()
+# Per-source HNSW graphs (sources/vector_index.py): a source with at least this many chunks
+# gets one; smaller sources are searched exactly, which is as fast at that size. Their search
+# walks SOURCE_INDEX_EF_SEARCH candidates (docs/performance.md has the recall it buys).
+SOURCE_INDEX_MIN_CHUNKS = env_int("SOURCE_INDEX_MIN_CHUNKS", 1000, minimum=1)
+SOURCE_INDEX_EF_SEARCH = env_int("SOURCE_INDEX_EF_SEARCH", 40, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache ----------------------------------------------------------------------------
@@ -223,6 +229,17 @@ LLM_API_KEY = env_str("LLM_API_KEY", "")
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1.0)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0)
 LLM_CONCURRENCY = env_int("LLM_CONCURRENCY", 8, minimum=1)
+# CrEst's "all" ensemble: extra sentence encoders beside the retrieval embedder and the hashed
+# word embedder, a comma list of packaged embedders (docs/models.md; all-mpnet-base-v2), each
+# prepared into LLM_MODELS_DIR (`models_cli prepare KEY DIR`) and loaded on first use in the
+# worker. Empty (the default): "all" is the retrieval embedder plus the word embedder.
+CREST_EXTRA_EMBEDDERS = env_list("CREST_EXTRA_EMBEDDERS", [])
+_unknown_embedders = sorted(set(CREST_EXTRA_EMBEDDERS) - set(_embedder_files.EMBEDDERS))
+if _unknown_embedders:
+    raise ConfigError(
+        f"CREST_EXTRA_EMBEDDERS: unknown embedder(s) {', '.join(_unknown_embedders)}; "
+        f"known: {', '.join(sorted(_embedder_files.EMBEDDERS))}"
+    )
 NLI_BACKEND = env_choice("NLI_BACKEND", "offline", ("offline", "cross-encoder"))
 NLI_MODEL = env_str("NLI_MODEL", "")
 

