@@ -1,8 +1,9 @@
 """Estimation-run benchmark: pairs per second and time to first progress through the product
 path (not a test).
 
-    .venv/bin/python scripts/bench_estimation.py --out var/bench/estimation.json
-    .venv/bin/python scripts/bench_estimation.py --profile          # in-process cProfile of one run
+    .venv/bin/python scripts/bench_estimation.py --runs 3 --out var/bench/estimation.json
+    .venv/bin/python scripts/bench_estimation.py --keep-db --broker redis   # reuse the ingested corpus
+    .venv/bin/python scripts/bench_estimation.py --keep-db --profile        # in-process cProfile of one run
 
 Runs against a scratch database `bench_estimation` on the embedded PostgreSQL (dropped and
 recreated at the start; the main database is never touched), or on the server named by
@@ -18,7 +19,9 @@ For each run the Job record is read every 20 ms and the script prints:
 - first_progress_s: when its percentage first rises above 0 (what the run page shows);
 - done_s and pairs_per_s: until the job succeeded (scores stored), pairs / done_s.
 Run 1 is on freshly started workers (each worker process loads the models), later runs are
-warm. The load average is recorded: the machine is shared.
+warm. The median time of the workers' batches and coordinator steps (from their logs) and
+the load average are recorded too: the machine is shared. `--db NAME` names the scratch
+database (to measure another checkout of the code on a database of its own).
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ import json
 import os
 import platform
 import pstats
+import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -159,6 +164,14 @@ class Workers:
             time.sleep(0.2)
         raise RuntimeError("a worker did not start:\n" + "\n".join(log.read_text()[-2000:] for log in logs))
 
+    def task_seconds(self, name: str) -> list[float]:
+        """How long each task `name` took, from the workers' logs ("succeeded in 0.31s")."""
+        pattern = re.compile(rf"Task {re.escape(name)}\[[^\]]+\] succeeded in ([0-9.e-]+)s")
+        found = []
+        for log in sorted(self.tmp.glob("*.log")):
+            found += [float(x) for x in pattern.findall(log.read_text(errors="replace"))]
+        return found
+
     def stop(self) -> None:
         for process in self.processes:
             if process.poll() is None:
@@ -226,7 +239,9 @@ def profile_in_process(sources: list[Any], query_set: Any, params: dict[str, Any
     from core.models import EstimationRun
     from core.services.estimation import batches, finish_run, generate_batch, missing_pairs
     from core.services.estimation.start import default_params
+    from sources.embedding import configured_embedder
 
+    configured_embedder().encode(["load the model before profiling"])
     run = EstimationRun.objects.create(query_set=query_set, params={**default_params(), **params})
     run.sources.set(sources)
     profiler = cProfile.Profile()
@@ -263,14 +278,15 @@ def main() -> None:
         from sources.models import Source
 
         query_set, sources = QuerySet.objects.get(name="demo"), list(Source.objects.order_by("id"))
-        t = time.monotonic()
+        how = f"reused from {args.db}"
     else:
         scratch_db.setup_django(args.db)
         t = time.monotonic()
         query_set, sources = load_demo_corpus()
+        how = f"ingested in {time.monotonic() - t:.1f} s"
     print(
         f"demo corpus: {len(sources)} sources, {query_set.queries.count()} queries, "
-        f"{sum(s.chunk_count for s in sources)} chunks, ingested in {time.monotonic() - t:.1f} s"
+        f"{sum(s.chunk_count for s in sources)} chunks, {how}"
     )
     params = {"batch_size": args.batch_size} if args.batch_size else {}
     result: dict[str, Any] = {
@@ -308,6 +324,14 @@ def main() -> None:
                 )
                 if not one["ok"]:
                     print(f"  not ok: {one['error'] or one['run_state']}; {one['responses']} responses stored")
+            batch_s = sorted(workers.task_seconds("tasks.generate_batch"))
+            step_s = sorted(workers.task_seconds("tasks.estimation_run"))
+            result["task_seconds"] = {
+                "generate_batch": {"count": len(batch_s), "median": statistics.median(batch_s) if batch_s else None},
+                "estimation_run": {"count": len(step_s), "median": statistics.median(step_s) if step_s else None},
+                "estimation_run_max": step_s[-1] if step_s else None,
+            }
+            print(f"task seconds: {json.dumps(result['task_seconds'])}")
         finally:
             workers.stop()
             shutil.rmtree(tmp, ignore_errors=True)

@@ -15,6 +15,7 @@ from tasks.jobs import fail_jobs_of_worker, reap_stale_jobs
 
 logger = logging.getLogger(__name__)
 POOL_PROCESSES = "RRAG_WORKER_POOL_PROCESSES"  # set by the worker for its pool processes
+WORKER_PID = "RRAG_WORKER_PID"  # the worker's own process, which forks the pool processes
 
 
 @worker_ready.connect
@@ -36,6 +37,7 @@ def _ready_worker(sender: Any = None, **_: Any) -> None:
     is loaded or run on torch here (a forked process must not inherit its thread pool)."""
     concurrency = getattr(sender, "concurrency", None)
     os.environ[POOL_PROCESSES] = str(concurrency if isinstance(concurrency, int) and concurrency > 0 else 1)
+    os.environ[WORKER_PID] = str(os.getpid())
     try:
         import sentence_transformers  # noqa: F401
     except ImportError:  # an installation without the embedding model's libraries
@@ -44,21 +46,28 @@ def _ready_worker(sender: Any = None, **_: Any) -> None:
 
 @worker_process_init.connect
 def _ready_pool_process(**_: Any) -> None:
-    """Each pool process loads the embedding model (which the offline NLI, ingestion and
-    retrieval all use) in the background as it starts, so its first batch or question does
-    not wait for it, and gives torch its share of the CPU cores: `-c N` processes each
+    """Each forked pool process loads the embedding model (which the offline NLI, ingestion
+    and retrieval all use) in the background as it starts, so its first batch or question
+    does not wait for it, and gives torch its share of the CPU cores: `-c N` processes each
     running torch on every core only fight over them (far slower than one thread each);
     WORKER_TORCH_THREADS sets the share instead."""
     processes = int(os.environ.get(POOL_PROCESSES, "1") or 1)
     threads = settings.WORKER_TORCH_THREADS or max(1, (os.cpu_count() or 1) // processes)
-    threading.Thread(target=_load_models, args=(threads,), name="load-models", daemon=True).start()
-
-
-def _load_models(threads: int) -> None:
     try:
-        import torch
+        import torch  # imported by the worker before forking: nothing to load here
 
-        torch.set_num_threads(threads)
+        torch.set_num_threads(threads)  # in the thread that runs the tasks, before the first one
+    except ImportError:
+        logger.warning("torch is not installed: the pool process keeps its default threads")
+    if os.environ.get(WORKER_PID) != str(os.getpid()):
+        # A forked pool process (prefork): load while idle. A solo or threads pool runs its
+        # tasks in the worker's own process, where a loading thread would only compete with
+        # the first task for the interpreter; that task loads the model itself.
+        threading.Thread(target=_load_models, name="load-models", daemon=True).start()
+
+
+def _load_models() -> None:
+    try:
         from core.services.engine_context import configured_nli
         from sources.embedding import configured_embedder
 

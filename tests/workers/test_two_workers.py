@@ -6,6 +6,7 @@ The workers are `celery -A reliability_site worker` subprocesses consuming the `
 `default` queues, as separate machines would, on a broker namespace of their own (a key
 prefix on this session's Redis, or a folder for the filesystem broker) and on this
 session's test database; the runs are started with `manage.py estimate`, as an operator would.
+It runs on this session's broker and on the filesystem broker.
 """
 
 from __future__ import annotations
@@ -98,13 +99,18 @@ def folder() -> Iterator[Path]:
     subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
+@pytest.mark.parametrize("broker_kind", ["session", "filesystem"])
 def test_a_run_split_across_two_workers_answers_each_pair_once_and_scores_as_one_worker_does(
-    transactional_db, embedder, folder
+    transactional_db, embedder, folder, broker_kind
 ):
+    """`session`: this session's broker (Redis when one answers, as in production);
+    `filesystem`: two workers sharing one broker folder (scripts/run.sh with LLM=local)."""
     good, bad, _ = build_corpus(embedder)
     names = [s.name for s in [*good, bad]]
     n_pairs = len(FACTS) * len(names)
     broker = Broker(folder)
+    if broker_kind == "filesystem":
+        broker.url = ""  # a folder of its own, whatever this session's broker is
     workers = Workers(
         folder,
         {"DATABASE_URL": database_url(connection.settings_dict), "ESTIMATION_POLL_SECONDS": "0.2", **broker.env()},
