@@ -279,6 +279,7 @@ def pages() -> list[tuple[str, str, str]]:
         ("conflicts", reverse("conflicts"), "#conflict-graph"),
         ("jobs", reverse("job-list"), "main table"),
         ("job_detail", reverse("job-detail", args=[job.pk]), "#job-status"),
+        ("glossary", reverse("glossary"), "dl.glossary"),
     ]
 
 
