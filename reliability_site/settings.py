@@ -117,7 +117,7 @@ DATABASES["default"]["OPTIONS"]["options"] = (
 # gets one; smaller sources are searched exactly, which is as fast at that size. Their search
 # walks SOURCE_INDEX_EF_SEARCH candidates (docs/performance.md has the recall it buys).
 SOURCE_INDEX_MIN_CHUNKS = env_int("SOURCE_INDEX_MIN_CHUNKS", 1000, minimum=1)
-SOURCE_INDEX_EF_SEARCH = env_int("SOURCE_INDEX_EF_SEARCH", 40, minimum=1)
+SOURCE_INDEX_EF_SEARCH = env_int("SOURCE_INDEX_EF_SEARCH", 30, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache ----------------------------------------------------------------------------
@@ -302,6 +302,7 @@ SPECTACULAR_SETTINGS = {
         "SourceKindEnum": "sources.models.Source.Kind",
         "JobKindEnum": "tasks.models.Job.Kind",
         "RunKindEnum": "core.models.EstimationRun.Kind",
+        "FeedbackKindEnum": "core.models.AnswerFeedback.Kind",
     },
 }
 

@@ -46,6 +46,7 @@ FEEDBACK_FILTERS = [
 )
 class FeedbackViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
     serializer_class = FeedbackSerializer
+    queryset = AnswerFeedback.objects.none()  # the schema's path parameter type; get_queryset filters
     analyst_write_actions = ("create",)
 
     def get_queryset(self) -> QuerySet[AnswerFeedback]:
