@@ -6,4 +6,8 @@ class SourcesConfig(AppConfig):
     verbose_name = "Sources and documents"
 
     def ready(self) -> None:
-        from sources import signals  # noqa: F401  (keeps Source.chunk_count right on deletes)
+        from django.db.models.signals import post_migrate
+
+        from sources import signals  # keeps Source.chunk_count right on deletes
+
+        post_migrate.connect(signals.request_missing_indexes, sender=self, dispatch_uid="sources.missing_indexes")

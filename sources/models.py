@@ -96,6 +96,32 @@ class Chunk(models.Model):
         return f"{self.document_id}#{self.ordinal}"
 
 
+class SourceVectorIndex(models.Model):
+    """The HNSW graph of one source's chunks (sources/vector_index.py).
+
+    Its vectors live in a table ``sources_chunkvec_<source id>`` (chunk id, halfvec) with an
+    HNSW index of its own, kept in step with sources_chunk by triggers and dropped with the
+    source (migration 0004). Per-source retrieval walks it once ``ready``; until then, and
+    for sources too small to have one, it searches the source's chunks exactly."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        BUILDING = "building", "Building"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    source = models.OneToOneField(Source, primary_key=True, on_delete=models.CASCADE, related_name="vector_index")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    chunks = models.PositiveIntegerField(default=0)  # copied into the table when it was built
+    build_seconds = models.FloatField(null=True, blank=True)
+    size_bytes = models.BigIntegerField(null=True, blank=True)  # table and indexes, when built
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"vector index of source {self.source_id} ({self.state})"
+
+
 class Claim(models.Model):
     """One source's value for one (subject, attribute): a fact it asserts.
 

@@ -1,10 +1,13 @@
 """PostgreSQL + pgvector implementation of core.engine.types.Retriever.
 
-Per-source top-k runs as ONE statement: a LATERAL subquery per source. Sources with many
-chunks use the HNSW index with pgvector's iterative index scan (hnsw.iterative_scan), so
-the source filter cannot starve the result; sources with few chunks are searched exactly
-(through the source_id index), which is both faster and exact where a filtered
-approximate scan would have to walk most of the graph to find them.
+Per-source top-k runs as ONE statement through the SQL function sources_chunk_top_k
+(migration 0004, sources/vector_index.py): a source with a ready vector table of its own is
+searched by that table's HNSW graph, any other source (small ones; big ones while their
+graph is built) exactly. The function returns ``k * RERANK_FACTOR`` candidates per source
+ranked by halfvec distance; the statement re-ranks them by the float distance of the
+stored vectors and keeps k per source, so the distances returned are exact.
+
+Pooled top-k (the baselines) walks the one HNSW index over all chunks.
 """
 
 from __future__ import annotations
@@ -12,39 +15,44 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, transaction
 
 from core.engine.types import Passage, SourceId, Vector
 
-# Below this many chunks a source is searched exactly: scanning a few thousand vectors
-# costs less than a filtered HNSW walk that must skip everyone else's chunks.
-EXACT_SEARCH_MAX_CHUNKS = 5000
+# Candidates per source taken from the halfvec graph, per result kept. The float re-rank
+# orders them and gives exact distances; taking twice as many changed no result of the
+# scale benchmark (halfvec keeps about three significant digits), so none extra are taken.
+RERANK_FACTOR = 1
+
+_PER_SOURCE_SQL = """
+SELECT r.source_id, r.id, r.document_id, r.text, r.distance, d.title, d.url
+FROM (
+    SELECT t.source_id, ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance,
+           row_number() OVER (PARTITION BY t.source_id ORDER BY ch.embedding <=> %(q)s::vector, ch.id) AS rank
+    FROM sources_chunk_top_k(%(q)s::vector, %(ids)s::bigint[], %(candidates)s, %(ef)s) t
+    JOIN sources_chunk ch ON ch.id = t.chunk_id
+) r
+JOIN sources_document d ON d.id = r.document_id
+WHERE r.rank <= %(k)s
+"""
 
 
-def _per_source_sql(*, use_index: bool, source_filter: str) -> str:
-    """Top-k of each selected source through a LATERAL subquery. `+ 0` on the distance
-    hides it from the planner's index matching, forcing an exact scan of the source's rows."""
-    order = "ch.embedding <=> %(q)s::vector" if use_index else "(ch.embedding <=> %(q)s::vector) + 0"
-    return f"""
+# The reference: top-k of each selected source through a LATERAL subquery. `+ 0` on the
+# distance hides it from the planner's index matching, forcing an exact scan of the rows.
+_EXACT_SQL = """
 SELECT s.id, c.id, c.document_id, c.text, c.distance, d.title, d.url
 FROM sources_source s
 CROSS JOIN LATERAL (
     SELECT ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance
     FROM sources_chunk ch
     WHERE ch.source_id = s.id
-    ORDER BY {order}
+    ORDER BY (ch.embedding <=> %(q)s::vector) + 0
     LIMIT %(k)s
 ) c
 JOIN sources_document d ON d.id = c.document_id
-WHERE s.id = ANY(%(ids)s){source_filter}
+WHERE s.id = ANY(%(ids)s)
 """
-
-
-_PER_SOURCE_SQL = (
-    _per_source_sql(use_index=True, source_filter=" AND s.chunk_count > %(exact_below)s")
-    + "UNION ALL"
-    + _per_source_sql(use_index=False, source_filter=" AND s.chunk_count <= %(exact_below)s")
-)
 
 
 def _pooled_sql(*, among: bool) -> str:
@@ -66,8 +74,6 @@ ORDER BY c.distance
 
 _POOLED_SQL = _pooled_sql(among=False)
 _POOLED_AMONG_SQL = _pooled_sql(among=True)
-
-_EXACT_SQL = _per_source_sql(use_index=False, source_filter="")
 
 
 def _vector_literal(vector: Vector) -> str:
@@ -98,26 +104,32 @@ def _group(passages: list[Passage], sources: Sequence[SourceId]) -> dict[SourceI
 
 
 class PgRetriever:
-    """Retriever over the sources_chunk table (HNSW, cosine distance).
+    """Retriever over the sources_chunk table (cosine distance).
 
+    ``ef_search``: the HNSW candidate list of the per-source graphs (default the setting
+    SOURCE_INDEX_EF_SEARCH; the pooled search uses the connection's hnsw.ef_search).
     ``pooled_among``: pooled search reads only these sources (a question limited to some
     sources); None: every active source."""
 
-    def __init__(
-        self, exact_below: int = EXACT_SEARCH_MAX_CHUNKS, *, pooled_among: Sequence[SourceId] | None = None
-    ) -> None:
-        self.exact_below = exact_below
+    def __init__(self, ef_search: int | None = None, *, pooled_among: Sequence[SourceId] | None = None) -> None:
+        self.ef_search = int(ef_search if ef_search is not None else settings.SOURCE_INDEX_EF_SEARCH)
         self.pooled_among = None if pooled_among is None else [int(s) for s in pooled_among]
 
     def top_k_per_source(
         self, query_vector: Vector, sources: Sequence[SourceId], k: int
     ) -> dict[SourceId, list[Passage]]:
-        """One statement for all sources. hnsw.iterative_scan and hnsw.ef_search are set per
-        connection (reliability_site.settings), so no extra round trip is spent on them."""
+        """One statement for all sources (sources_chunk_top_k); every source gets
+        min(k, its chunks) passages, nearest first."""
         if not sources:
             return {}
         ids = [int(s) for s in sources]
-        params = {"q": _vector_literal(query_vector), "k": int(k), "ids": ids, "exact_below": self.exact_below}
+        params = {
+            "q": _vector_literal(query_vector),
+            "k": int(k),
+            "ids": ids,
+            "candidates": int(k) * RERANK_FACTOR,
+            "ef": self.ef_search,
+        }
         with connection.cursor() as cursor:
             cursor.execute(_PER_SOURCE_SQL, params)
             rows = cursor.fetchall()

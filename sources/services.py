@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from core.engine.types import Embedder
 from core.services.jobs import Progress, dispatch_job
 from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash
+from sources.vector_index import request_build
 
 
 @dataclass
@@ -170,6 +172,8 @@ def store_documents(
         Chunk.objects.bulk_create(rows, batch_size=1000)
         Source.objects.filter(pk=source.pk).update(chunk_count=F("chunk_count") + len(rows))
         outcome.chunks += len(rows)
+        if rows:  # past the threshold, the source gets an HNSW graph of its own (a job)
+            transaction.on_commit(partial(request_build, source.pk), robust=True)
     return outcome
 
 

@@ -20,8 +20,8 @@ from sources.models import Source
 from sources.services import IngestInterrupted, ingest_headline, reembed
 from sources.services import ingest_files as ingest
 
-# Engine tasks live in their own module; importing it here registers them with Celery.
-from tasks import engine_tasks  # noqa: F401
+# Engine and index tasks live in modules of their own; importing them registers them with Celery.
+from tasks import engine_tasks, index_tasks  # noqa: F401
 from tasks.jobs import reap_stale_jobs as reap
 from tasks.models import Job
 from tasks.progress import JobProgress
