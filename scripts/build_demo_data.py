@@ -40,13 +40,21 @@ ESTIMATION_QUERIES = 60
 SEED = 20241030
 
 
-def build(data_dir: Path, out_dir: Path) -> dict[str, int]:
+def build(
+    data_dir: Path,
+    out_dir: Path,
+    sources: list[tuple[str, str, float, float, str]] | None = None,
+    *,
+    seed: int = SEED,
+) -> dict[str, int]:
+    """Write one JSONL file per source, manifest.json and queries.json into `out_dir`
+    (`sources`: name, kind, reliability, coverage, description; default the demo's six)."""
     questions = load_poisonedrag(data_dir, subsets=("nq", "hotpotqa"))[:QUESTIONS]
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = {"seed": SEED, "sources": [], "derived_from": "PoisonedRAG nq.json + hotpotqa.json (MIT)"}
+    manifest = {"seed": seed, "sources": [], "derived_from": "PoisonedRAG nq.json + hotpotqa.json (MIT)"}
     counts: dict[str, int] = {}
-    for name, kind, reliability, coverage, description in SOURCES:
+    for name, kind, reliability, coverage, description in sources or SOURCES:
         records = []
         for q in questions:
             if rng.random() >= coverage:

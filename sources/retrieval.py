@@ -12,7 +12,7 @@ Pooled top-k (the baselines) walks the one HNSW index over all chunks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from django.conf import settings
@@ -20,15 +20,21 @@ from django.db import connection, transaction
 
 from core.engine.types import Passage, SourceId, Vector
 
+VectorSink = Callable[[list[str], list[np.ndarray]], None]
+
 # Candidates per source taken from the halfvec graph, per result kept. The float re-rank
 # orders them and gives exact distances; taking twice as many changed no result of the
 # scale benchmark (halfvec keeps about three significant digits), so none extra are taken.
 RERANK_FACTOR = 1
 
-_PER_SOURCE_SQL = """
-SELECT r.source_id, r.id, r.document_id, r.text, r.distance, d.title, d.url
+
+def _per_source_sql(*, with_vectors: bool) -> str:
+    """``with_vectors``: each row also carries the chunk's stored vector (a float array)."""
+    vector = ", r.embedding::real[]" if with_vectors else ""
+    return f"""
+SELECT r.source_id, r.id, r.document_id, r.text, r.distance, d.title, d.url{vector}
 FROM (
-    SELECT t.source_id, ch.id, ch.document_id, ch.text, ch.embedding <=> %(q)s::vector AS distance,
+    SELECT t.source_id, ch.id, ch.document_id, ch.text, ch.embedding, ch.embedding <=> %(q)s::vector AS distance,
            row_number() OVER (PARTITION BY t.source_id ORDER BY ch.embedding <=> %(q)s::vector, ch.id) AS rank
     FROM sources_chunk_top_k(%(q)s::vector, %(ids)s::bigint[], %(candidates)s, %(ef)s) t
     JOIN sources_chunk ch ON ch.id = t.chunk_id
@@ -36,6 +42,10 @@ FROM (
 JOIN sources_document d ON d.id = r.document_id
 WHERE r.rank <= %(k)s
 """
+
+
+_PER_SOURCE_SQL = _per_source_sql(with_vectors=False)
+_PER_SOURCE_WITH_VECTORS_SQL = _per_source_sql(with_vectors=True)
 
 
 # The reference: top-k of each selected source through a LATERAL subquery. `+ 0` on the
@@ -109,11 +119,21 @@ class PgRetriever:
     ``ef_search``: the HNSW candidate list of the per-source graphs (default the setting
     SOURCE_INDEX_EF_SEARCH; the pooled search uses the connection's hnsw.ef_search).
     ``pooled_among``: pooled search reads only these sources (a question limited to some
-    sources); None: every active source."""
+    sources); None: every active source.
+    ``vector_sink(texts, vectors)``: hears the stored vector of every passage a per-source
+    search returns, fetched in the same statement (an NLI that encodes with the embedder
+    that embedded the chunks keeps them, and never encodes those passages again)."""
 
-    def __init__(self, ef_search: int | None = None, *, pooled_among: Sequence[SourceId] | None = None) -> None:
+    def __init__(
+        self,
+        ef_search: int | None = None,
+        *,
+        pooled_among: Sequence[SourceId] | None = None,
+        vector_sink: VectorSink | None = None,
+    ) -> None:
         self.ef_search = int(ef_search if ef_search is not None else settings.SOURCE_INDEX_EF_SEARCH)
         self.pooled_among = None if pooled_among is None else [int(s) for s in pooled_among]
+        self.vector_sink = vector_sink
 
     def top_k_per_source(
         self, query_vector: Vector, sources: Sequence[SourceId], k: int
@@ -130,9 +150,13 @@ class PgRetriever:
             "candidates": int(k) * RERANK_FACTOR,
             "ef": self.ef_search,
         }
+        sql = _PER_SOURCE_SQL if self.vector_sink is None else _PER_SOURCE_WITH_VECTORS_SQL
         with connection.cursor() as cursor:
-            cursor.execute(_PER_SOURCE_SQL, params)
+            cursor.execute(sql, params)
             rows = cursor.fetchall()
+        if self.vector_sink is not None and rows:
+            self.vector_sink([str(row[3]) for row in rows], [np.asarray(row[7], dtype=np.float32) for row in rows])
+            rows = [row[:7] for row in rows]
         return _group(_passages(rows), ids)
 
     def top_k_pooled(self, query_vector: Vector, k: int) -> list[Passage]:

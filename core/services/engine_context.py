@@ -20,7 +20,7 @@ both numbers (``weight`` = v_i, ``accuracy`` = w_i).
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
@@ -180,6 +180,15 @@ def claim_source_infos(
     ]
 
 
+def stored_vector_sink(nli: NLI, embedder: Embedder) -> Callable[[list[str], list[Any]], None] | None:
+    """The NLI's `remember` when it encodes texts with the very embedder that embedded the
+    chunks: a chunk's stored vector is then what it would compute for the chunk's text, so
+    retrieved passages are handed over with their vectors and never encoded again (same
+    scores, and an ask's alignment filter encodes only the short answers)."""
+    remember = getattr(nli, "remember", None)
+    return remember if callable(remember) and getattr(nli, "embedder", None) is embedder else None
+
+
 def build_context(
     *,
     source_ids: list[int] | None = None,
@@ -194,13 +203,16 @@ def build_context(
     source, pooled, claims) to the active sources among these ids; ``listener`` hears the
     strategy's per-source progress."""
     embedder: Embedder = configured_embedder()
+    nli = configured_nli()
     sources = source_infos(source_ids, among=among)
     has_claims = claims_exist()
     return EngineContext(
-        retriever=PgRetriever(pooled_among=None if among is None else sorted(among)),
+        retriever=PgRetriever(
+            pooled_among=None if among is None else sorted(among), vector_sink=stored_vector_sink(nli, embedder)
+        ),
         embedder=embedder,
         generator=configured_generator(),
-        nli=configured_nli(),
+        nli=nli,
         sources=sources,
         params=configured_params(k=k, tau=tau, strict=strict),
         claims=PgClaimStore(embedder) if has_claims else None,

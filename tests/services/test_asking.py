@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -66,3 +67,38 @@ def test_a_started_question_is_answered_by_the_worker_and_linked_to_its_job(work
     assert question.answer == "Leonardo da Vinci"
     assert question.votes.count() == 3
     assert job.result["backend"] == "extractive"
+
+
+def test_an_ask_never_encodes_a_retrieved_passage_again_it_reuses_the_stored_vector(db, embedder, monkeypatch):
+    """Passages read for the first time cost no model call: the retriever hands the NLI the
+    vectors stored at ingestion, in the same SQL statement, and the scores are the same."""
+    from core.services.engine_context import configured_nli
+    from sources.embedding import configured_embedder
+    from sources.models import Chunk
+
+    build_corpus(embedder)
+    nli, model = configured_nli(), configured_embedder()
+    assert nli.embedder is model
+    nli._cache.clear()  # as on a worker that has not read these passages yet
+    encoded: list[str] = []
+    calls: list[int] = []
+    original = model.encode
+
+    def spy(texts, *args, **kwargs):
+        encoded.extend(texts)
+        calls.append(len(texts))
+        return original(texts, *args, **kwargs)
+
+    monkeypatch.setattr(model, "encode", spy)
+
+    question = ask_now("What is the capital of France?", strategy="ra-rag-all")
+
+    assert question.answer == "Paris"
+    read = {p["text"] for vote in question.votes.all() for p in vote.passages}
+    assert read and not read & set(encoded), "a retrieved passage was encoded again"
+    assert "What is the capital of France?" in encoded  # the question itself is, once
+    # and the answers' texts (filter and clustering) in one batch: two model calls in all
+    assert len(calls) == 2, calls
+    stored = dict(Chunk.objects.filter(text__in=read).values_list("text", "embedding"))
+    for text in read:
+        assert np.allclose(nli._cache[text], stored[text], atol=1e-6)

@@ -88,6 +88,12 @@ def clustering_texts(answers: Sequence[str], question: str = "") -> list[str]:
     return _texts(distinct, question) if len(distinct) >= 2 else []
 
 
+def answer_texts(answers: Sequence[str], question: str = "") -> list[str]:
+    """The texts cluster_answers() would hand the NLI for these answers and any others they
+    are later clustered with (κ-RRSS asks sources batch by batch): to encode ahead."""
+    return _texts(_distinct(answers)[0], question)
+
+
 def _relations(distinct: list[str], nli: NLI | None, question: str) -> dict[tuple[int, int], int]:
     """NLI label for every ordered pair of distinct answers, in one batched call."""
     if nli is None or len(distinct) < 2:

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from core.engine.backends.generation.base import Generation, GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
-from core.engine.steps.alignment import align_many
-from core.engine.steps.clustering import cluster_answers
+from core.engine.steps.alignment import align_many, support_texts
+from core.engine.steps.clustering import answer_texts, cluster_answers
 from core.engine.steps.voting import VoteOutcome, answer_probability, weighted_vote
 from core.engine.strategies.base import (
     ClusterInfo,
@@ -58,6 +58,7 @@ def answer_sources(
     record(stats, generations)
     raw = [g.text for g in generations]
     texts = [[p.text for p in passages.get(s.id, [])] for s in sources]
+    encode_ahead(question, ctx, raw, texts, use_filter)
     aligned = align_many(question, raw, texts, ctx.nli, tau) if use_filter else None
     votes = []
     for i, source in enumerate(sources):
@@ -77,6 +78,20 @@ def answer_sources(
         )
     ctx.report([vote_event(v) for v in votes])
     return votes
+
+
+def encode_ahead(
+    question: str, ctx: EngineContext, answers: Sequence[str], texts: Sequence[Sequence[str]], use_filter: bool
+) -> None:
+    """One batched encoding of every text the filter and the clustering will score for these
+    answers, for an NLI that encodes (EmbeddingLexicalNLI.prepare), instead of one call each."""
+    prepare = getattr(ctx.nli, "prepare", None)
+    if not callable(prepare):
+        return
+    wanted = set(answer_texts(answers, question))
+    if use_filter:
+        wanted |= support_texts(question, answers, texts)
+    prepare(wanted)
 
 
 def vote_event(vote: SourceVote) -> SourceEvent:

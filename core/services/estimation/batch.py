@@ -12,55 +12,24 @@ A batch is safe to run on several workers at once, and more than once:
   (Progress.advance_to), so concurrent batches may report in any order.
 
 The passages a source reads are chunks whose vectors were stored at ingestion: they are
-handed to the offline NLI with the passages (`StoredVectorRetriever`), so the alignment
-filter encodes only the short declarative answers, not the passages again.
+handed to the offline NLI with the passages (PgRetriever's vector sink, set by
+build_context), so the alignment filter encodes only the short declarative answers, not the
+passages again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from core.engine.estimation import answer_pairs
 from core.engine.text import is_idk
-from core.engine.types import Passage, SourceId, Vector
 from core.models import EstimationRun, FactQuery, RunResponse
 from core.services.engine_context import build_context
 from core.services.estimation.coordinate import RunProgress, answering_message, run_pairs
 from core.services.estimation.locks import batch_claim_name, claim
 from core.services.jobs import NullProgress, Progress
-from sources.models import Chunk
 
 ENDED = (EstimationRun.State.SUCCEEDED, EstimationRun.State.FAILED)
-
-
-class StoredVectorRetriever:
-    """A retriever that hands the NLI the stored vector of every passage it returns.
-
-    Only for an NLI that encodes texts with the very embedder that embedded the chunks
-    (``nli.embedder is embedder``): a chunk's stored vector is then what the NLI would
-    compute for its text, so its scores are the same and the passage is not encoded again."""
-
-    def __init__(self, inner: Any, nli: Any) -> None:
-        self.inner = inner
-        self.nli = nli
-
-    def top_k_per_source(
-        self, query_vector: Vector, sources: Sequence[SourceId], k: int
-    ) -> dict[SourceId, list[Passage]]:
-        hits: dict[SourceId, list[Passage]] = self.inner.top_k_per_source(query_vector, sources, k)
-        ids = {p.chunk_id for passages in hits.values() for p in passages}
-        if ids:
-            rows = list(Chunk.objects.filter(pk__in=ids).values_list("text", "embedding"))
-            self.nli.remember([text for text, _ in rows], [vector for _, vector in rows])
-        return hits
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-def reuses_stored_vectors(ctx: Any) -> bool:
-    return callable(getattr(ctx.nli, "remember", None)) and getattr(ctx.nli, "embedder", None) is ctx.embedder
 
 
 def generate_batch(
@@ -105,8 +74,6 @@ def _answer_and_store(run: EstimationRun, wanted: list[tuple[int, int]]) -> int:
     query_ids = sorted({q for q, _ in todo})
     index = {q: i for i, q in enumerate(query_ids)}
     ctx = build_context(source_ids=sorted({s for _, s in todo}), k=run.params.get("k"), tau=run.params.get("tau"))
-    if reuses_stored_vectors(ctx):
-        ctx.retriever = StoredVectorRetriever(ctx.retriever, ctx.nli)
     records = answer_pairs([texts[q] for q in query_ids], [(index[q], s) for q, s in todo], ctx)
     rows = [
         RunResponse(

@@ -1,0 +1,176 @@
+"""Ask latency through the product path: ra-rag against vanilla-rag on passages read for the
+first time (not a test).
+
+    .venv/bin/python scripts/bench_ask.py --out var/bench/ask.json
+
+On a SCRATCH database ``bench_ask`` (dropped and recreated; never the dev database) it
+ingests, with the product's own ingestion (sources.services.ingest_files: parse, chunk,
+embed, store), two corpora in turn:
+
+- ``demo``: the six demo sources shipped in sources/demo_data;
+- ``twenty``: twenty sources derived from PoisonedRAG the way the demo is
+  (scripts/build_demo_data.build), reliabilities spread from 0.95 down to 0.10, the
+  unreliable ones colluding on PoisonedRAG's wrong answer.
+
+Each source's reliability is set to its simulated one (this measures answering, not
+estimation). Then every question of the demo's "ask" list is asked with
+core.services.asking.ask_now (retrieval in PostgreSQL, the configured reader, the offline
+NLI, votes and the answer stored), alternating the strategies, with the NLI's vector cache
+emptied before each ask: every passage is read for the first time, as on a worker that
+just started or a corpus that just grew. The same is repeated with the stored-vector reuse
+switched off (the alignment filter then encodes every passage it checks), which is how the
+product asked before.
+
+Prints median and p95 latency per strategy and the ratio ra-rag / vanilla-rag per corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+BENCH_DB = "bench_ask"
+TWENTY_RELIABILITIES = [round(0.95 - i * (0.85 / 19), 3) for i in range(20)]
+
+
+def twenty_sources() -> list[tuple[str, str, float, float, str]]:
+    return [
+        (f"Source {i + 1:02d}", "other", reliability, 0.7, f"Simulated source, reliability {reliability}")
+        for i, reliability in enumerate(TWENTY_RELIABILITIES)
+    ]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def load(folder: Path) -> int:
+    """Ingest every source of a demo-shaped folder; returns the chunks stored."""
+    from sources.embedding import configured_embedder
+    from sources.models import Source
+    from sources.services import ingest_files
+
+    Source.objects.all().delete()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    embedder = configured_embedder()
+    for entry in manifest["sources"]:
+        source = Source.objects.create(
+            name=entry["name"], kind=entry["kind"], reliability=entry["simulated_reliability"], reliability_answers=60
+        )
+        [outcome] = ingest_files(source, [folder / entry["file"]], embedder)
+        assert not outcome.error, outcome.error
+    return sum(Source.objects.values_list("chunk_count", flat=True))
+
+
+def ask_cold(questions: list[str], strategies: list[str], reuse: bool) -> dict[str, list[float]]:
+    """Seconds per ask, each strategy on every question, the NLI's vector cache emptied first."""
+    from core.services import engine_context
+    from core.services.asking import ask_now
+    from core.services.engine_context import configured_nli
+
+    original = engine_context.stored_vector_sink
+    engine_context.stored_vector_sink = original if reuse else (lambda nli, embedder: None)  # type: ignore[assignment]
+    try:
+        nli = configured_nli()
+        seconds: dict[str, list[float]] = {s: [] for s in strategies}
+        for n, question in enumerate(questions):
+            order = strategies if n % 2 == 0 else list(reversed(strategies))
+            for strategy in order:
+                nli._cache.clear()  # type: ignore[attr-defined]
+                started = time.perf_counter()
+                ask_now(question, strategy=strategy)
+                seconds[strategy].append(time.perf_counter() - started)
+        return seconds
+    finally:
+        engine_context.stored_vector_sink = original  # type: ignore[assignment]
+
+
+def summary(seconds: dict[str, list[float]]) -> dict[str, Any]:
+    rows = {
+        s: {"median_ms": round(1000 * statistics.median(v), 1), "p95_ms": round(1000 * percentile(v, 0.95), 1)}
+        for s, v in seconds.items()
+    }
+    ratio = statistics.median(seconds["ra-rag"]) / statistics.median(seconds["vanilla-rag"])
+    return {"strategies": rows, "ratio_ra_rag_vanilla": round(ratio, 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", type=int, default=30)
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--corpora", nargs="+", default=["demo", "twenty"], choices=["demo", "twenty"])
+    parser.add_argument("--out", help="write the results as JSON here")
+    args = parser.parse_args()
+
+    import scratch_db
+
+    scratch_db.setup_django(BENCH_DB)
+    from build_demo_data import build
+    from django.conf import settings
+
+    from core.services.asking import ask_now
+
+    questions = [q["question"] for q in json.loads((ROOT / "sources/demo_data/queries.json").read_text())["ask"]]
+    questions = questions[: args.questions]
+    result: dict[str, Any] = {
+        "machine": f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}",
+        "generator": settings.GENERATOR_BACKEND,
+        "kappa": settings.RA_RAG_KAPPA,
+        "k": settings.RETRIEVAL_K,
+        "questions": len(questions),
+        "corpora": {},
+    }
+    strategies = ["vanilla-rag", "ra-rag"]
+    for corpus in args.corpora:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = ROOT / "sources" / "demo_data"
+            if corpus == "twenty":
+                folder = Path(tmp)
+                build(args.data, folder, twenty_sources())
+            started = time.perf_counter()
+            chunks = load(folder)
+            print(f"{corpus}: {chunks} chunks ingested in {time.perf_counter() - started:.0f} s", flush=True)
+        ask_now(questions[0], strategy="ra-rag")  # load the models once, outside the timings
+        entry: dict[str, Any] = {"chunks": chunks, "load_average_before": os.getloadavg()[0]}
+        for reuse in (True, False):
+            entry["reuse" if reuse else "no_reuse"] = summary(ask_cold(questions, strategies, reuse))
+        entry["load_average_after"] = os.getloadavg()[0]
+        result["corpora"][corpus] = entry
+        print(json.dumps(entry, indent=1), flush=True)
+
+    print()
+    print(
+        f"Cold asks through ask_now, {len(questions)} questions, generator {result['generator']}, "
+        f"kappa {result['kappa']}, k {result['k']}; {result['machine']}"
+    )
+    print("| corpus | chunks | stored vectors reused | vanilla-rag median / p95 ms | ra-rag median / p95 ms | ratio |")
+    print("|---|---:|---|---:|---:|---:|")
+    for corpus, entry in result["corpora"].items():
+        for key, label in (("reuse", "yes (the product)"), ("no_reuse", "no (before)")):
+            r = entry[key]
+            v, a = r["strategies"]["vanilla-rag"], r["strategies"]["ra-rag"]
+            print(
+                f"| {corpus} | {entry['chunks']} | {label} | {v['median_ms']} / {v['p95_ms']} | "
+                f"{a['median_ms']} / {a['p95_ms']} | {r['ratio_ra_rag_vanilla']} |"
+            )
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
