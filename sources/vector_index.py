@@ -51,6 +51,10 @@ BUILD_LOCK_NAMESPACE = 61506
 # with a shorter one at search time (0.97 recall@3 at ef_search 30 instead of 40 in the
 # tuning runs of docs/performance.md), for twice the build time.
 HNSW_M = 16
+# 8 links per node instead of 16 built faster (241 s against 345 s at 1,000,000 chunks) but
+# needed a longer candidate list for the same recall, for the same latency: no gain
+# (docs/performance.md). Benchmarks may still try another m.
+HNSW_M_OVERRIDE: int | None = None
 HNSW_EF_CONSTRUCTION = 200
 HALFVEC_MAX_INDEXED_DIMENSION = 4000  # pgvector's limit for an HNSW index on halfvec
 HEARTBEAT_SECONDS = 30.0
@@ -66,6 +70,11 @@ def sync_lock_key(source_id: int) -> int:
 
 def build_lock_key(source_id: int) -> int:
     return (BUILD_LOCK_NAMESPACE << 32) + int(source_id)
+
+
+def hnsw_m(chunks: int) -> int:
+    """Links per node of a source's graph of `chunks` vectors (one value today; see HNSW_M)."""
+    return HNSW_M_OVERRIDE or HNSW_M
 
 
 def min_chunks() -> int:
@@ -250,7 +259,7 @@ def build(source_id: int, *, heartbeat: Callable[[str], object] | None = None, r
             with _Heartbeat(heartbeat, source_id), connection.cursor() as cursor:
                 cursor.execute(
                     f"CREATE INDEX CONCURRENTLY {name}_hnsw ON {name} USING hnsw (embedding halfvec_cosine_ops) "
-                    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+                    f"WITH (m = {hnsw_m(chunks)}, ef_construction = {HNSW_EF_CONSTRUCTION})"
                 )
                 cursor.execute(f"ANALYZE {name}")
         except Exception as exc:

@@ -195,21 +195,7 @@ def stored_summary(run: EstimationRun) -> dict[str, Any]:
         "converged": run.converged,
         "gold_queries": len(run.gold_queries or []),
         "dependent_pairs": SourceDependence.objects.filter(run=run, probability__gte=DEPENDENT).count(),
-        "scores": [
-            {
-                "source": s.source.name,
-                "source_id": s.source_id,
-                "reliability": round(s.reliability, 4),
-                "weight": round(s.weight, 4),
-                "low": round(s.low, 4),
-                "high": round(s.high, 4),
-                "answers": s.answers,
-                "agreements": s.agreements,
-                "gold_answers": s.gold_answers,
-                "gold_agreements": s.gold_agreements,
-            }
-            for s in scores
-        ],
+        "scores": [score_row(s) for s in scores],
     }
 
 
@@ -311,19 +297,21 @@ def fail_runs_of_ended_jobs() -> int:
     )
 
 
+def score_row(s: ReliabilityScore) -> dict[str, Any]:
+    """One source's stored score as the run's summary and the API give it."""
+    return {
+        "source": s.source.name,
+        "source_id": s.source_id,
+        "reliability": round(s.reliability, 4),
+        "weight": round(s.weight, 4),
+        "low": round(s.low, 4),
+        "high": round(s.high, 4),
+        "answers": s.answers,
+        "agreements": s.agreements,
+        "gold_answers": s.gold_answers,
+        "gold_agreements": s.gold_agreements,
+    }
+
+
 def run_scores(run: EstimationRun) -> list[dict[str, Any]]:
-    return [
-        {
-            "source": s.source.name,
-            "source_id": s.source_id,
-            "reliability": round(s.reliability, 4),
-            "weight": round(s.weight, 4),
-            "low": round(s.low, 4),
-            "high": round(s.high, 4),
-            "answers": s.answers,
-            "agreements": s.agreements,
-            "gold_answers": s.gold_answers,
-            "gold_agreements": s.gold_agreements,
-        }
-        for s in run.scores.select_related("source").order_by("source__name")
-    ]
+    return [score_row(s) for s in run.scores.select_related("source").order_by("source__name")]
