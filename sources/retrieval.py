@@ -29,8 +29,10 @@ RERANK_FACTOR = 1
 
 
 def _per_source_sql(*, with_vectors: bool) -> str:
-    """``with_vectors``: each row also carries the chunk's stored vector (a float array)."""
-    vector = ", r.embedding::real[]" if with_vectors else ""
+    """``with_vectors``: each row also carries the chunk's stored vector in pgvector's binary
+    form (vector_send: a 4-byte header, then big-endian float4s), ten times cheaper to read
+    than its text form."""
+    vector = ", vector_send(r.embedding)" if with_vectors else ""
     return f"""
 SELECT r.source_id, r.id, r.document_id, r.text, r.distance, d.title, d.url{vector}
 FROM (
@@ -89,6 +91,11 @@ _POOLED_AMONG_SQL = _pooled_sql(among=True)
 def _vector_literal(vector: Vector) -> str:
     array = np.asarray(vector, dtype=np.float32).ravel()
     return "[" + ",".join(f"{x:.7g}" for x in array) + "]"
+
+
+def _binary_vector(data: object) -> np.ndarray:
+    """A vector from vector_send's bytes: int16 dimension, int16 unused, float4s, big-endian."""
+    return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype(np.float32)  # type: ignore[call-overload]
 
 
 def _passages(rows: Sequence[tuple[object, ...]]) -> list[Passage]:
@@ -155,7 +162,7 @@ class PgRetriever:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
         if self.vector_sink is not None and rows:
-            self.vector_sink([str(row[3]) for row in rows], [np.asarray(row[7], dtype=np.float32) for row in rows])
+            self.vector_sink([str(row[3]) for row in rows], [_binary_vector(row[7]) for row in rows])
             rows = [row[:7] for row in rows]
         return _group(_passages(rows), ids)
 
