@@ -75,8 +75,11 @@ def load(folder: Path) -> int:
     return sum(Source.objects.values_list("chunk_count", flat=True))
 
 
-def ask_cold(questions: list[str], strategies: list[str], reuse: bool) -> dict[str, list[float]]:
-    """Seconds per ask, each strategy on every question, the NLI's vector cache emptied first."""
+def ask_cold(
+    questions: list[str], strategies: list[str], reuse: bool, kappas: list[int | None] | None = None
+) -> dict[str, list[float]]:
+    """Seconds per ask, each strategy on every question, the NLI's vector cache emptied first.
+    ra-rag runs once per κ in `kappas` (None: the setting), keyed "ra-rag" or "ra-rag κ=N"."""
     from core.services import engine_context
     from core.services.asking import ask_now
     from core.services.engine_context import configured_nli
@@ -85,14 +88,20 @@ def ask_cold(questions: list[str], strategies: list[str], reuse: bool) -> dict[s
     engine_context.stored_vector_sink = original if reuse else (lambda nli, embedder: None)  # type: ignore[assignment]
     try:
         nli = configured_nli()
-        seconds: dict[str, list[float]] = {s: [] for s in strategies}
+        runs: list[tuple[str, str, int | None]] = []
+        for strategy in strategies:
+            if strategy == "ra-rag" and kappas and kappas != [None]:
+                runs += [(f"ra-rag κ={kappa}", strategy, kappa) for kappa in kappas]
+            else:
+                runs.append((strategy, strategy, None))
+        seconds: dict[str, list[float]] = {key: [] for key, _, _ in runs}
         for n, question in enumerate(questions):
-            order = strategies if n % 2 == 0 else list(reversed(strategies))
-            for strategy in order:
+            for key, strategy, kappa in runs if n % 2 == 0 else list(reversed(runs)):
                 nli._cache.clear()  # type: ignore[attr-defined]
                 started = time.perf_counter()
-                ask_now(question, strategy=strategy)
-                seconds[strategy].append(time.perf_counter() - started)
+                ask_now(question, strategy=strategy, kappa=kappa)
+                seconds[key].append(time.perf_counter() - started)
+                print(f"  {key}: {seconds[key][-1]:.2f} s", flush=True)
         return seconds
     finally:
         engine_context.stored_vector_sink = original  # type: ignore[assignment]
@@ -103,8 +112,9 @@ def summary(seconds: dict[str, list[float]]) -> dict[str, Any]:
         s: {"median_ms": round(1000 * statistics.median(v), 1), "p95_ms": round(1000 * percentile(v, 0.95), 1)}
         for s, v in seconds.items()
     }
-    ratio = statistics.median(seconds["ra-rag"]) / statistics.median(seconds["vanilla-rag"])
-    return {"strategies": rows, "ratio_ra_rag_vanilla": round(ratio, 2)}
+    base = statistics.median(seconds["vanilla-rag"])
+    ratios = {s: round(statistics.median(v) / base, 2) for s, v in seconds.items() if s.startswith("ra-rag")}
+    return {"strategies": rows, "ratio_ra_rag_vanilla": ratios.get("ra-rag"), "ratios": ratios}
 
 
 def main() -> int:
@@ -113,6 +123,10 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--corpora", nargs="+", default=["demo", "twenty"], choices=["demo", "twenty"])
     parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--kappas", help="comma-separated κ values for ra-rag (default: the setting)")
+    parser.add_argument(
+        "--only-reuse", action="store_true", help="skip the pass without stored-vector reuse (slow generators)"
+    )
     args = parser.parse_args()
 
     import scratch_db
@@ -127,7 +141,7 @@ def main() -> int:
     questions = questions[: args.questions]
     result: dict[str, Any] = {
         "machine": f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}",
-        "generator": settings.GENERATOR_BACKEND,
+        "generator": settings.GENERATOR_BACKEND + (f" ({settings.LLM_MODEL})" if settings.LLM_MODEL else ""),
         "kappa": settings.RA_RAG_KAPPA,
         "k": settings.RETRIEVAL_K,
         "questions": len(questions),
@@ -145,8 +159,9 @@ def main() -> int:
             print(f"{corpus}: {chunks} chunks ingested in {time.perf_counter() - started:.0f} s", flush=True)
         ask_now(questions[0], strategy="ra-rag")  # load the models once, outside the timings
         entry: dict[str, Any] = {"chunks": chunks, "load_average_before": os.getloadavg()[0]}
-        for reuse in (True, False):
-            entry["reuse" if reuse else "no_reuse"] = summary(ask_cold(questions, strategies, reuse))
+        kappas = [int(k) for k in args.kappas.split(",")] if args.kappas else None
+        for reuse in (True,) if args.only_reuse else (True, False):
+            entry["reuse" if reuse else "no_reuse"] = summary(ask_cold(questions, strategies, reuse, kappas))
         entry["load_average_after"] = os.getloadavg()[0]
         result["corpora"][corpus] = entry
         print(json.dumps(entry, indent=1), flush=True)
@@ -160,12 +175,16 @@ def main() -> int:
     print("|---|---:|---|---:|---:|---:|")
     for corpus, entry in result["corpora"].items():
         for key, label in (("reuse", "yes (the product)"), ("no_reuse", "no (before)")):
+            if key not in entry:
+                continue
             r = entry[key]
-            v, a = r["strategies"]["vanilla-rag"], r["strategies"]["ra-rag"]
-            print(
-                f"| {corpus} | {entry['chunks']} | {label} | {v['median_ms']} / {v['p95_ms']} | "
-                f"{a['median_ms']} / {a['p95_ms']} | {r['ratio_ra_rag_vanilla']} |"
-            )
+            v = r["strategies"]["vanilla-rag"]
+            for name, ratio in r["ratios"].items():
+                a = r["strategies"][name]
+                print(
+                    f"| {corpus} | {entry['chunks']} | {label} | {v['median_ms']} / {v['p95_ms']} | "
+                    f"{name}: {a['median_ms']} / {a['p95_ms']} | {ratio} |"
+                )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=1))
