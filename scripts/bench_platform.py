@@ -180,15 +180,13 @@ def load_corpus(base_vectors, base_texts, total: int, n_sources: int, noise: flo
         picks = rng.integers(0, len(base_vectors), size)
         vectors = base_vectors[picks] + rng.standard_normal((size, base_vectors.shape[1])).astype(np.float32) * noise
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        with (
-            conn.cursor() as cur,
-            cur.copy(
-                "COPY sources_chunk (document_id, source_id, ordinal, text, embedding) FROM STDIN WITH (FORMAT BINARY)"
-            ) as copy,
-        ):
-            copy.set_types(["int8", "int8", "int4", "text", "vector"])
-            for i in range(size):
-                copy.write_row((docs[i % n_docs].pk, source.pk, i // n_docs, base_texts[picks[i]][:300], vectors[i]))
+        scratch_db.copy_chunks(
+            conn,
+            (
+                (docs[i % n_docs].pk, source.pk, i // n_docs, base_texts[picks[i]][:300], vectors[i])
+                for i in range(size)
+            ),
+        )
     conn.commit() if not conn.autocommit else None
     start = time.perf_counter()
     with connection.cursor() as cursor:

@@ -223,6 +223,7 @@ def source_sizes(total: int, n_sources: int) -> list[int]:
 def load(corpus: ClusteredCorpus, sizes: list[int]) -> list[int]:
     from django.db import connection
     from pgvector.psycopg import register_vector
+    from scratch_db import copy_chunks
 
     from sources.models import Document, Source
 
@@ -244,15 +245,7 @@ def load(corpus: ClusteredCorpus, sizes: list[int]) -> list[int]:
         )
         vectors = corpus.chunks(index, size)
         text = "synthetic chunk text " * 12  # ~250 characters, as a stored chunk's text is read back
-        with (
-            conn.cursor() as cur,
-            cur.copy(
-                "COPY sources_chunk (document_id, source_id, ordinal, text, embedding) FROM STDIN WITH (FORMAT BINARY)"
-            ) as copy,
-        ):
-            copy.set_types(["int8", "int8", "int4", "text", "vector"])
-            for i in range(size):
-                copy.write_row((docs[i % n_docs].pk, source.pk, i // n_docs, text, vectors[i]))
+        copy_chunks(conn, ((docs[i % n_docs].pk, source.pk, i // n_docs, text, vectors[i]) for i in range(size)))
         if (index + 1) % 20 == 0:
             print(f"  loaded {index + 1} of {len(sizes)} sources", flush=True)
     with connection.cursor() as cursor:

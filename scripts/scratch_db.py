@@ -9,7 +9,9 @@ returns. The main database is never touched.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,3 +52,17 @@ def setup_django(name: str, *, test_environment: bool = False) -> None:
         from django.test.utils import setup_test_environment
 
         setup_test_environment()
+
+
+def copy_chunks(conn: Any, rows: Iterable[tuple[int, int, int, str, Any]]) -> None:
+    """Bulk-load chunk rows (document id, source id, ordinal, text, vector) with binary COPY on
+    a psycopg connection that has pgvector's types registered."""
+    with (
+        conn.cursor() as cur,
+        cur.copy(
+            "COPY sources_chunk (document_id, source_id, ordinal, text, embedding) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy,
+    ):
+        copy.set_types(["int8", "int8", "int4", "text", "vector"])
+        for row in rows:
+            copy.write_row(row)
