@@ -193,3 +193,56 @@ def test_a_batch_that_fails_fails_its_run_and_the_run_s_job(db):
     assert run.state == EstimationRun.State.FAILED and run.finished_at is not None
     assert job.state == Job.State.FAILED
     assert job.error == "invalid literal for int() with base 10: 'not a query id'"
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        # Recorded from Qwen2.5-Coder-0.5B on demo passages: mostly the bare question.
+        ("What was the fourth season of Chicago Fire?", ("What was the fourth season of Chicago Fire?", "")),
+        (
+            "Question: What was Elvis Presley's most famous song?\nAnswer: \"I Can't Help Falling in Love with You\"",
+            ("What was Elvis Presley's most famous song?", "I Can't Help Falling in Love with You"),
+        ),
+        ("Question: Who?\nAnswer: nobody", ("", "")),  # too short to be a question
+        ("The passage is about a band.", ("", "")),  # no question at all
+        ("Question: " + "very " * 80 + "long?", ("", "")),  # over MAX_QUESTION_CHARS
+        ("Question: Who wrote Hamlet?\nAnswer: I don't know", ("Who wrote Hamlet?", "")),
+    ],
+)
+def test_a_models_question_is_parsed_strictly_with_or_without_its_label(output, expected):
+    from core.services.estimation.queries import parse_question
+
+    assert parse_question(output) == expected
+
+
+def test_a_models_claim_keeps_its_first_sentence_and_a_run_on_or_a_question_is_refused():
+    from core.services.estimation.queries import parse_claim
+
+    run_on = (
+        "The anticipated TV series, Vampire Diaries, announced its eighth season's release date. "
+        "Mark your calendars, as the thrilling saga continues"
+    )
+    assert (
+        parse_claim(run_on) == "The anticipated TV series, Vampire Diaries, announced its eighth season's release date"
+    )
+    assert parse_claim("Is the sky green?") == ""
+    assert parse_claim("word " * 41) == ""
+    assert parse_claim("I don't know") == ""
+
+
+def test_generated_claims_keep_a_leading_name_capitalised(db):
+    from core.engine.backends.generation.base import Generation
+    from tests.factories import DocumentFactory
+
+    class FakeLlm:
+        name = "openai:fake"
+
+        def generate(self, requests):
+            return [
+                Generation("Who is Keith Bostic?" if i % 2 == 0 else "Keith Bostic played in the NFL", self.name)
+                for i, _ in enumerate(requests)
+            ]
+
+    made = generate_queries([DocumentFactory(text="Keith Bostic played in the NFL.")], QuerySetFactory(), FakeLlm())
+    assert [q.question for q in made] == ["Who is Keith Bostic?", "Is it true that Keith Bostic played in the NFL?"]

@@ -27,8 +27,43 @@ _CLAIM_PROMPT = (
 )
 
 
+MAX_QUESTION_CHARS = 300
+_LOWER_AFTER_THAT = {"The", "A", "An", "This", "That", "These", "Those", "It", "Its", "There", "They", "Their"}
+MAX_CLAIM_WORDS = 40
+
+
 def _first_sentence(text: str) -> str:
     return re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0].rstrip(".!? ")
+
+
+def parse_question(output: str) -> tuple[str, str]:
+    """(question, answer) from a model's reply to the question prompt, or ("", "").
+
+    Small models often drop the "Question:" label and write the bare question (recorded from
+    Qwen2.5-Coder-0.5B: "What was the fourth season of Chicago Fire?"), so a labelled question
+    is taken first, else the first line that ends with "?". A question must end with "?", hold
+    at least three words and at most MAX_QUESTION_CHARS characters; anything else is dropped."""
+    labelled = re.search(r"question:\s*(.+?)\s*(?:\n|$)", output, re.IGNORECASE)
+    if labelled:
+        question = labelled.group(1).strip()
+    else:
+        question = next((line.strip() for line in output.splitlines() if line.strip().endswith("?")), "")
+    question = question.strip().strip('"').strip()
+    if not question.endswith("?") or len(question.split()) < 3 or len(question) > MAX_QUESTION_CHARS:
+        return "", ""
+    answer = re.search(r"answer:\s*(.+)", output, re.IGNORECASE)
+    text = answer.group(1).strip().strip('"').strip() if answer else ""
+    return question, "" if is_idk(text) else text
+
+
+def parse_claim(output: str) -> str:
+    """One declarative claim from a model's reply to the claim prompt, or "": its first
+    sentence (small models run on), at most MAX_CLAIM_WORDS words, not a question."""
+    sentence = re.split(r"(?<=[.!?])\s+", output.strip().strip('"').strip(), maxsplit=1)[0]
+    claim = sentence.rstrip(".!? ")
+    if not claim or sentence.endswith("?") or is_idk(claim) or len(claim.split()) > MAX_CLAIM_WORDS:
+        return ""
+    return claim
 
 
 def generate_queries(documents: Iterable[Document], query_set: QuerySet, generator: Any) -> list[FactQuery]:
@@ -51,25 +86,26 @@ def generate_queries(documents: Iterable[Document], query_set: QuerySet, generat
     outputs = generator.generate(requests)
     created: list[FactQuery] = []
     for i, doc in enumerate(docs):
-        qa, claim = outputs[2 * i].text, outputs[2 * i + 1].text.strip().strip('"').rstrip(".")
-        match = re.search(r"question:\s*(.+?)\s*(?:\n|$)(?:.*?answer:\s*(.+))?", qa, re.IGNORECASE | re.DOTALL)
-        if match and match.group(1).strip():
-            question = match.group(1).strip()
-            answer = (match.group(2) or "").strip().splitlines()[0] if match.group(2) else ""
+        question, answer = parse_question(outputs[2 * i].text)
+        claim = parse_claim(outputs[2 * i + 1].text)
+        if question:
             query, made = FactQuery.objects.get_or_create(
                 query_set=query_set,
-                question=question[:2000],
+                question=question,
                 defaults={
                     "origin": FactQuery.Origin.GENERATED,
                     "document": doc,
-                    "reference_answers": [answer] if answer and not is_idk(answer) else [],
+                    "reference_answers": [answer] if answer else [],
                 },
             )
             if made:
                 created.append(query)
-        claim = claim if claim and not is_idk(claim) else (doc.metadata.get("claim") or _first_sentence(doc.text))
+        claim = claim or doc.metadata.get("claim") or _first_sentence(doc.text)
         if claim:
-            claim = claim[0].lower() + claim[1:] if len(claim) > 1 and not claim[:2].isupper() else claim
+            first = claim.split()[0]
+            # "Is it true that the ..." but never "Is it true that keith Bostic ...": only a
+            # leading article or pronoun loses its capital.
+            claim = first.lower() + claim[len(first) :] if first in _LOWER_AFTER_THAT else claim
             query, made = FactQuery.objects.get_or_create(
                 query_set=query_set,
                 question=f"Is it true that {claim}?"[:2000],
