@@ -263,6 +263,11 @@ def build(source_id: int, *, heartbeat: Callable[[str], object] | None = None, r
                 )
                 cursor.execute(f"ANALYZE {name}")
         except Exception as exc:
+            if not Source.objects.filter(pk=source_id).exists():
+                # Deleted meanwhile (its delete and this build may deadlock, and the build
+                # is the one cancelled): nothing failed that anyone still needs.
+                drop(source_id)
+                return BuildOutcome(source_id, "skipped", reason="the source was deleted")
             SourceVectorIndex.objects.filter(source_id=source_id).update(
                 state=SourceVectorIndex.State.FAILED, error=str(exc)[:2000]
             )

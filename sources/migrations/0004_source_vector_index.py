@@ -85,27 +85,38 @@ END
 $$;
 
 -- TRUNCATE (a test database being flushed, say) fires no row triggers: the vector tables
--- are derived data, so they go with it.
+-- are derived data, so they go with it. A table whose index is being built CONCURRENTLY at
+-- that moment cannot be dropped (the build waits for this transaction, this DROP for the
+-- build: a deadlock); it is left with a warning, and the build, finding its entry gone,
+-- drops it itself (or `source_indexes --reconcile` does).
 CREATE OR REPLACE FUNCTION sources_chunkvec_after_truncate() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     vec regclass;
+    waited text := current_setting('lock_timeout');
 BEGIN
+    PERFORM set_config('lock_timeout', '5s', true);
     FOR vec IN
         SELECT c.oid::regclass FROM pg_class c
         WHERE c.relkind = 'r' AND c.relname ~ '^sources_chunkvec_[0-9]+$'
           AND c.relnamespace = current_schema()::regnamespace
     LOOP
-        EXECUTE format('DROP TABLE %s', vec);
+        BEGIN
+            EXECUTE format('DROP TABLE %s', vec);
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+            RAISE WARNING 'vector table % is busy (an index build); it is dropped when the build ends', vec;
+        END;
     END LOOP;
+    PERFORM set_config('lock_timeout', waited, true);
     DELETE FROM sources_sourcevectorindex;
     RETURN NULL;
 END
 $$;
 
 -- A source's vector table is dropped in the transaction that deletes the source. A table
--- busy past lock_timeout (its index still being built) is left for
--- `manage.py source_indexes --reconcile`, rather than failing the delete.
+-- busy past lock_timeout, or in a deadlock with its CONCURRENTLY index build (which waits
+-- for this transaction), is left for the build (it drops the table once it finds the source
+-- gone) or `manage.py source_indexes --reconcile`, rather than failing the delete.
 CREATE OR REPLACE FUNCTION sources_chunkvec_after_source_delete() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -116,7 +127,7 @@ BEGIN
         PERFORM set_config('lock_timeout', '5s', true);
         BEGIN
             EXECUTE format('DROP TABLE %s', vec);
-        EXCEPTION WHEN lock_not_available THEN
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
             RAISE WARNING 'vector table % of deleted source % is busy; source_indexes --reconcile drops it',
                 vec, OLD.id;
         END;

@@ -244,3 +244,28 @@ def test_a_build_inside_a_transaction_is_refused_with_the_reason(db):
     source = SourceFactory()
     with pytest.raises(RuntimeError, match="outside transaction.atomic"):
         vector_index.build(source.pk)
+
+
+def test_deleting_a_source_whose_table_is_busy_still_deletes_it_and_leaves_the_table_to_reconcile(
+    transactional_db, settings
+):
+    """A build holding the table (here: another session's lock on it) must never make the
+    source's delete fail: the trigger gives up on the DROP after lock_timeout, and reconcile
+    drops the orphan."""
+    import psycopg
+
+    settings.SOURCE_INDEX_MIN_CHUNKS = 20
+    source = SourceFactory(name="busy", chunk_count=30)
+    add_chunks(source, unit(np.random.default_rng(4).standard_normal((30, DIM))))
+    assert vector_index.build(source.pk).status == "built"
+    params = connection.get_connection_params()
+    with psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"}) as other:
+        other.execute(f"LOCK TABLE {vector_index.table_name(source.pk)} IN ACCESS SHARE MODE")
+        source_id = source.pk
+        source.delete()  # waits 5 s for the lock, then leaves the table
+        other.rollback()
+    assert not Source.objects.filter(pk=source_id).exists()
+    assert source_id in vector_index.existing_tables()
+    assert vector_index.plan_reconcile() == ([], [source_id])
+    vector_index.reconcile()
+    assert source_id not in vector_index.existing_tables()
