@@ -185,9 +185,7 @@ def main() -> int:
                     f"| {corpus} | {entry['chunks']} | {label} | {v['median_ms']} / {v['p95_ms']} | "
                     f"{name}: {a['median_ms']} / {a['p95_ms']} | {ratio} |"
                 )
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=1))
+    scratch_db.write_result(args.out, result)
     return 0
 
 

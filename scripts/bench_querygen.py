@@ -145,13 +145,8 @@ def main() -> int:
         )
     print("| Spearman with the truth | | " + " | ".join(str(results[n]["spearman_with_truth"]) for n in sets) + " |")
     print("| queries | | " + " | ".join(str(results[n]["queries"]) for n in sets) + " |")
-    print(
-        f"Spearman between the two estimates: {agreement}; queries {results['curated']['queries']} curated, "
-        f"{results['generated']['queries']} generated"
-    )
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=1))
+    print(f"Spearman between the curated and the all-generated estimates: {agreement}")
+    scratch_db.write_result(args.out, report)
     return 0
 
 

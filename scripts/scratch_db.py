@@ -66,3 +66,12 @@ def copy_chunks(conn: Any, rows: Iterable[tuple[int, int, int, str, Any]]) -> No
         copy.set_types(["int8", "int8", "int4", "text", "vector"])
         for row in rows:
             copy.write_row(row)
+
+
+def write_result(path: str | None, data: Any) -> None:
+    """Write a benchmark's result as JSON to `path` (its folder created), when one is given."""
+    if path:
+        import json
+
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, indent=1))
