@@ -421,10 +421,10 @@ def compare_partial_indexes(queries: np.ndarray, ids: list[int], sizes: list[int
     big = [(sid, size) for sid, size in zip(ids, sizes, strict=True) if vector_index.wants_index(size)]
     start = time.perf_counter()
     with connection.cursor() as cursor:
-        for sid, size in big:
+        for sid, _ in big:
             cursor.execute(
                 f"CREATE INDEX partial_{sid} ON sources_chunk USING hnsw ((embedding::halfvec({DIM})) halfvec_cosine_ops) "
-                f"WITH (m = {vector_index.hnsw_m(size)}, ef_construction = {vector_index.HNSW_EF_CONSTRUCTION}) "
+                f"WITH (m = {vector_index.HNSW_M}, ef_construction = {vector_index.HNSW_EF_CONSTRUCTION}) "
                 f"WHERE source_id = {sid}"
             )
         cursor.execute("ANALYZE sources_chunk")
@@ -472,7 +472,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from sources.retrieval import RERANK_FACTOR
 
     if args.hnsw_m:
-        vector_index.HNSW_M_OVERRIDE = args.hnsw_m
+        vector_index.HNSW_M = args.hnsw_m
     sizes = source_sizes(args.chunks, args.sources)
     corpus = ClusteredCorpus(args.sources, seed=args.seed)
     print(f"Loading {sum(sizes)} chunks into {args.sources} sources", flush=True)
@@ -517,7 +517,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "vectors": "ClusteredCorpus (scripts/bench_scale.py)",
             "per_source_hnsw": {
                 "vector": "halfvec",
-                "m": vector_index.hnsw_m(0),
+                "m": vector_index.HNSW_M,
                 "ef_construction": vector_index.HNSW_EF_CONSTRUCTION,
                 "candidates_per_result": RERANK_FACTOR,
             },

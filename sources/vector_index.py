@@ -50,11 +50,10 @@ BUILD_LOCK_NAMESPACE = 61506
 # A graph built with a longer candidate list (pgvector's default is 64) reaches a recall
 # with a shorter one at search time (0.97 recall@3 at ef_search 30 instead of 40 in the
 # tuning runs of docs/performance.md), for twice the build time.
-HNSW_M = 16
 # 8 links per node instead of 16 built faster (241 s against 345 s at 1,000,000 chunks) but
 # needed a longer candidate list for the same recall, for the same latency: no gain
-# (docs/performance.md). Benchmarks may still try another m.
-HNSW_M_OVERRIDE: int | None = None
+# (docs/performance.md). Read at build time, so a benchmark may set another m here.
+HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 HALFVEC_MAX_INDEXED_DIMENSION = 4000  # pgvector's limit for an HNSW index on halfvec
 HEARTBEAT_SECONDS = 30.0
@@ -70,11 +69,6 @@ def sync_lock_key(source_id: int) -> int:
 
 def build_lock_key(source_id: int) -> int:
     return (BUILD_LOCK_NAMESPACE << 32) + int(source_id)
-
-
-def hnsw_m(chunks: int) -> int:
-    """Links per node of a source's graph of `chunks` vectors (one value today; see HNSW_M)."""
-    return HNSW_M_OVERRIDE or HNSW_M
 
 
 def min_chunks() -> int:
@@ -259,7 +253,7 @@ def build(source_id: int, *, heartbeat: Callable[[str], object] | None = None, r
             with _Heartbeat(heartbeat, source_id), connection.cursor() as cursor:
                 cursor.execute(
                     f"CREATE INDEX CONCURRENTLY {name}_hnsw ON {name} USING hnsw (embedding halfvec_cosine_ops) "
-                    f"WITH (m = {hnsw_m(chunks)}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+                    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
                 )
                 cursor.execute(f"ANALYZE {name}")
         except Exception as exc:
@@ -354,16 +348,16 @@ def plan_reconcile() -> tuple[list[int], list[int]]:
     """(sources to build, tables to drop): sources past the threshold without a ready, valid
     index, and tables whose source is gone."""
     tables = existing_tables()
-    sources = set(Source.objects.values_list("pk", flat=True))
+    counts = dict(Source.objects.order_by("pk").values_list("pk", "chunk_count"))
     ready = set(
         SourceVectorIndex.objects.filter(state=SourceVectorIndex.State.READY).values_list("source_id", flat=True)
     )
     to_build = [
         pk
-        for pk, count in Source.objects.order_by("pk").values_list("pk", "chunk_count")
+        for pk, count in counts.items()
         if wants_index(count) and not (pk in ready and pk in tables and valid_index(pk))
     ]
-    to_drop = sorted(pk for pk in tables if pk not in sources)
+    to_drop = sorted(pk for pk in tables if pk not in counts)
     return to_build, to_drop
 
 
