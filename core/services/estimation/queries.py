@@ -32,8 +32,13 @@ _LOWER_AFTER_THAT = {"The", "A", "An", "This", "That", "These", "Those", "It", "
 MAX_CLAIM_WORDS = 40
 
 
+def _opening_sentence(text: str) -> str:
+    """The text up to its first sentence end, with that end's punctuation."""
+    return re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
+
+
 def _first_sentence(text: str) -> str:
-    return re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0].rstrip(".!? ")
+    return _opening_sentence(text).rstrip(".!? ")
 
 
 def parse_question(output: str) -> tuple[str, str]:
@@ -59,7 +64,7 @@ def parse_question(output: str) -> tuple[str, str]:
 def parse_claim(output: str) -> str:
     """One declarative claim from a model's reply to the claim prompt, or "": its first
     sentence (small models run on), at most MAX_CLAIM_WORDS words, not a question."""
-    sentence = re.split(r"(?<=[.!?])\s+", output.strip().strip('"').strip(), maxsplit=1)[0]
+    sentence = _opening_sentence(output.strip().strip('"'))
     claim = sentence.rstrip(".!? ")
     if not claim or sentence.endswith("?") or is_idk(claim) or len(claim.split()) > MAX_CLAIM_WORDS:
         return ""
