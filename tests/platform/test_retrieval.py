@@ -11,18 +11,15 @@ from sources import vector_index
 from sources.models import Chunk, Source, SourceVectorIndex
 from sources.retrieval import PgRetriever
 from tests.factories import DocumentFactory, SourceFactory
-
-DIM = 384
-
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-
-def clustered_vectors(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarray:
-    """Random unit vectors around a few topic centres: closer to real embeddings than pure noise."""
-    picks = centres[rng.integers(0, len(centres), n)]
-    return unit(picks + 0.35 * rng.standard_normal((n, DIM)) / np.sqrt(DIM) * 4)
+from tests.platform.vectors import (
+    DIM,
+    add_chunks,
+    clustered,
+    hnsw_scans,
+    index_scans,
+    unit,
+    walk_graphs_even_when_small,
+)
 
 
 def build_corpus(sizes: dict[str, int], seed: int = 7) -> tuple[dict[str, Source], np.ndarray]:
@@ -32,15 +29,8 @@ def build_corpus(sizes: dict[str, int], seed: int = 7) -> tuple[dict[str, Source
     sources: dict[str, Source] = {}
     for name, size in sizes.items():
         source = SourceFactory(name=name, chunk_count=size)
-        document = DocumentFactory(source=source, title=f"{name} doc", text=name)
-        vectors = clustered_vectors(rng, size, centres)
-        Chunk.objects.bulk_create(
-            [
-                Chunk(document=document, source=source, ordinal=i, text=f"{name} chunk {i}", embedding=vectors[i])
-                for i in range(size)
-            ],
-            batch_size=2000,
-        )
+        DocumentFactory(source=source, title=f"{name} doc", text=name)
+        add_chunks(source, clustered(rng, size, centres))
         sources[name] = source
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sources_chunk")
@@ -50,7 +40,7 @@ def build_corpus(sizes: dict[str, int], seed: int = 7) -> tuple[dict[str, Source
 
 def query_vectors(centres: np.ndarray, n: int, seed: int = 99) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return clustered_vectors(rng, n, centres)
+    return clustered(rng, n, centres)
 
 
 CORPUS = {"big-a": 3000, "big-b": 2500, "medium": 600, "tiny": 4}
@@ -82,24 +72,6 @@ def big_and_tiny(db, corpus):
 def search_exactly_everywhere() -> None:
     """As while the big sources' indexes are being built (this test's transaction only)."""
     SourceVectorIndex.objects.update(state=SourceVectorIndex.State.BUILDING)
-
-
-def index_scans(names: list[str]) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT coalesce(pg_stat_get_xact_numscans(to_regclass(n)), 0) FROM unnest(%s::text[]) n", [names]
-        )
-        return [int(row[0]) for row in cursor.fetchall()]
-
-
-def hnsw_scans(source_id: int) -> int:
-    """Scans of the source's own HNSW index counted by this backend and not yet reported: it
-    only grows inside a transaction, so a difference counts the scans in between."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_stat_get_xact_numscans(to_regclass(%s))", [vector_index.table_name(source_id) + "_hnsw"]
-        )
-        return int(cursor.fetchone()[0] or 0)
 
 
 def assert_sorted(passages):
@@ -155,10 +127,7 @@ def test_the_big_sources_walk_their_own_graph_never_the_all_chunks_index(big_and
     sources, centres = big_and_tiny
     ids = [s.pk for s in sources.values()]
     scans = ["chunk_embedding_hnsw", *(vector_index.table_name(sources[name].pk) + "_hnsw" for name in INDEXED)]
-    with connection.cursor() as cursor:
-        # A table of 2,500 halfvecs is cheap enough to read whole that the planner may rightly
-        # do so; make that look expensive (this transaction only) so each graph is walked.
-        cursor.execute("SET LOCAL enable_seqscan = off")
+    walk_graphs_even_when_small()
     before = index_scans(scans)
     PgRetriever().top_k_per_source(centres[0], ids, 3)
     assert [a - b for a, b in zip(index_scans(scans), before, strict=True)] == [0, 1, 1]

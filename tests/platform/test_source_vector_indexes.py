@@ -14,47 +14,11 @@ from sources.models import Chunk, Source, SourceVectorIndex
 from sources.retrieval import PgRetriever
 from tasks.jobs import wait_for_job
 from tasks.models import Job
-from tests.factories import DocumentFactory, SourceFactory
+from tests.factories import SourceFactory
+from tests.platform.vectors import DIM, add_chunks, clustered, hnsw_scans, unit, walk_graphs_even_when_small
 
-DIM = 384
 SIZES = {"idx-big": 1200, "idx-medium": 900, "idx-small": 150, "idx-tiny": 4}
 INDEXED = ("idx-big", "idx-medium")
-
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-
-def clustered(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarray:
-    """Unit vectors around topic centres (closer to real embeddings than uniform noise)."""
-    return unit(centres[rng.integers(0, len(centres), n)] + 1.4 * rng.standard_normal((n, DIM)) / np.sqrt(DIM))
-
-
-def add_chunks(source: Source, vectors: np.ndarray, start: int = 0) -> list[Chunk]:
-    document = source.documents.first() or DocumentFactory(source=source, title=f"{source.name} doc")
-    return Chunk.objects.bulk_create(
-        [
-            Chunk(
-                document=document,
-                source=source,
-                ordinal=start + i,
-                text=f"{source.name} chunk {start + i}",
-                embedding=v,
-            )
-            for i, v in enumerate(vectors)
-        ],
-        batch_size=2000,
-    )
-
-
-def hnsw_scans(source_id: int) -> int:
-    """Scans of the source's HNSW index counted by this backend and not yet reported: it only
-    grows inside a transaction (each test's), so a difference counts the scans in between."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_stat_get_xact_numscans(to_regclass(%s))", [f"{vector_index.table_name(source_id)}_hnsw"]
-        )
-        return int(cursor.fetchone()[0] or 0)
 
 
 @pytest.fixture(scope="module")
@@ -99,14 +63,6 @@ def test_indexed_search_agrees_with_exact_search_and_returns_exact_distances(cor
             hits += len(exact_distance.keys() & {p.chunk_id for p in approximate[sid]})
             total += 3
     assert hits / total >= 0.95, hits / total
-
-
-def walk_graphs_even_when_small() -> None:
-    """A table of ~1,000 halfvecs is cheap to read whole, and the planner may rightly do that
-    rather than walk its graph; make reading it whole look expensive (this test's
-    transaction only) so that the graph is walked whenever it may be."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
 
 
 def test_the_indexed_sources_walk_their_own_graph_and_the_small_ones_none(corpus):
