@@ -82,16 +82,17 @@ def _texts(distinct: list[str], question: str) -> list[str]:
     return [prefix + answer for answer in distinct]
 
 
-def clustering_texts(answers: Sequence[str], question: str = "") -> list[str]:
-    """Every text cluster_answers() hands the NLI for these answers (to encode ahead, batched)."""
-    distinct, _ = _distinct(answers)
-    return _texts(distinct, question) if len(distinct) >= 2 else []
-
-
 def answer_texts(answers: Sequence[str], question: str = "") -> list[str]:
     """The texts cluster_answers() would hand the NLI for these answers and any others they
     are later clustered with (κ-RRSS asks sources batch by batch): to encode ahead."""
     return _texts(_distinct(answers)[0], question)
+
+
+def clustering_texts(answers: Sequence[str], question: str = "") -> list[str]:
+    """Every text cluster_answers() hands the NLI for these answers alone (none for fewer
+    than two distinct answers: nothing to compare)."""
+    texts = answer_texts(answers, question)
+    return texts if len(texts) >= 2 else []
 
 
 def _relations(distinct: list[str], nli: NLI | None, question: str) -> dict[tuple[int, int], int]:
