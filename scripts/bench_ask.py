@@ -41,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import scratch_db  # noqa: E402
+
 BENCH_DB = "bench_ask"
 TWENTY_RELIABILITIES = [round(0.95 - i * (0.85 / 19), 3) for i in range(20)]
 
@@ -50,11 +52,6 @@ def twenty_sources() -> list[tuple[str, str, float, float, str]]:
         (f"Source {i + 1:02d}", "other", reliability, 0.7, f"Simulated source, reliability {reliability}")
         for i, reliability in enumerate(TWENTY_RELIABILITIES)
     ]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def load(folder: Path) -> int:
@@ -109,7 +106,10 @@ def ask_cold(
 
 def summary(seconds: dict[str, list[float]]) -> dict[str, Any]:
     rows = {
-        s: {"median_ms": round(1000 * statistics.median(v), 1), "p95_ms": round(1000 * percentile(v, 0.95), 1)}
+        s: {
+            "median_ms": round(1000 * statistics.median(v), 1),
+            "p95_ms": round(1000 * scratch_db.percentile(v, 0.95), 1),
+        }
         for s, v in seconds.items()
     }
     base = statistics.median(seconds["vanilla-rag"])
@@ -128,8 +128,6 @@ def main() -> int:
         "--only-reuse", action="store_true", help="skip the pass without stored-vector reuse (slow generators)"
     )
     args = parser.parse_args()
-
-    import scratch_db
 
     scratch_db.setup_django(BENCH_DB)
     from build_demo_data import build

@@ -137,18 +137,10 @@ def bench_ingestion(texts: list[str], files: int) -> dict:
 
 
 def source_sizes(total: int, n_sources: int) -> list[int]:
-    """A tiny source, a few small ones (searched exactly) and the rest big (HNSW)."""
+    """A tiny source, a few small ones (searched exactly) and the rest big (HNSW), varying a little."""
     small = [4, 300, 1500, 3500]
-    big_n = n_sources - len(small)
-    big_total = total - sum(small)
-    big = [big_total // big_n] * big_n
-    big[0] += big_total - sum(big)
-    # Vary the big ones a little (still summing to big_total).
-    swing = min(1500, big[-1] // 3)
-    for i in range(0, big_n - 1, 2):
-        big[i] += swing
-        big[i + 1] -= swing
-    return small + big
+    even = (total - sum(small)) // (n_sources - len(small))
+    return scratch_db.source_sizes(total, n_sources, small, swing=min(1500, even // 3))
 
 
 def load_corpus(base_vectors, base_texts, total: int, n_sources: int, noise: float, seed: int = 11) -> list[int]:
@@ -209,11 +201,6 @@ def load_corpus(base_vectors, base_texts, total: int, n_sources: int, noise: flo
     return ids
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def bench_retrieval(queries, ids: list[int], k: int, ef_values: list[int]) -> dict:
     from sources.retrieval import PgRetriever
 
@@ -245,7 +232,7 @@ def bench_retrieval(queries, ids: list[int], k: int, ef_values: list[int]) -> di
             {
                 "ef_search": ef,
                 "median_ms": round(1000 * statistics.median(times), 2),
-                "p95_ms": round(1000 * percentile(times, 0.95), 2),
+                "p95_ms": round(1000 * scratch_db.percentile(times, 0.95), 2),
                 "recall_at_k": round(hits / total, 4),
                 "sources_short_of_k": short,
                 "speedup_vs_exact": round(statistics.median(exact_times) / statistics.median(times), 1),
@@ -256,7 +243,7 @@ def bench_retrieval(queries, ids: list[int], k: int, ef_values: list[int]) -> di
         "queries": len(queries),
         "k": k,
         "exact_median_ms": round(1000 * statistics.median(exact_times), 2),
-        "exact_p95_ms": round(1000 * percentile(exact_times, 0.95), 2),
+        "exact_p95_ms": round(1000 * scratch_db.percentile(exact_times, 0.95), 2),
         "configs": configs,
     }
 

@@ -47,6 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import scratch_db  # noqa: E402
+
 BENCH_DB = "bench_scale"
 DIM = 384
 
@@ -189,8 +191,6 @@ def start_private_server(folder: Path, pg_settings: dict[str, str]) -> None:
 
 
 def setup(args: argparse.Namespace) -> None:
-    import scratch_db
-
     if not os.environ.get("BENCH_DATABASE_URL"):
         data_dir = Path(args.data_dir).resolve()
         os.environ["DATA_DIR"] = str(data_dir)
@@ -209,21 +209,13 @@ def setup(args: argparse.Namespace) -> None:
 def source_sizes(total: int, n_sources: int) -> list[int]:
     """A 4-chunk source, three small ones (searched exactly) and the rest big, varying ±25%."""
     small = [4, 300, 1500]
-    big_n = n_sources - len(small)
-    big_total = total - sum(small)
-    big = [big_total // big_n] * big_n
-    big[0] += big_total - sum(big)
-    swing = big[-1] // 4
-    for i in range(0, big_n - 1, 2):
-        big[i] += swing
-        big[i + 1] -= swing
-    return small + big
+    even = (total - sum(small)) // (n_sources - len(small))
+    return scratch_db.source_sizes(total, n_sources, small, swing=even // 4)
 
 
 def load(corpus: ClusteredCorpus, sizes: list[int]) -> list[int]:
     from django.db import connection
     from pgvector.psycopg import register_vector
-    from scratch_db import copy_chunks
 
     from sources.models import Document, Source
 
@@ -245,7 +237,9 @@ def load(corpus: ClusteredCorpus, sizes: list[int]) -> list[int]:
         )
         vectors = corpus.chunks(index, size)
         text = "synthetic chunk text " * 12  # ~250 characters, as a stored chunk's text is read back
-        copy_chunks(conn, ((docs[i % n_docs].pk, source.pk, i // n_docs, text, vectors[i]) for i in range(size)))
+        scratch_db.copy_chunks(
+            conn, ((docs[i % n_docs].pk, source.pk, i // n_docs, text, vectors[i]) for i in range(size))
+        )
         if (index + 1) % 20 == 0:
             print(f"  loaded {index + 1} of {len(sizes)} sources", flush=True)
     with connection.cursor() as cursor:
@@ -324,11 +318,6 @@ def disk() -> dict[str, int]:
 # --- Measuring --------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def recall(results: list[dict[int, list[Any]]], exact: list[dict[int, list[Any]]], k: int) -> tuple[float, int]:
     """(recall@k against the exact results, sources that got fewer than the exact search did)."""
     hits = total = short = 0
@@ -379,7 +368,7 @@ def measure(queries: np.ndarray, ids: list[int], k: int, ef_values: list[int], l
             {
                 "ef_search": ef,
                 "median_ms": round(1000 * statistics.median(times), 2),
-                "p95_ms": round(1000 * percentile(times, 0.95), 2),
+                "p95_ms": round(1000 * scratch_db.percentile(times, 0.95), 2),
                 f"recall_at_{k}": round(found, 4),
                 "sources_short_of_k": short,
                 "speedup_vs_exact": round(exact_median / statistics.median(times), 2),
@@ -391,7 +380,7 @@ def measure(queries: np.ndarray, ids: list[int], k: int, ef_values: list[int], l
         "queries": len(queries),
         "k": k,
         "exact_median_ms": round(1000 * exact_median, 2),
-        "exact_p95_ms": round(1000 * percentile(exact_times, 0.95), 2),
+        "exact_p95_ms": round(1000 * scratch_db.percentile(exact_times, 0.95), 2),
         "configs": configs,
     }
 
@@ -545,8 +534,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     if not args.keep:
         connection.close()
-        import scratch_db
-
         scratch_db.scratch_database_url(BENCH_DB)  # dropped and recreated empty: the disk is freed
     return result
 

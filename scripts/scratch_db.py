@@ -1,4 +1,6 @@
-"""A scratch database for the scripts that benchmark or photograph the product (not a test).
+"""A scratch database for the scripts that benchmark or photograph the product (not a test),
+and the small pieces those benchmarks share (loading chunks, corpus sizes, percentiles,
+writing results).
 
 ``setup_django(name)`` points Django at a fresh database ``name`` (dropped and recreated
 first) on the embedded PostgreSQL of the data folder, or at the server of
@@ -75,3 +77,22 @@ def write_result(path: str | None, data: Any) -> None:
 
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(data, indent=1))
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank `q` quantile (0..1) of `values`."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def source_sizes(total: int, n_sources: int, small: list[int], swing: int) -> list[int]:
+    """Chunks per source summing to `total`: the `small` sources first, then the rest equal,
+    alternately `swing` above and below."""
+    big_n = n_sources - len(small)
+    big_total = total - sum(small)
+    big = [big_total // big_n] * big_n
+    big[0] += big_total - sum(big)
+    for i in range(0, big_n - 1, 2):
+        big[i] += swing
+        big[i + 1] -= swing
+    return small + big
