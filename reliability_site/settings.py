@@ -119,6 +119,13 @@ DATABASES["default"]["OPTIONS"]["options"] = (
 # 30 is a fifth faster at 0.92-0.98 (docs/performance.md).
 SOURCE_INDEX_MIN_CHUNKS = env_int("SOURCE_INDEX_MIN_CHUNKS", 1000, minimum=1)
 SOURCE_INDEX_EF_SEARCH = env_int("SOURCE_INDEX_EF_SEARCH", 60, minimum=1)
+# A per-source search over many sources is split across this many database connections,
+# run at once (one graph walk per source: PostgreSQL runs one statement's walks one after
+# another, and cannot spread an append of index scans with LIMIT over parallel workers).
+# Only from RETRIEVAL_FANOUT_MIN_SOURCES sources and outside a transaction (another
+# connection cannot see its uncommitted rows); 1 switches it off (docs/performance.md).
+RETRIEVAL_FANOUT = env_int("RETRIEVAL_FANOUT", 2, minimum=1)
+RETRIEVAL_FANOUT_MIN_SOURCES = env_int("RETRIEVAL_FANOUT_MIN_SOURCES", 40, minimum=2)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache ----------------------------------------------------------------------------

@@ -341,9 +341,12 @@ def timed(fn: Any, queries: np.ndarray) -> tuple[list[float], list[Any]]:
     return times, results
 
 
-def measure(queries: np.ndarray, ids: list[int], k: int, ef_values: list[int], loads: list[float]) -> dict[str, Any]:
+def measure(
+    queries: np.ndarray, ids: list[int], k: int, ef_values: list[int], loads: list[float], fanouts: list[int]
+) -> dict[str, Any]:
     """Exact search over every query first, then each ef_search value (the product's default
-    first). Not interleaved query by query: at 1,000,000 chunks an exact search reads the
+    first), each with every fan-out (connections the search is split across; 1: one
+    statement). Not interleaved query by query: at 1,000,000 chunks an exact search reads the
     whole 2 GB table and would evict the per-source graphs before every indexed query."""
     from sources.retrieval import PgRetriever
 
@@ -355,18 +358,20 @@ def measure(queries: np.ndarray, ids: list[int], k: int, ef_values: list[int], l
     print(f"  exact: median {1000 * exact_median:.1f} ms", flush=True)
     # One untimed pass first: the exact searches read the whole chunk table and evict the
     # per-source graphs from shared buffers; a serving database keeps them warm.
-    warm = PgRetriever(ef_search=ef_values[0])
+    warm = PgRetriever(ef_search=ef_values[0], fanout=1)
     for q in queries:
         warm.top_k_per_source(q, ids, k)
     configs = []
-    for ef in ef_values:
-        retriever = PgRetriever(ef_search=ef)
+    for ef, fanout in ((ef, fanout) for ef in ef_values for fanout in fanouts):
+        retriever = PgRetriever(ef_search=ef, fanout=fanout)
+        shares = len(retriever.shares(ids))
         times, results = timed(lambda q, r=retriever: r.top_k_per_source(q, ids, k), queries)
         loads.append(os.getloadavg()[0])
         found, short = recall(results, exact_results, k)
         configs.append(
             {
                 "ef_search": ef,
+                "fanout": shares,
                 "median_ms": round(1000 * statistics.median(times), 2),
                 "p95_ms": round(1000 * scratch_db.percentile(times, 0.95), 2),
                 f"recall_at_{k}": round(found, 4),
@@ -375,7 +380,7 @@ def measure(queries: np.ndarray, ids: list[int], k: int, ef_values: list[int], l
                 "load_average": round(loads[-1], 1),
             }
         )
-        print(f"  ef_search={ef}: {configs[-1]}", flush=True)
+        print(f"  ef_search={ef} fanout={shares}: {configs[-1]}", flush=True)
     return {
         "queries": len(queries),
         "k": k,
@@ -481,7 +486,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     size = disk()
     queries = corpus.queries(args.queries)
     print(f"Timing {args.queries} queries, top-{args.k} of each of {len(ids)} sources", flush=True)
-    retrieval = measure(queries, ids, args.k, [int(x) for x in args.ef.split(",")], loads)
+    retrieval = measure(
+        queries, ids, args.k, [int(x) for x in args.ef.split(",")], loads, [int(x) for x in args.fanout.split(",")]
+    )
     pooled = measure_pooled(queries[:50]) if args.global_index else None
     partial = None
     if args.compare_partial_indexes:
@@ -548,12 +555,12 @@ def report(result: dict[str, Any]) -> None:
     )
     print(f"exact search: median {r['exact_median_ms']} ms, p95 {r['exact_p95_ms']} ms")
     print()
-    print("| hnsw.ef_search | median ms | p95 ms | recall@k | sources short of k | speed-up vs exact |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("| hnsw.ef_search | connections | median ms | p95 ms | recall@k | sources short of k | speed-up vs exact |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     recall_key = f"recall_at_{c['k']}"
     for cfg in r["configs"]:
         print(
-            f"| {cfg['ef_search']} | {cfg['median_ms']} | {cfg['p95_ms']} | {cfg[recall_key]} | "
+            f"| {cfg['ef_search']} | {cfg.get('fanout', 1)} | {cfg['median_ms']} | {cfg['p95_ms']} | {cfg[recall_key]} | "
             f"{cfg['sources_short_of_k']} | {cfg['speedup_vs_exact']}x |"
         )
     b, d = result["build"], result["disk"]
@@ -586,15 +593,30 @@ def plot(paths: list[str], out: Path) -> None:
     labels = [f"{c / 1e6:g}M" if (c := r["config"]["chunks"]) >= 1e6 else f"{c / 1e3:g}k" for r in runs]
     labels = [f"{label} chunks\n{r['config']['sources']} sources" for label, r in zip(labels, runs, strict=True)]
     efs = sorted({cfg["ef_search"] for r in runs for cfg in r["retrieval"]["configs"]})
+    fanouts = sorted({cfg.get("fanout", 1) for r in runs for cfg in r["retrieval"]["configs"]})
 
-    def per_ef(ef: int, key: str) -> list[float]:
-        return [next((c[key] for c in r["retrieval"]["configs"] if c["ef_search"] == ef), np.nan) for r in runs]
+    def per_ef(ef: int, key: str, fanout: int = 1) -> list[float]:
+        return [
+            next(
+                (c[key] for c in r["retrieval"]["configs"] if c["ef_search"] == ef and c.get("fanout", 1) == fanout),
+                np.nan,
+            )
+            for r in runs
+        ]
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     ax = axes[0]
     ax.plot(xs, [r["retrieval"]["exact_median_ms"] for r in runs], marker="o", color="black", label="exact search")
     for ef in efs:
-        ax.plot(xs, per_ef(ef, "median_ms"), marker="o", label=f"per-source HNSW, ef_search {ef}")
+        for fanout in fanouts:
+            split = f", {fanout} connections" if fanout > 1 else ""
+            ax.plot(
+                xs,
+                per_ef(ef, "median_ms", fanout),
+                marker="o",
+                linestyle="--" if fanout > 1 else "-",
+                label=f"per-source HNSW, ef_search {ef}{split}",
+            )
     ax.axhline(100, color="grey", linewidth=0.8, linestyle="--")
     ax.set_yscale("log")
     ax.set_ylabel("median ms, top-3 of every source")
@@ -635,6 +657,11 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument(
         "--ef", default="60,20,30,40", help="hnsw.ef_search values; the first is timed beside exact search"
+    )
+    parser.add_argument(
+        "--fanout",
+        default="1,2",
+        help="connections the per-source search is split across, each timed (1: one statement)",
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--hnsw-m", type=int, help="m of the per-source graphs (default: the product's)")

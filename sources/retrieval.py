@@ -7,16 +7,26 @@ graph is built) exactly. The function returns ``k * RERANK_FACTOR`` candidates p
 ranked by halfvec distance; the statement re-ranks them by the float distance of the
 stored vectors and keeps k per source, so the distances returned are exact.
 
+Over many sources (RETRIEVAL_FANOUT_MIN_SOURCES) the sources are dealt round-robin into
+RETRIEVAL_FANOUT shares, each searched by the same statement on a connection of its own, at
+once: one statement walks its sources' graphs one after another (PostgreSQL does not spread an
+append of LIMIT index scans over parallel workers), so two connections halve the wait on a
+server with the cores for it. Each share is one statement; the results are the same rows.
+
 Pooled top-k (the baselines) walks the one HNSW index over all chunks.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections, transaction
 
 from core.engine.types import Passage, SourceId, Vector
 
@@ -113,6 +123,66 @@ def _passages(rows: Sequence[tuple[object, ...]]) -> list[Passage]:
     ]
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_KEY: tuple[int, int] | None = None  # (process, threads): a forked worker makes its own
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """The process's retrieval threads; each keeps one database connection of its own
+    (Django's connections are per thread), so a fanned-out search opens none per question."""
+    global _POOL, _POOL_KEY
+    key = (os.getpid(), threads)
+    with _POOL_LOCK:
+        if _POOL is None or key != _POOL_KEY:
+            _POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="retrieval")
+            _POOL_KEY = key
+        return _POOL
+
+
+def _fetch(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+_POOL_CONNECTIONS: list[Any] = []  # the pool threads' connections (close_pool_connections)
+_THREAD = threading.local()
+
+
+def close_pool_connections() -> None:
+    """Close the retrieval threads' connections (they reconnect when next used): for a
+    database about to be dropped, as a test database at the end of a run."""
+    with _POOL_LOCK:
+        wrappers = list(_POOL_CONNECTIONS)
+    for wrapper in wrappers:
+        wrapper.close()
+
+
+def _fetch_in_pool_thread(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """_fetch on the pool thread's own connection, reconnecting once if it was lost (a server
+    restart, an idle timeout): nobody else closes a pool thread's connection."""
+    if not getattr(_THREAD, "registered", False):
+        wrapper = connections[DEFAULT_DB_ALIAS]
+        wrapper.inc_thread_sharing()  # close_pool_connections() closes it from another thread
+        with _POOL_LOCK:
+            _POOL_CONNECTIONS.append(wrapper)
+        _THREAD.registered = True
+    try:
+        return _fetch(sql, params)
+    except (OperationalError, InterfaceError):
+        if connection.is_usable():
+            raise
+        connection.close()
+        return _fetch(sql, params)
+
+
+def fanout_shares(ids: Sequence[SourceId], fanout: int) -> list[list[int]]:
+    """The sources dealt round-robin into at most ``fanout`` non-empty shares."""
+    parts = max(1, min(int(fanout), len(ids)))
+    return [[int(s) for s in ids[i::parts]] for i in range(parts)]
+
+
 def _group(passages: list[Passage], sources: Sequence[SourceId]) -> dict[SourceId, list[Passage]]:
     grouped: dict[SourceId, list[Passage]] = {int(s): [] for s in sources}
     for passage in sorted(passages, key=lambda p: (p.source_id, p.distance)):
@@ -129,7 +199,9 @@ class PgRetriever:
     sources); None: every active source.
     ``vector_sink(texts, vectors)``: hears the stored vector of every passage a per-source
     search returns, fetched in the same statement (an NLI that encodes with the embedder
-    that embedded the chunks keeps them, and never encodes those passages again)."""
+    that embedded the chunks keeps them, and never encodes those passages again).
+    ``fanout``: connections a per-source search over many sources is split across (default
+    the setting RETRIEVAL_FANOUT; 1: one statement on the caller's connection)."""
 
     def __init__(
         self,
@@ -137,30 +209,46 @@ class PgRetriever:
         *,
         pooled_among: Sequence[SourceId] | None = None,
         vector_sink: VectorSink | None = None,
+        fanout: int | None = None,
     ) -> None:
         self.ef_search = int(ef_search if ef_search is not None else settings.SOURCE_INDEX_EF_SEARCH)
         self.pooled_among = None if pooled_among is None else [int(s) for s in pooled_among]
         self.vector_sink = vector_sink
+        self.fanout = fanout
+
+    def shares(self, sources: Sequence[SourceId]) -> list[list[int]]:
+        """How a per-source search over ``sources`` is split across connections: one share
+        below RETRIEVAL_FANOUT_MIN_SOURCES sources and inside a transaction (the other
+        connections would not see its uncommitted rows)."""
+        fanout = self.fanout if self.fanout is not None else settings.RETRIEVAL_FANOUT
+        if len(sources) < settings.RETRIEVAL_FANOUT_MIN_SOURCES or connection.in_atomic_block:
+            fanout = 1
+        return fanout_shares(sources, fanout)
 
     def top_k_per_source(
         self, query_vector: Vector, sources: Sequence[SourceId], k: int
     ) -> dict[SourceId, list[Passage]]:
-        """One statement for all sources (sources_chunk_top_k); every source gets
+        """One statement per share of the sources (sources_chunk_top_k; one share unless
+        there are many sources: shares()), the shares at once; every source gets
         min(k, its chunks) passages, nearest first."""
         if not sources:
             return {}
         ids = [int(s) for s in sources]
-        params = {
+        params: dict[str, Any] = {
             "q": _vector_literal(query_vector),
             "k": int(k),
-            "ids": ids,
             "candidates": int(k) * RERANK_FACTOR,
             "ef": self.ef_search,
         }
         sql = _PER_SOURCE_SQL if self.vector_sink is None else _PER_SOURCE_WITH_VECTORS_SQL
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
+        first, *others = self.shares(ids)
+        pending = []
+        if others:
+            pool = _pool(len(others))
+            pending = [pool.submit(_fetch_in_pool_thread, sql, {**params, "ids": share}) for share in others]
+        rows = _fetch(sql, {**params, "ids": first})
+        for future in pending:
+            rows.extend(future.result())
         if self.vector_sink is not None and rows:
             self.vector_sink([str(row[3]) for row in rows], [_binary_vector(row[7]) for row in rows])
             rows = [row[:7] for row in rows]

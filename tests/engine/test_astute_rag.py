@@ -52,9 +52,12 @@ class RecordedGenerator:
     name = "recorded-llm"
     capabilities: frozenset[Capability] = frozenset({Capability.FREE_TEXT})
 
-    def __init__(self, generate: str = IDK, consolidate: Sequence[str] = (), answer: str = IDK) -> None:
-        self.outputs = {"generate": [generate], "consolidate": list(consolidate), "answer": [answer]}
-        self.prompts: dict[str, list[str]] = {"generate": [], "consolidate": [], "answer": []}
+    def __init__(
+        self, generate: str = IDK, consolidate: Sequence[str] = (), answer: str = IDK, plain: str = IDK
+    ) -> None:
+        self.outputs = {"generate": [generate], "consolidate": list(consolidate), "answer": [answer], "plain": [plain]}
+        self.prompts: dict[str, list[str]] = {"generate": [], "consolidate": [], "answer": [], "plain": []}
+        self.plain_passages: list[list[str]] = []
 
     @staticmethod
     def kind(prompt: str) -> str:
@@ -68,7 +71,13 @@ class RecordedGenerator:
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         out = []
         for request in requests:
-            assert request.prompt is not None and not request.passages, "astute-rag sends whole prompts"
+            if request.prompt is None:  # the plain answer prompt (the format fallback)
+                self.plain_passages.append(list(request.passages))
+                kind = "plain"
+                self.prompts[kind].append(request.question)
+                out.append(Generation(self.outputs[kind][len(self.prompts[kind]) - 1], self.name, 100, 5))
+                continue
+            assert not request.passages, "astute-rag's own prompts carry the documents"
             kind = self.kind(request.prompt)
             index = len(self.prompts[kind])
             self.prompts[kind].append(request.prompt)
@@ -302,7 +311,7 @@ def test_t_0_answers_without_consolidating() -> None:
     ],
 )
 def test_a_missing_answer_tag_falls_back_and_says_so(output: str, answer: str, how: str) -> None:
-    result = answer_with(astute_context(RecordedGenerator(generate=MEMORY, answer=output)))
+    result = answer_with(astute_context(RecordedGenerator(generate=MEMORY, answer=output)), plain_fallback=False)
     assert result.answer == answer
     trace = _astute(result)
     assert trace["format_ok"] is False and (trace["fallback"] or "") == how
@@ -310,6 +319,38 @@ def test_a_missing_answer_tag_falls_back_and_says_so(output: str, answer: str, h
     assert any("did not mark its final answer with <<<ANSWER>>> tags" in n and expected in n for n in result.notes)
     if is_idk(answer):
         assert result.confidence == 0.0 and not any(e.used for e in result.evidence)
+
+
+UNUSABLE = (
+    "The documents disagree with each other and I would rather weigh them carefully before saying who it was, "
+    "because the sources conflict.\nAnswer for group 1: Elvis\nAnswer for group 2: Sinatra"
+)
+
+
+def test_an_unusable_answer_asks_once_more_with_the_plain_prompt_over_the_same_documents() -> None:
+    generator = RecordedGenerator(generate=MEMORY, answer=UNUSABLE, plain="Elvis Presley.\nHe recorded it in 1961.")
+    result = answer_with(astute_context(generator))
+    assert result.answer == "Elvis Presley"
+    assert generator.plain_passages == [[TRUE, TRUE_TOO, FALSE, MEMORY]]  # D0: retrieved, then internal
+    assert result.stats.calls == 3 and result.confidence == DEFAULT_CONFIDENCE
+    trace = _astute(result)
+    assert trace["format_ok"] is False and trace["fallback"] == "one more call with the plain answer prompt"
+    assert trace["raw"]["plain"].startswith("Elvis Presley.")
+    assert any("taken from one more call with the plain answer prompt" in n for n in result.notes)
+    assert [e.used for e in result.evidence] == [True, True, False]  # the passages that hold the answer
+
+
+def test_a_plain_fallback_that_abstains_leaves_an_abstention() -> None:
+    generator = RecordedGenerator(generate=MEMORY, answer=UNUSABLE, plain="I don't know.")
+    result = answer_with(astute_context(generator))
+    assert result.answer == IDK and result.confidence == 0.0
+    assert any("the strategy abstained" in n for n in result.notes)
+
+
+def test_a_usable_answer_makes_no_plain_call() -> None:
+    generator = RecordedGenerator(generate=MEMORY, answer="Step 3: <<<ANSWER>>> Elvis Presley")
+    result = answer_with(astute_context(generator))
+    assert result.answer == "Elvis Presley" and generator.prompts["plain"] == [] and result.stats.calls == 2
 
 
 def test_a_tagged_i_dont_know_is_an_abstention_with_no_confidence() -> None:

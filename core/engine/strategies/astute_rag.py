@@ -14,7 +14,10 @@
    p_gen, as the paper allows): groups, one answer per group with a confidence, and the final
    answer between ``<<<ANSWER>>>`` tags (``<ANSWER>`` accepted). Without tags the strategy falls
    back (an unclosed tag, a "Final answer:" line, the most confident group answer, a short
-   one-line reply, else "I don't know") and says so in a note. ``t = 0`` skips consolidation:
+   one-line reply) and says so in a note. When none of these finds an answer, the model is
+   asked once more with the plain answer prompt over the same documents D0 (``plain_fallback``,
+   on by default: small models rarely keep the format, and abstaining on every broken output
+   threw their answers away), else the strategy abstains. ``t = 0`` skips consolidation:
    p_ans only compares the documents and answers.
 
 The confidence is the one the model gives its chosen answer (after the final tag, or on the
@@ -83,6 +86,11 @@ class AstuteRagParams(ParamSet):
     pooled_k: int = param(10, low=1, high=20, help="passages retrieved from all sources together (as vanilla-rag)")
     passage_chars: int = param(
         1000, low=100, high=4000, help="each document is cut to this many characters in the prompts"
+    )
+    plain_fallback: bool = param(
+        True,
+        help="when the model breaks the answer format and no fallback finds an answer, ask it once more with the "
+        "plain answer prompt over the same documents instead of abstaining",
     )
 
 
@@ -324,7 +332,7 @@ class AstuteRagStrategy(AnswerStrategy):
         started = time.perf_counter()
         stats = CallStats()
         notes: list[str] = []
-        raw: dict[str, Any] = {"generate": None, "consolidate": [], "answer": None}
+        raw: dict[str, Any] = {"generate": None, "consolidate": [], "answer": None, "plain": None}
 
         def ask(prompt: str, max_tokens: int) -> str:
             generations: list[Generation] = ctx.generator.generate([_request(question, prompt, max_tokens)])
@@ -374,6 +382,16 @@ class AstuteRagStrategy(AnswerStrategy):
         groups, _ = parse_groups(output, initial) if params.t > 0 else ([], 0)
         proposals = parse_proposals(output)
         final = parse_final(output, proposals)
+        if not final.tagged and not final.how and params.plain_fallback:
+            texts = [bound(d.text, params.passage_chars) for d in initial]
+            generations = ctx.generator.generate([GenerationRequest(question, texts)])
+            record(stats, generations)
+            plain = generations[0].text if generations else ""
+            raw["plain"] = bound(plain, MAX_RAW_CHARS)
+            first = next((line for line in plain.splitlines() if line.strip()), "")
+            answer_text = "" if is_idk(first) else clean_answer(first)
+            if answer_text:
+                final = FinalAnswer(answer_text, None, False, "one more call with the plain answer prompt")
         if not final.tagged:
             taken = f"the answer was taken from {final.how}" if final.how else "the strategy abstained"
             notes.append(f"The model did not mark its final answer with <<<ANSWER>>> tags: {taken}.")
