@@ -60,6 +60,26 @@ class EmbeddingLexicalNLI:
         sims = self._similarities(pairs)
         return [self._one(p, h, s) for (p, h), s in zip(pairs, sims, strict=False)]
 
+    def predict_range(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[Probs, Probs]]:
+        """Per pair, the probabilities at the lowest and at the highest similarity the pair can
+        have, without encoding anything: exact (both the same) when both texts' vectors are
+        held, else at similarity 0 and 1. Entailment only grows with the similarity, so a
+        decision that holds at both ends holds for the true similarity (the alignment filter
+        then needs no model call for it)."""
+        if self.embedder is None:
+            probs = self.predict(pairs)
+            return list(zip(probs, probs, strict=True))
+        with self._lock:
+            held = {t: self._cache[t] for pair in pairs for t in pair if t in self._cache}
+        out: list[tuple[Probs, Probs]] = []
+        for p, h in pairs:
+            if p in held and h in held:
+                exact = self._one(p, h, float(np.dot(held[p], held[h])))
+                out.append((exact, exact))
+            else:
+                out.append((self._one(p, h, 0.0), self._one(p, h, 1.0)))
+        return out
+
     def remember(self, texts: Sequence[str], vectors: Sequence[npt.NDArray[np.float32]]) -> None:
         """Keep vectors this NLI's embedder already produced elsewhere (a passage's chunk
         vector, stored when it was ingested), so those texts are never encoded again here.

@@ -25,6 +25,7 @@ class AlignmentResult:
     filtered: bool  # True when a non-IDK answer was turned into IDK
     score: float
     declarative: str
+    exact: bool = True  # False: ``score`` is a lower bound that decided it (align_many's lazy mode)
 
 
 _AUX = r"(?:is|are|was|were|does|do|did|has|have|had|can|could|will|would|should)"
@@ -87,18 +88,34 @@ def support_texts(question: str, answers: Sequence[str], passages: Sequence[Sequ
     return {text for pair in pairs for text in pair}
 
 
+def _scores(
+    answers: Sequence[str], pairs: Sequence[tuple[str, str]], owners: Sequence[int], entail: Sequence[float], nli: NLI
+) -> list[float]:
+    """Per answer, the best over its passages of the entailment (times the answer's grounding
+    in the passage squared, for an NLI that requires it)."""
+    grounded = getattr(nli, "requires_answer_grounding", False)
+    scores = [0.0] * len(answers)
+    for (text, _), owner, e in zip(pairs, owners, entail, strict=False):
+        score = e * answer_grounding(answers[owner], text) ** 2 if grounded else e
+        scores[owner] = max(scores[owner], score)
+    return scores
+
+
 def support_scores(
     question: str, answers: Sequence[str], passages: Sequence[Sequence[str]], nli: NLI
 ) -> list[tuple[float, str]]:
     """(score, declarative) per answer, each against its own passages, in one NLI call."""
     declaratives, pairs, owners = _support_pairs(question, answers, passages)
-    probs = nli.predict(pairs)
-    grounded = getattr(nli, "requires_answer_grounding", False)
-    scores = [0.0] * len(answers)
-    for (text, _), owner, (entail, _n, _c) in zip(pairs, owners, probs, strict=False):
-        score = entail * answer_grounding(answers[owner], text) ** 2 if grounded else entail
-        scores[owner] = max(scores[owner], score)
+    scores = _scores(answers, pairs, owners, [p[0] for p in nli.predict(pairs)], nli)
     return list(zip(scores, declaratives, strict=False))
+
+
+def _result(answer: str, score: float, decl: str, tau: float, exact: bool = True) -> AlignmentResult:
+    if is_idk(answer):
+        return AlignmentResult(IDK, False, 0.0, decl)
+    if score < tau:
+        return AlignmentResult(IDK, True, score, decl, exact)
+    return AlignmentResult(answer.strip(), False, score, decl, exact)
 
 
 def align_many(
@@ -107,17 +124,33 @@ def align_many(
     passages: Sequence[Sequence[str]],
     nli: NLI,
     tau: float = DEFAULT_TAU,
+    *,
+    lazy: bool = False,
 ) -> list[AlignmentResult]:
-    """f_align for several responses to one question (batched NLI)."""
-    results = []
-    for answer, (score, decl) in zip(answers, support_scores(question, answers, passages, nli), strict=False):
-        if is_idk(answer):
-            results.append(AlignmentResult(IDK, False, 0.0, decl))
-        elif score < tau:
-            results.append(AlignmentResult(IDK, True, score, decl))
-        else:
-            results.append(AlignmentResult(answer.strip(), False, score, decl))
-    return results
+    """f_align for several responses to one question (batched NLI).
+
+    ``lazy``, with an NLI that can bound its entailment without its model (predict_range):
+    an answer whose score is at least tau at the lowest similarity, or under tau at the
+    highest, is decided without a model call, with ``exact=False`` and its lowest score (the
+    caller settles the exact scores later, in one batch: pipeline.settle_scores); only the
+    undecided ones are scored exactly now. The decisions are those of the exact scores."""
+    predict_range = getattr(nli, "predict_range", None)
+    if not lazy or not callable(predict_range):
+        scored = support_scores(question, answers, passages, nli)
+        return [_result(a, score, decl, tau) for a, (score, decl) in zip(answers, scored, strict=False)]
+    declaratives, pairs, owners = _support_pairs(question, answers, passages)
+    ranges = predict_range(pairs)
+    low = _scores(answers, pairs, owners, [lo[0] for lo, _ in ranges], nli)
+    high = _scores(answers, pairs, owners, [hi[0] for _, hi in ranges], nli)
+    undecided = [i for i, a in enumerate(answers) if not is_idk(a) and low[i] < tau <= high[i]]
+    exact: dict[int, float] = {}
+    if undecided:
+        scored = support_scores(question, [answers[i] for i in undecided], [passages[i] for i in undecided], nli)
+        exact = {i: score for i, (score, _) in zip(undecided, scored, strict=True)}
+    return [
+        _result(a, exact.get(i, low[i]), declaratives[i], tau, exact=i in exact or low[i] == high[i])
+        for i, a in enumerate(answers)
+    ]
 
 
 def align(question: str, answer: str, passages: Sequence[str], nli: NLI, tau: float = DEFAULT_TAU) -> AlignmentResult:

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from core.engine.backends.generation.base import Generation, GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
-from core.engine.steps.alignment import align_many, support_texts
-from core.engine.steps.clustering import answer_texts, cluster_answers
+from core.engine.steps.alignment import align_many, support_scores, support_texts
+from core.engine.steps.clustering import answer_texts, cluster_answers, clustering_texts
 from core.engine.steps.voting import VoteOutcome, answer_probability, weighted_vote
 from core.engine.strategies.base import (
     ClusterInfo,
@@ -47,9 +47,16 @@ def answer_sources(
     stats: CallStats,
     tau: float,
     use_filter: bool = True,
+    *,
+    lazy: bool = False,
 ) -> list[SourceVote]:
     """One batched generator call over the sources, then f_align (one batched NLI call).
-    Reports each source as asked, then as answered, abstaining or filtered (ctx.report)."""
+    Reports each source as asked, then as answered, abstaining or filtered (ctx.report).
+
+    ``lazy`` (κ-RRSS, which answers batch after batch): nothing is encoded ahead, and the
+    filter decides what it can without the embedding model (align_many's lazy mode); the
+    caller then settles the votes' exact scores and the clustering's texts in one batched
+    encoding (settle_scores), instead of one per batch."""
     if not sources:
         return []
     ctx.report([SourceEvent(s.id, s.name, SourceState.ASKING) for s in sources])
@@ -58,8 +65,9 @@ def answer_sources(
     record(stats, generations)
     raw = [g.text for g in generations]
     texts = [[p.text for p in passages.get(s.id, [])] for s in sources]
-    encode_ahead(question, ctx, raw, texts, use_filter)
-    aligned = align_many(question, raw, texts, ctx.nli, tau) if use_filter else None
+    if not lazy:
+        encode_ahead(question, ctx, raw, texts, use_filter)
+    aligned = align_many(question, raw, texts, ctx.nli, tau, lazy=lazy) if use_filter else None
     votes = []
     for i, source in enumerate(sources):
         response = aligned[i].response if aligned else (IDK if is_idk(raw[i]) else raw[i].strip())
@@ -92,6 +100,26 @@ def encode_ahead(
     if use_filter:
         wanted |= support_texts(question, answers, texts)
     prepare(wanted)
+
+
+def settle_scores(question: str, ctx: EngineContext, votes: Sequence[SourceVote], use_filter: bool) -> None:
+    """After answer_sources(lazy=True): one batched encoding of every text the votes'
+    exact alignment scores and their clustering need, then the exact scores in place
+    (the decisions were already those of the exact scores)."""
+    raw = [v.raw_response for v in votes]
+    texts = [[p.text for p in v.passages] for v in votes]
+    prepare = getattr(ctx.nli, "prepare", None)
+    if callable(prepare):
+        wanted = set(clustering_texts([v.response for v in votes], question))
+        if use_filter:
+            wanted |= support_texts(question, raw, texts)
+        prepare(wanted)
+    if not use_filter:
+        return
+    answered = [i for i, r in enumerate(raw) if not is_idk(r)]
+    scored = support_scores(question, [raw[i] for i in answered], [texts[i] for i in answered], ctx.nli)
+    for i, (score, _) in zip(answered, scored, strict=True):
+        votes[i].align_score = score
 
 
 def vote_event(vote: SourceVote) -> SourceEvent:

@@ -22,6 +22,7 @@ from core.engine.strategies.pipeline import (
     report_skipped,
     report_waiting,
     retrieve_per_source,
+    settle_scores,
     vote_evidence,
 )
 from core.engine.strategies.registry import register
@@ -101,14 +102,18 @@ class RaRag(_Voting):
         selection, results = kappa_rrss(
             ctx.sources,
             params.kappa,
-            lambda batch: answer_sources(question, ctx, batch, passages, stats, params.tau, self.use_filter),
+            lambda batch: answer_sources(question, ctx, batch, passages, stats, params.tau, self.use_filter, lazy=True),
             lambda vote: is_idk(vote.response),
         )
         trace["visit_order"] = selection.order
         trace["visited"] = selection.visited
         trace["selected"] = selection.selected
         # Only the selected sources vote; visited abstainers are kept for display (IDK).
-        return [results[sid] for sid in selection.visited]
+        votes = [results[sid] for sid in selection.visited]
+        # The batches decided their filter without the embedding model where they could: one
+        # batched encoding now gives every vote its exact score and the clustering its texts.
+        settle_scores(question, ctx, votes, self.use_filter)
+        return votes
 
 
 @register("ra-rag-rss")
