@@ -13,6 +13,7 @@ import pytest
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.params import parse_params
 from core.engine.steps.alignment import align_many
+from core.engine.steps.clustering import cluster_answers, unsettled_texts
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import EngineContext, get_strategy, ra_rag
 from core.engine.strategies import pipeline as pipeline_module
@@ -124,3 +125,40 @@ def test_ra_rag_answers_as_with_the_eager_filter_with_fewer_model_calls(name: st
             eager_calls += embedder.calls
         assert _summary(lazy) == _summary(reference)
     assert lazy_calls < eager_calls
+
+
+class ModelOnlyNLI:
+    """The offline NLI without its bounds: every pair goes through the model (the old path)."""
+
+    def __init__(self, nli: EmbeddingLexicalNLI) -> None:
+        self.nli, self.name = nli, nli.name
+        self.requires_answer_grounding = nli.requires_answer_grounding
+
+    def predict(self, pairs: Any) -> Any:
+        return self.nli.predict(pairs)
+
+
+def test_clustering_settles_pairs_from_the_bounds_and_clusters_as_with_the_model() -> None:
+    rng = random.Random(3)
+    settled_without_model = needed_model = merged = 0
+    for _ in range(150):
+        question = f"which {_sentence(rng, 2, 4)}"
+        answers = [rng.choice([IDK, rng.choice(WORDS), _sentence(rng, 1, 3)]) for _ in range(5)]
+        reference_embedder, embedder = HashEmbedder(), HashEmbedder()
+        reference = cluster_answers(answers, ModelOnlyNLI(EmbeddingLexicalNLI(reference_embedder)), question=question)
+        nli = EmbeddingLexicalNLI(embedder)
+        unsettled = unsettled_texts(answers, nli, question)
+        nli.prepare(unsettled)
+        calls = embedder.calls
+        lazy = cluster_answers(answers, nli, question=question)
+        assert embedder.calls == calls  # what the bounds left open was encoded ahead
+        assert (lazy.labels, lazy.representatives, lazy.members) == (
+            reference.labels,
+            reference.representatives,
+            reference.members,
+        )
+        if reference_embedder.calls and not unsettled:
+            settled_without_model += 1
+        needed_model += bool(unsettled)
+        merged += len(reference.members) < len({a for a in answers if a != IDK})
+    assert settled_without_model > 0 and needed_model > 0 and merged > 0

@@ -95,14 +95,48 @@ def clustering_texts(answers: Sequence[str], question: str = "") -> list[str]:
     return texts if len(texts) >= 2 else []
 
 
-def _relations(distinct: list[str], nli: NLI | None, question: str) -> dict[tuple[int, int], int]:
-    """NLI label for every ordered pair of distinct answers, in one batched call."""
-    if nli is None or len(distinct) < 2:
-        return {}
+def _pairs(distinct: list[str], question: str) -> tuple[list[tuple[int, int]], list[tuple[str, str]]]:
     texts = _texts(distinct, question)
     keys = [(i, j) for i in range(len(distinct)) for j in range(len(distinct)) if i != j]
-    pairs = [(texts[i], texts[j]) for i, j in keys]
-    return {key: _label(p) for key, p in zip(keys, nli.predict(pairs), strict=False)}
+    return keys, [(texts[i], texts[j]) for i, j in keys]
+
+
+def _bounded_labels(nli: NLI, pairs: Sequence[tuple[str, str]]) -> list[int | None]:
+    """Per pair, its label when the NLI's similarity bounds settle it without the model
+    (predict_range: the same label at the lowest and the highest similarity, hence at the true
+    one, entailment only growing with it), else None."""
+    predict_range = getattr(nli, "predict_range", None)
+    if not callable(predict_range):
+        return [None] * len(pairs)
+    out: list[int | None] = []
+    for low, high in predict_range(pairs):
+        label = _label(low)
+        out.append(label if label == _label(high) else None)
+    return out
+
+
+def _relations(distinct: list[str], nli: NLI | None, question: str) -> dict[tuple[int, int], int]:
+    """NLI label for every ordered pair of distinct answers: those the NLI's bounds settle
+    without its model, the others in one batched call."""
+    if nli is None or len(distinct) < 2:
+        return {}
+    keys, pairs = _pairs(distinct, question)
+    labels = _bounded_labels(nli, pairs)
+    open_ = [i for i, label in enumerate(labels) if label is None]
+    if open_:
+        for i, probs in zip(open_, nli.predict([pairs[i] for i in open_]), strict=True):
+            labels[i] = _label(probs)
+    return {key: int(label) for key, label in zip(keys, labels, strict=True) if label is not None}
+
+
+def unsettled_texts(answers: Sequence[str], nli: NLI, question: str = "") -> set[str]:
+    """The texts cluster_answers() will hand the NLI's model for these answers: those of the
+    answer pairs its bounds do not settle (to encode ahead, batched)."""
+    distinct = _distinct(answers)[0]
+    if len(distinct) < 2:
+        return set()
+    _, pairs = _pairs(distinct, question)
+    return {t for pair, label in zip(pairs, _bounded_labels(nli, pairs), strict=True) if label is None for t in pair}
 
 
 def _match(relation: dict[tuple[int, int], int], a: int, b: int, strict: bool) -> bool:

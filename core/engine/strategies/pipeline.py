@@ -9,7 +9,7 @@ from dataclasses import replace
 from core.engine.backends.generation.base import Generation, GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many, support_scores, support_texts
-from core.engine.steps.clustering import answer_texts, cluster_answers, clustering_texts
+from core.engine.steps.clustering import answer_texts, cluster_answers, unsettled_texts
 from core.engine.steps.voting import VoteOutcome, answer_probability, weighted_vote
 from core.engine.strategies.base import (
     ClusterInfo,
@@ -104,13 +104,14 @@ def encode_ahead(
 
 def settle_scores(question: str, ctx: EngineContext, votes: Sequence[SourceVote], use_filter: bool) -> None:
     """After answer_sources(lazy=True): one batched encoding of every text the votes'
-    exact alignment scores and their clustering need, then the exact scores in place
-    (the decisions were already those of the exact scores)."""
+    exact alignment scores and their clustering need (only the answer pairs the NLI's bounds
+    leave open), then the exact scores in place (the decisions were already those of the
+    exact scores)."""
     raw = [v.raw_response for v in votes]
     texts = [[p.text for p in v.passages] for v in votes]
     prepare = getattr(ctx.nli, "prepare", None)
     if callable(prepare):
-        wanted = set(clustering_texts([v.response for v in votes], question))
+        wanted = unsettled_texts([v.response for v in votes], ctx.nli, question)
         if use_filter:
             wanted |= support_texts(question, raw, texts)
         prepare(wanted)
