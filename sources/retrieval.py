@@ -10,8 +10,9 @@ stored vectors and keeps k per source, so the distances returned are exact.
 Over many sources (RETRIEVAL_FANOUT_MIN_SOURCES) the sources are dealt round-robin into
 RETRIEVAL_FANOUT shares, each searched by the same statement on a connection of its own, at
 once: one statement walks its sources' graphs one after another (PostgreSQL does not spread an
-append of LIMIT index scans over parallel workers), so two connections halve the wait on a
-server with the cores for it. Each share is one statement; the results are the same rows.
+append of LIMIT index scans over parallel workers), so the shares shorten the wait on a
+server with the cores for it (1.24-1.76x with two on two cores, docs/performance.md). Each
+share is one statement; the results are the same rows.
 
 Pooled top-k (the baselines) walks the one HNSW index over all chunks.
 """
@@ -135,6 +136,8 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     key = (os.getpid(), threads)
     with _POOL_LOCK:
         if _POOL is None or key != _POOL_KEY:
+            if _POOL is not None and _POOL_KEY is not None and _POOL_KEY[0] == key[0]:
+                _POOL.shutdown(wait=False)  # another size asked for in this process
             _POOL = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="retrieval")
             _POOL_KEY = key
         return _POOL
@@ -171,8 +174,8 @@ def _fetch_in_pool_thread(sql: str, params: dict[str, Any]) -> list[tuple[Any, .
     try:
         return _fetch(sql, params)
     except (OperationalError, InterfaceError):
-        if connection.is_usable():
-            raise
+        if connection.connection is not None and connection.is_usable():
+            raise  # the statement failed, not the connection
         connection.close()
         return _fetch(sql, params)
 

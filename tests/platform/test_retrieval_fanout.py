@@ -105,3 +105,19 @@ def test_few_sources_use_one_statement(settings):
     settings.RETRIEVAL_FANOUT_MIN_SOURCES = 40
     assert PgRetriever(fanout=2).shares(list(range(1, 40))) == [list(range(1, 40))]
     assert len(PgRetriever(fanout=2).shares(list(range(1, 41)))) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retrieval_thread_whose_connection_was_lost_reconnects(settings):
+    settings.RETRIEVAL_FANOUT_MIN_SOURCES = 2
+    ids, centres = _corpus(np.random.default_rng(9), [6, 6, 6, 6])
+    retriever = PgRetriever(fanout=2)  # one retrieval thread
+    first = retriever.top_k_per_source(centres[0], ids, 2)
+    [thread_connection] = [w for w in retrieval._POOL_CONNECTIONS if w.connection is not None]
+    lost = thread_connection.connection.info.backend_pid
+    with connection.cursor() as cursor:  # as a server restart or an idle timeout would
+        cursor.execute("SELECT pg_terminate_backend(%s)", [lost])
+        assert cursor.fetchone()[0] is True
+    again = retriever.top_k_per_source(centres[0], ids, 2)
+    assert _rows(again) == _rows(first)
+    assert thread_connection.connection.info.backend_pid != lost
