@@ -83,18 +83,14 @@ def ask_cold(
     ra-rag runs once per κ in `kappas` (None: the setting), keyed "ra-rag" or "ra-rag κ=N".
     ``lazy=False``: κ-RRSS filters each batch with the exact scores, encoding ahead once per
     batch (the product before the lazy filter)."""
-    from core.engine.strategies import pipeline, ra_rag
+    from core.engine.strategies.ra_rag import RaRag
     from core.services import engine_context
     from core.services.asking import ask_now
     from core.services.engine_context import configured_nli
 
-    def eager(*args: Any, **kwargs: Any) -> Any:
-        kwargs["lazy"] = False
-        return pipeline.answer_sources(*args, **kwargs)
-
     original = engine_context.stored_vector_sink
     engine_context.stored_vector_sink = original if reuse else (lambda nli, embedder: None)  # type: ignore[assignment]
-    ra_rag.answer_sources = pipeline.answer_sources if lazy else eager  # type: ignore[assignment]
+    RaRag.lazy_filter = lazy  # type: ignore[misc]
     try:
         nli = configured_nli()
         runs: list[tuple[str, str, int | None]] = []
@@ -114,7 +110,7 @@ def ask_cold(
         return seconds
     finally:
         engine_context.stored_vector_sink = original  # type: ignore[assignment]
-        ra_rag.answer_sources = pipeline.answer_sources  # type: ignore[assignment]
+        RaRag.lazy_filter = True  # type: ignore[misc]
 
 
 def summary(seconds: dict[str, list[float]]) -> dict[str, Any]:

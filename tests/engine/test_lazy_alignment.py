@@ -15,8 +15,7 @@ from core.engine.params import parse_params
 from core.engine.steps.alignment import align_many
 from core.engine.steps.clustering import cluster_answers, unsettled_texts
 from core.engine.steps.memory_retriever import InMemoryRetriever
-from core.engine.strategies import EngineContext, get_strategy, ra_rag
-from core.engine.strategies import pipeline as pipeline_module
+from core.engine.strategies import EngineContext, get_strategy
 from core.engine.text import IDK
 from core.engine.types import SourceInfo
 from tests.engine.fakes import HashEmbedder, ScriptedGenerator
@@ -106,12 +105,6 @@ def _summary(result: Any) -> tuple[Any, ...]:
 def test_ra_rag_answers_as_with_the_eager_filter_with_fewer_model_calls(name: str, tau: float, monkeypatch) -> None:
     strategy = get_strategy(name)
     params = parse_params(strategy.Params, {"kappa": 3, "tau": tau})
-    eager_answer_sources = pipeline_module.answer_sources
-
-    def eager(*args: Any, **kwargs: Any) -> Any:
-        kwargs["lazy"] = False
-        return eager_answer_sources(*args, **kwargs)
-
     lazy_calls = eager_calls = 0
     for seed in range(40):
         question = f"what is the {_sentence(random.Random(seed), 2, 3)}"
@@ -119,7 +112,7 @@ def test_ra_rag_answers_as_with_the_eager_filter_with_fewer_model_calls(name: st
         lazy = strategy.answer(question, ctx, params)
         lazy_calls += embedder.calls
         with monkeypatch.context() as patch:
-            patch.setattr(ra_rag, "answer_sources", eager)
+            patch.setattr(strategy, "lazy_filter", False)
             ctx, embedder = _context(random.Random(seed), 7)
             reference = strategy.answer(question, ctx, params)
             eager_calls += embedder.calls

@@ -89,14 +89,21 @@ def answer_sources(
 
 
 def encode_ahead(
-    question: str, ctx: EngineContext, answers: Sequence[str], texts: Sequence[Sequence[str]], use_filter: bool
+    question: str,
+    ctx: EngineContext,
+    answers: Sequence[str],
+    texts: Sequence[Sequence[str]],
+    use_filter: bool,
+    clustering: Iterable[str] | None = None,
 ) -> None:
     """One batched encoding of every text the filter and the clustering will score for these
-    answers, for an NLI that encodes (EmbeddingLexicalNLI.prepare), instead of one call each."""
+    answers, for an NLI that encodes (EmbeddingLexicalNLI.prepare), instead of one call each.
+    ``clustering``: the clustering's texts, when fewer than every answer's are needed (the
+    pairs the NLI's bounds leave open, clustering.unsettled_texts)."""
     prepare = getattr(ctx.nli, "prepare", None)
     if not callable(prepare):
         return
-    wanted = set(answer_texts(answers, question))
+    wanted = set(answer_texts(answers, question) if clustering is None else clustering)
     if use_filter:
         wanted |= support_texts(question, answers, texts)
     prepare(wanted)
@@ -109,12 +116,9 @@ def settle_scores(question: str, ctx: EngineContext, votes: Sequence[SourceVote]
     exact scores)."""
     raw = [v.raw_response for v in votes]
     texts = [[p.text for p in v.passages] for v in votes]
-    prepare = getattr(ctx.nli, "prepare", None)
-    if callable(prepare):
-        wanted = unsettled_texts([v.response for v in votes], ctx.nli, question)
-        if use_filter:
-            wanted |= support_texts(question, raw, texts)
-        prepare(wanted)
+    if callable(getattr(ctx.nli, "prepare", None)):
+        unsettled = unsettled_texts([v.response for v in votes], ctx.nli, question)
+        encode_ahead(question, ctx, raw, texts, use_filter, clustering=unsettled)
     if not use_filter:
         return
     answered = [i for i, r in enumerate(raw) if not is_idk(r)]

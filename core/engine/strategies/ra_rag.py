@@ -93,16 +93,21 @@ class RaRag(_Voting):
     description = "kappa-RRSS source selection, f_align filter, semantic clusters, WMV"
     product = True
     Params = RaRagParams
+    # Each κ-RRSS batch decides its filter from the NLI's bounds where it can, and one batched
+    # encoding settles the exact scores at the end (pipeline.settle_scores). False: each batch
+    # encodes ahead and filters on exact scores (the same answers; the benchmark's baseline).
+    lazy_filter: ClassVar[bool] = True
 
     def choose(
         self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
     ) -> list[SourceVote]:
         assert isinstance(params, RaRagParams)
         passages = retrieve_per_source(question, ctx, params.k)
+        lazy = self.lazy_filter
         selection, results = kappa_rrss(
             ctx.sources,
             params.kappa,
-            lambda batch: answer_sources(question, ctx, batch, passages, stats, params.tau, self.use_filter, lazy=True),
+            lambda batch: answer_sources(question, ctx, batch, passages, stats, params.tau, self.use_filter, lazy=lazy),
             lambda vote: is_idk(vote.response),
         )
         trace["visit_order"] = selection.order
@@ -112,7 +117,8 @@ class RaRag(_Voting):
         votes = [results[sid] for sid in selection.visited]
         # The batches decided their filter without the embedding model where they could: one
         # batched encoding now gives every vote its exact score and the clustering its texts.
-        settle_scores(question, ctx, votes, self.use_filter)
+        if lazy:
+            settle_scores(question, ctx, votes, self.use_filter)
         return votes
 
 
