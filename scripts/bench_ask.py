@@ -27,9 +27,12 @@ Prints median and p95 latency per strategy and the ratio ra-rag / vanilla-rag pe
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
 import platform
+import pstats
 import statistics
 import sys
 import tempfile
@@ -78,11 +81,13 @@ def ask_cold(
     reuse: bool,
     kappas: list[int | None] | None = None,
     lazy: bool = True,
+    profiles: dict[str, Any] | None = None,
 ) -> dict[str, list[float]]:
     """Seconds per ask, each strategy on every question, the NLI's vector cache emptied first.
     ra-rag runs once per κ in `kappas` (None: the setting), keyed "ra-rag" or "ra-rag κ=N".
     ``lazy=False``: κ-RRSS filters each batch with the exact scores, encoding ahead once per
-    batch (the product before the lazy filter)."""
+    batch (the product before the lazy filter). ``profiles``: a cProfile.Profile per key,
+    filled with where each run's asks spent their time (--profile)."""
     from core.engine.strategies.ra_rag import RaRag
     from core.services import engine_context
     from core.services.asking import ask_now
@@ -103,8 +108,13 @@ def ask_cold(
         for n, question in enumerate(questions):
             for key, strategy, kappa in runs if n % 2 == 0 else list(reversed(runs)):
                 nli._cache.clear()  # type: ignore[attr-defined]
+                profiler = profiles.setdefault(key, cProfile.Profile()) if profiles is not None else None
                 started = time.perf_counter()
+                if profiler:
+                    profiler.enable()
                 ask_now(question, strategy=strategy, kappa=kappa)
+                if profiler:
+                    profiler.disable()
                 seconds[key].append(time.perf_counter() - started)
                 print(f"  {key}: {seconds[key][-1]:.2f} s", flush=True)
         return seconds
@@ -138,6 +148,13 @@ def main() -> int:
     )
     parser.add_argument(
         "--eager", action="store_true", help="also time κ-RRSS with the eager filter (the product before the lazy one)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        metavar="N",
+        help="print the N functions each strategy's asks spent most time in (cProfile, product pass; "
+        "the profiler itself slows the asks, so its timings are not the table's)",
     )
     args = parser.parse_args()
 
@@ -177,6 +194,13 @@ def main() -> int:
             passes.append(("no_reuse", False, False))
         for key, reuse, lazy in passes:
             entry[key] = summary(ask_cold(questions, strategies, reuse, kappas, lazy))
+        if args.profile:
+            profiles: dict[str, Any] = {}
+            ask_cold(questions, strategies, True, kappas, True, profiles)
+            for name, profiler in profiles.items():
+                out = io.StringIO()
+                pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(args.profile)
+                print(f"--- {corpus}, {name}: {len(questions)} asks ---\n{out.getvalue()}", flush=True)
         entry["load_average_after"] = os.getloadavg()[0]
         result["corpora"][corpus] = entry
         print(json.dumps(entry, indent=1), flush=True)

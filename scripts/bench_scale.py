@@ -616,9 +616,21 @@ def plot(paths: list[str], out: Path) -> None:
     from core.bench.plots import _pyplot
 
     loaded = [json.loads(Path(p).read_text()) for p in paths]
-    if any(r.get("build") is None for r in loaded):
-        raise SystemExit("--plot takes runs that built their database (a --reuse run has no build time)")
-    runs = sorted(loaded, key=lambda r: (r["config"]["chunks"], r["config"]["sources"]))
+
+    def corpus(r: dict[str, Any]) -> tuple[int, int, int]:
+        return r["config"]["chunks"], r["config"]["sources"], r["config"]["seed"]
+
+    built = {corpus(r): r for r in loaded if r.get("build") is not None}
+    for r in loaded:
+        # A --reuse run timed more settings on the database a build run kept: its rows join
+        # that run's (the same corpus), never replacing one the build run timed itself.
+        if r.get("build") is None:
+            if corpus(r) not in built:
+                raise SystemExit(f"--plot: a --reuse run of {corpus(r)} needs the run that built that database")
+            configs = built[corpus(r)]["retrieval"]["configs"]
+            timed = {(c["ef_search"], c.get("fanout", 1)) for c in configs}
+            configs += [c for c in r["retrieval"]["configs"] if (c["ef_search"], c.get("fanout", 1)) not in timed]
+    runs = sorted(built.values(), key=lambda r: (r["config"]["chunks"], r["config"]["sources"]))
     plt = _pyplot()
     xs = np.arange(len(runs))
     labels = [f"{c / 1e6:g}M" if (c := r["config"]["chunks"]) >= 1e6 else f"{c / 1e3:g}k" for r in runs]
@@ -650,8 +662,9 @@ def plot(paths: list[str], out: Path) -> None:
             )
     ax.axhline(100, color="grey", linewidth=0.8, linestyle="--")
     ax.set_yscale("log")
+    ax.set_ylim(top=20 * max(r["retrieval"]["exact_median_ms"] for r in runs))  # room for the legend
     ax.set_ylabel("median ms, top-3 of every source")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6, loc="upper left")
     ax = axes[1]
     for ef in efs:
         ax.plot(

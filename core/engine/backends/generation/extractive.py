@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
 from core.engine.backends.generation.prompts import answer_prompt
@@ -38,6 +39,7 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 _CONNECTORS = {"of", "the", "de", "da", "von", "van", "del", "la", "le", "and", "&", "for", "on", "at", ":"}
+_STOP_OR_CONNECTOR = STOPWORDS | _CONNECTORS
 # Words that are rarely a short answer on their own: hedges, evaluations, vague quantities.
 _VAGUE = frozenset(
     {
@@ -240,8 +242,10 @@ _TYPE_NOUNS = re.compile(
 _ABBREVIATION = re.compile(r"^(?:[A-Z]|[A-Z]\.[A-Z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|vs|No)$")
 
 
+@lru_cache(maxsize=1 << 16)
 def loose_stem(word: str) -> str:
-    """Folds inflections for matching question words ("recorded" ~ "record")."""
+    """Folds inflections for matching question words ("recorded" ~ "record"). Memoised: a
+    reader call stems every token of its passages, and words repeat across passages."""
     word = word.lower().replace("’", "'")
     if word.endswith("'s"):
         word = word[:-2]
@@ -255,7 +259,10 @@ def loose_stem(word: str) -> str:
     return word[:-1] if len(word) > 4 and word.endswith("e") else word
 
 
-@dataclass
+_STOPWORD_STEMS = frozenset(loose_stem(w) for w in STOPWORDS)
+
+
+@dataclass(slots=True)
 class _Token:
     text: str
     start: int
@@ -332,7 +339,7 @@ class ExtractiveReader:
         return out
 
     def answer(self, question: str, passages: Sequence[str]) -> str:
-        q_stems = {loose_stem(w) for w in re.findall(r"[\w'’\-]+", question)} - {loose_stem(w) for w in STOPWORDS}
+        q_stems = {loose_stem(w) for w in re.findall(r"[\w'’\-]+", question)} - _STOPWORD_STEMS
         q_terms = {t for t in q_stems if t and t not in STOPWORDS}
         if not q_terms or not passages:
             return IDK
@@ -357,11 +364,12 @@ class ExtractiveReader:
             if relevance[p_index] < max(self.min_relevance, 0.6 * best):
                 continue
             per_passage: dict[str, float] = {}
+            positions = _positions(tokens, q_terms)
             for cand in _candidates(text, tokens, q_terms, question, kind):
                 if head and cand.key.endswith(" " + head):
                     # "Summit County" and "Summit" are one answer to "what county".
                     cand.key = cand.key[: -len(head) - 1]
-                score = _proximity(tokens, cand, q_terms) * _type_fit(kind, cand.kind)
+                score = _proximity(tokens, cand, q_terms, positions) * _type_fit(kind, cand.kind)
                 score *= _prior(tokens, cand, q_terms, kind, head)
                 if score > per_passage.get(cand.key, 0.0):
                     per_passage[cand.key] = score
@@ -429,19 +437,31 @@ def _type_fit(question_kind: str, cand_kind: str) -> float:
     return table[question_kind][cand_kind]
 
 
-def _proximity(tokens: list[_Token], cand: _Candidate, q_terms: set[str]) -> float:
+def _positions(tokens: list[_Token], q_terms: set[str]) -> dict[str, list[int]]:
+    """Where each question word occurs in a passage's tokens (once per passage, for _proximity)."""
+    found: dict[str, list[int]] = {}
+    for i, tok in enumerate(tokens):
+        if tok.stem in q_terms:
+            found.setdefault(tok.stem, []).append(i)
+    return found
+
+
+def _proximity(
+    tokens: list[_Token], cand: _Candidate, q_terms: set[str], positions: dict[str, list[int]] | None = None
+) -> float:
     """Share of question words near the candidate, each discounted by distance."""
+    if positions is None:
+        positions = _positions(tokens, q_terms)
     total = 0.0
+    sentence = tokens[cand.start].sentence
     for term in q_terms:
         best = 0.0
-        for i, tok in enumerate(tokens):
-            if tok.stem != term:
-                continue
+        for i in positions.get(term, ()):
             if cand.start <= i < cand.end:
                 best = 1.0
                 break
             distance = cand.start - i if i < cand.start else i - cand.end + 1
-            penalty = 12 * abs(tok.sentence - tokens[cand.start].sentence)
+            penalty = 12 * abs(tokens[i].sentence - sentence)
             best = max(best, 1.0 / (1.0 + (distance + penalty) / 6.0))
         total += best
     return total / len(q_terms)
@@ -530,7 +550,7 @@ def _candidates(
     text: str, tokens: list[_Token], q_terms: set[str], question: str, q_kind: str = "other"
 ) -> list[_Candidate]:
     out: list[_Candidate] = []
-    q_lower = question.lower()
+    q_normal = normalize_answer(question.lower())
     in_date: set[int] = set()
 
     def add(kind: str, start: int, end: int) -> None:
@@ -551,9 +571,10 @@ def _candidates(
         if all(t.stem in q_terms for t in content):
             return
         surface = text[span[0].start : span[-1].end]
-        if normalize_answer(surface) and normalize_answer(surface) in normalize_answer(q_lower):
+        normal = normalize_answer(surface)
+        if normal and normal in q_normal:
             return
-        out.append(_Candidate(normalize_answer(surface), surface, kind, start, end))
+        out.append(_Candidate(normal, surface, kind, start, end))
 
     # Dates first (character regex), mapped back to token spans.
     for m in _DATE.finditer(text):
@@ -606,7 +627,7 @@ def _candidates(
                     end += 1
             start = i
             # Sentence-initial function words are capitalised only by position.
-            while start < end and tokens[start].text.lower() in STOPWORDS | _CONNECTORS:
+            while start < end and tokens[start].text.lower() in _STOP_OR_CONNECTOR:
                 start += 1
             if start in in_date:
                 i = end  # "July 4" of "July 4, 1965" is a date, not a name
