@@ -7,6 +7,7 @@ what counts as "the same word".
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from core.engine.text import normalize_answer
 
@@ -177,10 +178,13 @@ NUMBER_WORDS = {
 }
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
+_NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """Crude plural folding: enough to match "barons" with "baron", "episodes" with "episode"."""
+    """Crude plural folding: enough to match "barons" with "baron", "episodes" with "episode".
+    Memoised: the offline NLI stems every word of every passage it compares."""
     if word in NUMBER_WORDS:
         return NUMBER_WORDS[word]
     word = word.replace(",", "")
@@ -206,7 +210,7 @@ def content_set(text: str) -> set[str]:
 
 
 def is_number(token: str) -> bool:
-    return bool(re.fullmatch(r"[0-9]+(?:[.,][0-9]+)*", token))
+    return _NUMBER.fullmatch(token) is not None
 
 
 def numbers(text: str) -> set[str]:
