@@ -199,7 +199,9 @@ def main() -> int:
             ask_cold(questions, strategies, True, kappas, True, profiles)
             for name, profiler in profiles.items():
                 out = io.StringIO()
-                pstats.Stats(profiler, stream=out).sort_stats(os.environ.get("BENCH_PROFILE_SORT", "cumulative")).print_stats(args.profile)
+                pstats.Stats(profiler, stream=out).sort_stats(
+                    os.environ.get("BENCH_PROFILE_SORT", "cumulative")
+                ).print_stats(args.profile)
                 print(f"--- {corpus}, {name}: {len(questions)} asks ---\n{out.getvalue()}", flush=True)
         entry["load_average_after"] = os.getloadavg()[0]
         result["corpora"][corpus] = entry
