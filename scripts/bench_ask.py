@@ -112,9 +112,11 @@ def ask_cold(
                 started = time.perf_counter()
                 if profiler:
                     profiler.enable()
-                ask_now(question, strategy=strategy, kappa=kappa)
-                if profiler:
-                    profiler.disable()
+                try:
+                    ask_now(question, strategy=strategy, kappa=kappa)
+                finally:
+                    if profiler:
+                        profiler.disable()
                 seconds[key].append(time.perf_counter() - started)
                 print(f"  {key}: {seconds[key][-1]:.2f} s", flush=True)
         return seconds

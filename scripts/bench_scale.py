@@ -38,6 +38,7 @@ import platform
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -248,24 +249,61 @@ def load(corpus: ClusteredCorpus, sizes: list[int]) -> list[int]:
     return ids
 
 
-def kept_sources(sizes: list[int]) -> list[int]:
-    """The source ids of a database an earlier run kept (--keep), checked against the sizes
-    this run's arguments give, so --reuse never times a different corpus than it reports."""
+def build_identity(args: argparse.Namespace, build_id: str) -> dict[str, Any]:
+    """What a --reuse run must match: the corpus and how its graphs were built."""
+    from sources import vector_index
+
+    return {
+        "build_id": build_id,
+        "chunks": args.chunks,
+        "sources": args.sources,
+        "seed": args.seed,
+        "hnsw_m": args.hnsw_m or vector_index.HNSW_M,
+        "global_index": bool(args.global_index),
+    }
+
+
+def remember_build(identity: dict[str, Any]) -> None:
+    """Record a kept database's identity on the database itself (its comment)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
+        cursor.execute(f"COMMENT ON DATABASE {BENCH_DB} IS %s", [json.dumps(identity)])
+
+
+def kept_build(args: argparse.Namespace, sizes: list[int]) -> tuple[dict[str, Any], list[int]]:
+    """The identity and source ids of the database an earlier --keep run left, checked against
+    this run's arguments (corpus, seed, graph degree) and the sources' sizes, so --reuse never
+    times a different corpus than it reports."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", [BENCH_DB])
+        row = cursor.fetchone()
         cursor.execute(
             "SELECT s.id, count(c.id) FROM sources_source s LEFT JOIN sources_chunk c ON c.source_id = s.id "
             "GROUP BY s.id ORDER BY s.id"
         )
         rows = cursor.fetchall()
+    try:
+        kept = json.loads(row[0]) if row and row[0] else None
+    except ValueError:
+        kept = None
+    if not isinstance(kept, dict):
+        raise SystemExit("--reuse: no database kept by a --keep run of this script (its record is missing)")
+    wanted = build_identity(args, kept.get("build_id", ""))
+    differ = {
+        k: (kept.get(k), v) for k, v in wanted.items() if k not in ("build_id", "global_index") and kept.get(k) != v
+    }
+    if differ:
+        raise SystemExit(f"--reuse: the kept database differs from these arguments (kept, asked): {differ}")
     found = [int(n) for _, n in rows]
     if found != sizes:
         raise SystemExit(
             f"--reuse: the kept database holds {len(found)} sources and {sum(found)} chunks, not the "
             f"{len(sizes)} and {sum(sizes)} these arguments give; run once with --keep and the same arguments"
         )
-    return [int(sid) for sid, _ in rows]
+    return kept, [int(sid) for sid, _ in rows]
 
 
 def build_global_index() -> float:
@@ -492,9 +530,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     load_s: float | None = None
     global_s = None
     build: dict[str, Any] | None = None
+    build_id = uuid.uuid4().hex[:12]
+    reused: dict[str, Any] | None = None
     if args.reuse:
-        ids = kept_sources(sizes)
-        print(f"Reusing the kept database: {sum(sizes)} chunks in {args.sources} sources", flush=True)
+        reused, ids = kept_build(args, sizes)
+        args.global_index = reused["global_index"]  # the pooled search is timed only where its index exists
+        print(f"Reusing the kept database {reused}", flush=True)
     else:
         print(f"Loading {sum(sizes)} chunks into {args.sources} sources", flush=True)
         start = time.perf_counter()
@@ -509,6 +550,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         build = build_source_indexes(ids, sizes)
         loads.append(os.getloadavg()[0])
         print(f"  {build}", flush=True)
+        if args.keep:
+            remember_build(build_identity(args, build_id))
     size = disk()
     queries = corpus.queries(args.queries)
     print(f"Timing {args.queries} queries, top-{args.k} of each of {len(ids)} sources", flush=True)
@@ -556,7 +599,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "maintenance_work_mem": maintenance,
             "settings_source_index_min_chunks": settings.SOURCE_INDEX_MIN_CHUNKS,
         },
-        "reused_kept_database": bool(args.reuse),
+        "build_id": None if reused else build_id,
+        "reused_build_id": reused["build_id"] if reused else None,
         "load_s": None if load_s is None else round(load_s, 1),
         "global_index_build_s": None if global_s is None else round(global_s, 1),
         "build": build,
@@ -616,21 +660,28 @@ def plot(paths: list[str], out: Path) -> None:
     from core.bench.plots import _pyplot
 
     loaded = [json.loads(Path(p).read_text()) for p in paths]
-
-    def corpus(r: dict[str, Any]) -> tuple[int, int, int]:
-        return r["config"]["chunks"], r["config"]["sources"], r["config"]["seed"]
-
-    built = {corpus(r): r for r in loaded if r.get("build") is not None}
+    runs = [r for r in loaded if r.get("build") is not None]
+    by_id = {r["build_id"]: r for r in runs if r.get("build_id")}
     for r in loaded:
         # A --reuse run timed more settings on the database a build run kept: its rows join
-        # that run's (the same corpus), never replacing one the build run timed itself.
-        if r.get("build") is None:
-            if corpus(r) not in built:
-                raise SystemExit(f"--plot: a --reuse run of {corpus(r)} needs the run that built that database")
-            configs = built[corpus(r)]["retrieval"]["configs"]
-            timed = {(c["ef_search"], c.get("fanout", 1)) for c in configs}
-            configs += [c for c in r["retrieval"]["configs"] if (c["ef_search"], c.get("fanout", 1)) not in timed]
-    runs = sorted(built.values(), key=lambda r: (r["config"]["chunks"], r["config"]["sources"]))
+        # that run's (found by the build id the database carried), never replacing a setting
+        # the build run timed itself.
+        if r.get("build") is not None:
+            continue
+        built = by_id.get(r.get("reused_build_id") or "")
+        if built is None:
+            raise SystemExit(
+                f"--plot: a --reuse run needs the run that built its database ({r.get('reused_build_id')})"
+            )
+        if built["config"]["k"] != r["config"]["k"]:
+            raise SystemExit("--plot: a --reuse run with another k than the run that built its database")
+        configs = built["retrieval"]["configs"]
+        timed = {(c["ef_search"], c.get("fanout", 1)) for c in configs}
+        for c in r["retrieval"]["configs"]:
+            if (c["ef_search"], c.get("fanout", 1)) not in timed:
+                configs.append(c)
+                timed.add((c["ef_search"], c.get("fanout", 1)))
+    runs.sort(key=lambda r: (r["config"]["chunks"], r["config"]["sources"]))
     plt = _pyplot()
     xs = np.arange(len(runs))
     labels = [f"{c / 1e6:g}M" if (c := r["config"]["chunks"]) >= 1e6 else f"{c / 1e3:g}k" for r in runs]
@@ -718,7 +769,8 @@ def main() -> int:
     parser.add_argument(
         "--reuse",
         action="store_true",
-        help="time the database an earlier --keep run left (same --chunks, --sources, --seed) without rebuilding it",
+        help="time the database an earlier --keep run left (same --chunks, --sources, --seed, --hnsw-m; checked) "
+        "without rebuilding it; implies --keep",
     )
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--plot", nargs="+", metavar="JSON", help="plot these result files instead of running")
@@ -732,6 +784,8 @@ def main() -> int:
     if args.calibrate:
         print(json.dumps(calibrate(), indent=2))
         return 0
+    if args.reuse:
+        args.keep = True
     result = run(args)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
