@@ -1,9 +1,9 @@
 """PostgreSQL + pgvector implementation of core.engine.types.Retriever.
 
 Per-source top-k runs as ONE statement through the SQL function sources_chunk_top_k
-(migration 0004, sources/vector_index.py): a source with a ready vector table of its own is
-searched by that table's HNSW graph, any other source (small ones; big ones while their
-graph is built) exactly. The function returns ``k * RERANK_FACTOR`` candidates per source
+(migrations 0004 and 0005, sources/vector_index.py): a source with a ready vector table of its
+own is searched by that table's HNSW graph, one branch each; every other source (small ones;
+big ones while their graph is built) exactly, all of them in one LATERAL branch. The function returns ``k * RERANK_FACTOR`` candidates per source
 ranked by halfvec distance; the statement re-ranks them by the float distance of the
 stored vectors and keeps k per source, so the distances returned are exact.
 
