@@ -141,6 +141,9 @@ def summary(seconds: dict[str, list[float]]) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=30)
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="ask every question this many times per strategy (steadier medians)"
+    )
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--corpora", nargs="+", default=["demo", "twenty"], choices=["demo", "twenty"])
     parser.add_argument("--out", help="write the results as JSON here")
@@ -174,6 +177,7 @@ def main() -> int:
         "kappa": settings.RA_RAG_KAPPA,
         "k": settings.RETRIEVAL_K,
         "questions": len(questions),
+        "repeat": args.repeat,
         "corpora": {},
     }
     strategies = ["vanilla-rag", "ra-rag"]
@@ -195,7 +199,7 @@ def main() -> int:
         if not args.only_reuse:
             passes.append(("no_reuse", False, False))
         for key, reuse, lazy in passes:
-            entry[key] = summary(ask_cold(questions, strategies, reuse, kappas, lazy))
+            entry[key] = summary(ask_cold(questions * args.repeat, strategies, reuse, kappas, lazy))
         if args.profile:
             profiles: dict[str, Any] = {}
             ask_cold(questions, strategies, True, kappas, True, profiles)
