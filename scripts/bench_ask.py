@@ -89,8 +89,7 @@ def ask_cold(
     batch (the product before the lazy filter). ``profiles``: a cProfile.Profile per key,
     filled with where each run's asks spent their time (--profile)."""
     from core.engine.strategies.ra_rag import RaRag
-    from core.services import engine_context
-    from core.services.asking import ask_now
+    from core.services import asking, engine_context
     from core.services.engine_context import configured_nli
 
     original = engine_context.stored_vector_sink
@@ -113,7 +112,7 @@ def ask_cold(
                 if profiler:
                     profiler.enable()
                 try:
-                    ask_now(question, strategy=strategy, kappa=kappa)
+                    asking.ask_now(question, strategy=strategy, kappa=kappa)
                 finally:
                     if profiler:
                         profiler.disable()
@@ -167,7 +166,7 @@ def main() -> int:
     from build_demo_data import build
     from django.conf import settings
 
-    from core.services.asking import ask_now
+    from core.services import asking
 
     questions = [q["question"] for q in json.loads((ROOT / "sources/demo_data/queries.json").read_text())["ask"]]
     questions = questions[: args.questions]
@@ -190,7 +189,7 @@ def main() -> int:
             started = time.perf_counter()
             chunks = load(folder)
             print(f"{corpus}: {chunks} chunks ingested in {time.perf_counter() - started:.0f} s", flush=True)
-        ask_now(questions[0], strategy="ra-rag")  # load the models once, outside the timings
+        asking.ask_now(questions[0], strategy="ra-rag")  # load the models once, outside the timings
         entry: dict[str, Any] = {"chunks": chunks, "load_average_before": os.getloadavg()[0]}
         kappas = [int(k) for k in args.kappas.split(",")] if args.kappas else None
         passes = [("reuse", True, True)]
