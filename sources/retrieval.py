@@ -52,7 +52,7 @@ FROM (
     FROM sources_chunk_top_k(%(q)s::vector, %(ids)s::bigint[], %(candidates)s, %(ef)s) t
     JOIN sources_chunk ch ON ch.id = t.chunk_id
 ) r
-JOIN sources_document d ON d.id = r.document_id
+CROSS JOIN LATERAL (SELECT d.title, d.url FROM sources_document d WHERE d.id = r.document_id LIMIT 1) d
 WHERE r.rank <= %(k)s
 """
 
