@@ -446,12 +446,9 @@ def _positions(tokens: list[_Token], q_terms: set[str]) -> dict[str, list[int]]:
     return found
 
 
-def _proximity(
-    tokens: list[_Token], cand: _Candidate, q_terms: set[str], positions: dict[str, list[int]] | None = None
-) -> float:
-    """Share of question words near the candidate, each discounted by distance."""
-    if positions is None:
-        positions = _positions(tokens, q_terms)
+def _proximity(tokens: list[_Token], cand: _Candidate, q_terms: set[str], positions: dict[str, list[int]]) -> float:
+    """Share of question words near the candidate, each discounted by distance (``positions``:
+    _positions of the same tokens)."""
     total = 0.0
     sentence = tokens[cand.start].sentence
     for term in q_terms:
