@@ -3,9 +3,10 @@
 Per-source top-k runs as ONE statement through the SQL function sources_chunk_top_k
 (migrations 0004 and 0005, sources/vector_index.py): a source with a ready vector table of its
 own is searched by that table's HNSW graph, one branch each; every other source (small ones;
-big ones while their graph is built) exactly, all of them in one LATERAL branch. The function returns ``k * RERANK_FACTOR`` candidates per source
-ranked by halfvec distance; the statement re-ranks them by the float distance of the
-stored vectors and keeps k per source, so the distances returned are exact.
+big ones while their graph is built) exactly, all of them in one LATERAL branch. The function
+returns ``k * RERANK_FACTOR`` candidates per source ranked by halfvec distance; the statement
+re-ranks them by the float distance of the stored vectors and keeps k per source, so the
+distances returned are exact.
 
 Over many sources (RETRIEVAL_FANOUT_MIN_SOURCES) the sources are dealt round-robin into
 RETRIEVAL_FANOUT shares, each searched by the same statement on a connection of its own, at
