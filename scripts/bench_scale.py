@@ -530,7 +530,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     load_s: float | None = None
     global_s = None
     build: dict[str, Any] | None = None
-    build_id = uuid.uuid4().hex[:12]
+    build_id: str | None = None
     reused: dict[str, Any] | None = None
     if args.reuse:
         reused, ids = kept_build(args, sizes)
@@ -550,6 +550,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         build = build_source_indexes(ids, sizes)
         loads.append(os.getloadavg()[0])
         print(f"  {build}", flush=True)
+        build_id = uuid.uuid4().hex[:12]
         if args.keep:
             remember_build(build_identity(args, build_id))
     size = disk()
@@ -599,7 +600,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "maintenance_work_mem": maintenance,
             "settings_source_index_min_chunks": settings.SOURCE_INDEX_MIN_CHUNKS,
         },
-        "build_id": None if reused else build_id,
+        "build_id": build_id,
         "reused_build_id": reused["build_id"] if reused else None,
         "load_s": None if load_s is None else round(load_s, 1),
         "global_index_build_s": None if global_s is None else round(global_s, 1),
@@ -654,6 +655,11 @@ def report(result: dict[str, Any]) -> None:
 # --- The plot ---------------------------------------------------------------------------------
 
 
+def _setting(config: dict[str, Any]) -> tuple[int, int]:
+    """What a timed row measured: (ef_search, connections)."""
+    return config["ef_search"], config.get("fanout", 1)
+
+
 def plot(paths: list[str], out: Path) -> None:
     """Three panels over the runs (chunks / sources): median latency of exact search and of
     each ef_search, recall@k of each ef_search, per-source index build time and disk."""
@@ -676,11 +682,11 @@ def plot(paths: list[str], out: Path) -> None:
         if built["config"]["k"] != r["config"]["k"]:
             raise SystemExit("--plot: a --reuse run with another k than the run that built its database")
         configs = built["retrieval"]["configs"]
-        timed = {(c["ef_search"], c.get("fanout", 1)) for c in configs}
+        timed = {_setting(c) for c in configs}
         for c in r["retrieval"]["configs"]:
-            if (c["ef_search"], c.get("fanout", 1)) not in timed:
+            if _setting(c) not in timed:
                 configs.append(c)
-                timed.add((c["ef_search"], c.get("fanout", 1)))
+                timed.add(_setting(c))
     runs.sort(key=lambda r: (r["config"]["chunks"], r["config"]["sources"]))
     plt = _pyplot()
     xs = np.arange(len(runs))
