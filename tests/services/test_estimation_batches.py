@@ -25,6 +25,7 @@ from core.services.estimation.locks import batch_claim_name, finish_claim_name, 
 from tasks.models import Job
 from tasks.progress import JobProgress
 from tests.factories import EstimationRunFactory, JobFactory
+from tests.platform.test_worker_faults import wait_until
 from tests.services.corpus import FACTS, build_corpus
 
 
@@ -40,11 +41,20 @@ def held_elsewhere(name: str) -> Iterator[None]:
         port=s["PORT"] or None,
         autocommit=True,
     )
+    pid = other.info.backend_pid
     try:
         other.execute("SELECT pg_advisory_lock(%s)", [lock_key(name)])
         yield
     finally:
         other.close()  # a closed session drops its locks, as a dead worker's does
+        # ...once its backend has exited, which the server does after the client has gone.
+        with connection.cursor() as cursor:
+
+            def gone() -> bool:
+                cursor.execute("SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)", [pid])
+                return bool(cursor.fetchone()[0])
+
+            wait_until(gone, 10, f"backend {pid} to exit")
 
 
 def new_run(embedder, **params) -> EstimationRun:
