@@ -32,9 +32,11 @@ class CountingRetriever(InMemoryRetriever):
     def __init__(self) -> None:
         super().__init__()
         self.per_source_calls = 0
+        self.searched: list[list[int]] = []  # the sources of each per-source search
 
     def top_k_per_source(self, query_vector, sources, k):  # type: ignore[no-untyped-def]
         self.per_source_calls += 1
+        self.searched.append(list(sources))
         return super().top_k_per_source(query_vector, sources, k)
 
 
@@ -84,14 +86,46 @@ def test_it_lets_reliable_sources_outvote_the_majority() -> None:
     assert 1 / 3 < rarag.confidence < 0.6
 
 
-def test_it_retrieves_all_sources_in_one_call_and_stops_at_kappa() -> None:
+def test_it_searches_only_the_sources_kappa_rrss_reaches_and_stops_at_kappa() -> None:
     ctx = _context([0.9, 0.8, 0.7, 0.6, 0.5], [TRUE, NOISE, TRUE, FALSE, TRUE])
     result = _answer("ra-rag", ctx, kappa=2)
-    assert ctx.retriever.per_source_calls == 1  # type: ignore[attr-defined]
+    # One search, of twice the first batch in visiting order: the fifth source is never searched.
+    assert ctx.retriever.searched == [[0, 1, 2, 3]]  # type: ignore[attr-defined]
+    assert result.trace["searched"] == [0, 1, 2, 3]
     assert result.trace["visited"] == [0, 1, 2]
     assert result.trace["selected"] == [0, 2]
     assert result.stats.calls == 3
     assert [v.source_id for v in result.votes if v.cluster is not None] == [0, 2]
+
+
+def test_it_searches_further_sources_in_growing_rounds_with_the_passages_of_one_search() -> None:
+    # Twelve sources by falling weight; the first nine read only noise and abstain, so κ-RRSS
+    # (κ = 2) visits ten of them before two answer.
+    texts = [NOISE] * 9 + [TRUE, TRUE, FALSE]
+    ctx = _context([1.0 - 0.05 * i for i in range(12)], texts)
+    result = _answer("ra-rag", ctx, kappa=2, k=2)
+    assert result.trace["visited"] == list(range(11))
+    assert result.trace["selected"] == [9, 10]
+    # Rounds: twice the first batch (4), then as many as searched so far (4, then 8, cut at 12).
+    assert ctx.retriever.searched == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]  # type: ignore[attr-defined]
+    # Each source's passages are those one search over every source gives it.
+    everything = InMemoryRetriever.top_k_per_source(
+        ctx.retriever,  # type: ignore[arg-type]
+        ctx.embedder.encode([QUESTION])[0],
+        [s.id for s in ctx.sources],
+        2,
+    )
+    assert result.votes
+    for vote in result.votes:
+        assert [p.chunk_id for p in vote.passages] == [p.chunk_id for p in everything[vote.source_id]]
+    assert answer_contains_gold(result.answer, "Elvis Presley")
+
+
+def test_it_searches_nothing_without_sources() -> None:
+    ctx = _context([], [])
+    result = _answer("ra-rag", ctx)
+    assert ctx.retriever.searched == []  # type: ignore[attr-defined]
+    assert is_idk(result.answer)
 
 
 def test_it_marks_as_used_only_the_evidence_of_the_winning_cluster() -> None:

@@ -102,3 +102,39 @@ def test_an_ask_never_encodes_a_retrieved_passage_again_it_reuses_the_stored_vec
     stored = dict(Chunk.objects.filter(text__in=read).values_list("text", "embedding"))
     for text in read:
         assert np.allclose(nli._cache[text], stored[text], atol=1e-6)
+
+
+def test_ra_rag_searches_only_the_sources_it_reaches_and_they_read_what_a_full_search_gives(db, embedder):
+    """κ-RRSS visits sources by reliability; only those it reaches are searched (in rounds),
+    and each of them reads the passages one search over every source would give it."""
+    from sources.embedding import configured_embedder
+    from sources.models import Source
+    from sources.retrieval import PgRetriever
+    from tests.factories import SourceFactory
+    from tests.services.corpus import store
+
+    question_text = "What is the capital of France?"
+    offtopic = "The Chicago Fire fourth season has twenty three episodes."
+    first = [SourceFactory(name=f"off-topic-{i}", reliability=0.9, reliability_answers=30) for i in range(5)]
+    good, bad, _ = build_corpus(embedder, reliable=1)
+    Source.objects.filter(pk=good[0].pk).update(reliability=0.8, reliability_answers=30)
+    Source.objects.filter(pk=bad.pk).update(reliability=0.3, reliability_answers=30)
+    last = [SourceFactory(name=f"unreached-{i}", reliability=0.1, reliability_answers=30) for i in range(6)]
+    for source in first + last:
+        store(source, [offtopic], embedder)
+
+    question = ask_now(question_text, strategy="ra-rag", kappa=2)
+
+    visited = question.trace["visited"]
+    assert visited == [s.pk for s in first] + [good[0].pk, bad.pk]
+    searched = question.trace["searched"]
+    # Rounds of 4 (twice the first batch of 2), then 4 more: 8 of the 13 sources.
+    assert searched == visited + [last[0].pk]
+    assert not {s.pk for s in last[1:]} & set(searched)
+    every = [s.pk for s in first + good + [bad] + last]
+    full = PgRetriever().top_k_per_source(configured_embedder().encode([question_text])[0], every, 3)
+    votes = list(question.votes.all())
+    assert {v.source_id for v in votes} == set(visited)
+    for vote in votes:
+        assert [p["chunk_id"] for p in vote.passages] == [p.chunk_id for p in full[vote.source_id]]
+    assert question.answer == "Paris"

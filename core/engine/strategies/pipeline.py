@@ -21,7 +21,7 @@ from core.engine.strategies.base import (
     StrategyResult,
 )
 from core.engine.text import IDK, is_idk
-from core.engine.types import CallStats, Passage, SourceInfo
+from core.engine.types import CallStats, Passage, SourceInfo, Vector
 
 
 def retrieve_per_source(
@@ -31,6 +31,51 @@ def retrieve_per_source(
     vector = ctx.embedder.encode([question])[0]
     ids = [s.id for s in (sources if sources is not None else ctx.sources)]
     return ctx.retriever.top_k_per_source(vector, ids, k)
+
+
+class PassagesAhead:
+    """Per-source passages searched as κ-RRSS reaches the sources, not all at once.
+
+    The question is encoded once, on the first search. A batch that reaches sources not yet
+    searched searches them together with the sources after them, in visiting order: twice the
+    batch, or as many as have been searched so far if more (κ = 4: 8, then 8 more, 16, 32...).
+    Most questions visit fewer than 2κ sources (some abstain) and need one search; one that
+    visits n sources needs about log2(n / κ) searches; the sources κ-RRSS never reaches (most
+    of them, over many sources) are never searched. Each source's top-k does not depend
+    on which other sources are searched with it, so every source gets the passages one search
+    over all sources would give it."""
+
+    def __init__(self, question: str, ctx: EngineContext, k: int, order: Sequence[SourceInfo]) -> None:
+        self.question = question
+        self.ctx = ctx
+        self.k = k
+        self.order = [s.id for s in order]
+        self.position = {sid: i for i, sid in enumerate(self.order)}
+        self.passages: dict[int, list[Passage]] = {}
+        self.searches: list[list[int]] = []  # the source ids of each search, in order
+        self._vector: Vector | None = None
+
+    def searched(self) -> list[int]:
+        return [sid for ids in self.searches for sid in ids]
+
+    def cover(self, batch: Sequence[SourceInfo]) -> Mapping[int, list[Passage]]:
+        """The passages of every source of ``batch`` (and of the sources searched before)."""
+        done = set(self.searched())
+        missing = [s.id for s in batch if s.id not in done]
+        if not missing:
+            return self.passages
+        listed = [self.position[sid] for sid in missing if sid in self.position]
+        ids = [sid for sid in missing if sid not in self.position]  # not in the visiting order
+        if listed:
+            start = min(listed)
+            end = max(max(listed) + 1, start + max(len(done), 2 * len(batch)))
+            ids += [sid for sid in self.order[start:end] if sid not in done]
+        if self._vector is None:
+            self._vector = self.ctx.embedder.encode([self.question])[0]
+        found = self.ctx.retriever.top_k_per_source(self._vector, ids, self.k)
+        self.passages.update({sid: list(found.get(sid, [])) for sid in ids})
+        self.searches.append(ids)
+        return self.passages
 
 
 def record(stats: CallStats, generations: Sequence[Generation]) -> None:

@@ -16,6 +16,7 @@ from core.engine.strategies.base import (
     StrategyResult,
 )
 from core.engine.strategies.pipeline import (
+    PassagesAhead,
     answer_sources,
     cluster_and_vote,
     evidence_caveat,
@@ -102,14 +103,18 @@ class RaRag(_Voting):
         self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
     ) -> list[SourceVote]:
         assert isinstance(params, RaRagParams)
-        passages = retrieve_per_source(question, ctx, params.k)
+        # Only the sources κ-RRSS reaches are searched, batch by batch (PassagesAhead).
+        ahead = PassagesAhead(question, ctx, params.k, by_reliability(ctx.sources))
         lazy = self.lazy_filter
         selection, results = kappa_rrss(
             ctx.sources,
             params.kappa,
-            lambda batch: answer_sources(question, ctx, batch, passages, stats, params.tau, self.use_filter, lazy=lazy),
+            lambda batch: answer_sources(
+                question, ctx, batch, ahead.cover(batch), stats, params.tau, self.use_filter, lazy=lazy
+            ),
             lambda vote: is_idk(vote.response),
         )
+        trace["searched"] = ahead.searched()
         trace["visit_order"] = selection.order
         trace["visited"] = selection.visited
         trace["selected"] = selection.selected
