@@ -448,6 +448,22 @@ def measure(
     }
 
 
+def measure_first_round(queries: np.ndarray, ids: list[int], k: int, count: int) -> dict[str, Any]:
+    """One search over ``count`` of the sources, spread over the corpus (the 4-chunk one
+    left out): what a ra-rag ask searches in its first κ-RRSS round (twice κ; most asks need
+    no other), where it searched every source before (pipeline.PassagesAhead). Product
+    defaults (ef_search, connections)."""
+    from sources.retrieval import PgRetriever
+
+    step = max(1, (len(ids) - 1) // count)
+    chosen = ids[1::step][:count]
+    retriever = PgRetriever()
+    for q in queries[:5]:
+        retriever.top_k_per_source(q, chosen, k)
+    times, _ = timed(lambda q: retriever.top_k_per_source(q, chosen, k), queries)
+    return {"sources": len(chosen), "median_ms": round(1000 * statistics.median(times), 2)}
+
+
 def measure_pooled(queries: np.ndarray, k: int = 10) -> dict[str, float]:
     from sources.retrieval import PgRetriever
 
@@ -559,6 +575,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     retrieval = measure(
         queries, ids, args.k, [int(x) for x in args.ef.split(",")], loads, [int(x) for x in args.fanout.split(",")]
     )
+    first_round = measure_first_round(queries, ids, args.k, args.first_round) if args.first_round else None
     pooled = measure_pooled(queries[:50]) if args.global_index else None
     partial = None
     if args.compare_partial_indexes:
@@ -607,6 +624,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "build": build,
         "disk": size,
         "retrieval": retrieval,
+        "first_round": first_round,
         "pooled": pooled,
         "partial_index_comparison": partial,
         "total_s": round(time.perf_counter() - began, 1),
@@ -646,6 +664,9 @@ def report(result: dict[str, Any]) -> None:
         )
     mib = {k: round(v / 2**20) for k, v in d.items()}
     print(f"disk MiB: {mib}")
+    if result.get("first_round"):
+        f = result["first_round"]
+        print(f"one search over {f['sources']} sources (ra-rag's first round): median {f['median_ms']} ms")
     if result.get("pooled"):
         print(f"pooled top-{result['pooled']['k']}: median {result['pooled']['median_ms']} ms")
     if result.get("partial_index_comparison"):
@@ -763,6 +784,13 @@ def main() -> int:
         "--fanout",
         default="1,2",
         help="connections the per-source search is split across, each timed (1: one statement)",
+    )
+    parser.add_argument(
+        "--first-round",
+        type=int,
+        default=8,
+        metavar="N",
+        help="also time one search over N sources, what a ra-rag ask searches first (twice κ); 0: not",
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--hnsw-m", type=int, help="m of the per-source graphs (default: the product's)")

@@ -1,5 +1,6 @@
-"""Steps shared by the strategies: retrieve for all sources at once, generate, filter,
-cluster, vote, and turn what was read into evidence."""
+"""Steps shared by the strategies: retrieve for all sources at once (or, for κ-RRSS, for the
+sources as it reaches them), generate, filter, cluster, vote, and turn what was read into
+evidence."""
 
 from __future__ import annotations
 
