@@ -99,19 +99,28 @@ def test_it_searches_only_the_sources_kappa_rrss_reaches_and_stops_at_kappa() ->
 
 
 def test_it_searches_further_sources_in_growing_rounds_with_the_passages_of_one_search() -> None:
-    # Twelve sources by falling weight; the first nine read only noise and abstain, so κ-RRSS
-    # (κ = 2) visits ten of them before two answer.
-    texts = [NOISE] * 9 + [TRUE, TRUE, FALSE]
-    ctx = _context([1.0 - 0.05 * i for i in range(12)], texts)
+    # Sixteen sources by falling weight; the first thirteen read only noise and abstain, so
+    # κ-RRSS (κ = 2) visits fifteen of them before two answer.
+    texts = [NOISE] * 13 + [TRUE, TRUE, FALSE]
+    ctx = _context([1.0 - 0.05 * i for i in range(16)], texts)
+    encoded: list[str] = []
+    encode = ctx.embedder.encode
+
+    def spy(batch, *args, **kwargs):  # type: ignore[no-untyped-def]
+        encoded.extend(batch)
+        return encode(batch, *args, **kwargs)
+
+    ctx.embedder.encode = spy  # type: ignore[method-assign]
     result = _answer("ra-rag", ctx, kappa=2, k=2)
-    assert result.trace["visited"] == list(range(11))
-    assert result.trace["selected"] == [9, 10]
-    # Rounds: twice the first batch (4), then as many as searched so far (4, then 8, cut at 12).
-    assert ctx.retriever.searched == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]  # type: ignore[attr-defined]
+    assert result.trace["visited"] == list(range(15))
+    assert result.trace["selected"] == [13, 14]
+    # Rounds: twice the first batch (4), then as many as searched so far (4, then 8).
+    assert ctx.retriever.searched == [[0, 1, 2, 3], [4, 5, 6, 7], list(range(8, 16))]  # type: ignore[attr-defined]
+    assert encoded.count(QUESTION) == 1  # the question is encoded once, for every round
     # Each source's passages are those one search over every source gives it.
     everything = InMemoryRetriever.top_k_per_source(
         ctx.retriever,  # type: ignore[arg-type]
-        ctx.embedder.encode([QUESTION])[0],
+        encode([QUESTION])[0],
         [s.id for s in ctx.sources],
         2,
     )
