@@ -51,6 +51,9 @@ def held_elsewhere(name: str) -> Iterator[None]:
         with connection.cursor() as cursor:
 
             def gone() -> bool:
+                # pg_stat_activity is a snapshot kept until the end of the transaction (the
+                # test's): without clearing it, a backend seen once is seen for ever.
+                cursor.execute("SELECT pg_stat_clear_snapshot()")
                 cursor.execute("SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)", [pid])
                 return bool(cursor.fetchone()[0])
 
