@@ -82,12 +82,14 @@ def ask_cold(
     kappas: list[int | None] | None = None,
     lazy: bool = True,
     profiles: dict[str, Any] | None = None,
+    sources: dict[str, list[tuple[int, int]]] | None = None,
 ) -> dict[str, list[float]]:
     """Seconds per ask, each strategy on every question, the NLI's vector cache emptied first.
     ra-rag runs once per κ in `kappas` (None: the setting), keyed "ra-rag" or "ra-rag κ=N".
     ``lazy=False``: κ-RRSS filters each batch with the exact scores, encoding ahead once per
     batch (the product before the lazy filter). ``profiles``: a cProfile.Profile per key,
-    filled with where each run's asks spent their time (--profile)."""
+    filled with where each run's asks spent their time (--profile). ``sources``: per key, each
+    ask's (sources visited, sources searched), from its trace (κ-RRSS strategies only)."""
     from core.engine.strategies.ra_rag import RaRag
     from core.services import asking, engine_context
     from core.services.engine_context import configured_nli
@@ -112,11 +114,14 @@ def ask_cold(
                 if profiler:
                     profiler.enable()
                 try:
-                    asking.ask_now(question, strategy=strategy, kappa=kappa)
+                    asked = asking.ask_now(question, strategy=strategy, kappa=kappa)
                 finally:
                     if profiler:
                         profiler.disable()
                 seconds[key].append(time.perf_counter() - started)
+                trace = asked.trace or {}
+                if sources is not None and "searched" in trace:
+                    sources.setdefault(key, []).append((len(trace["visited"]), len(trace["searched"])))
                 print(f"  {key}: {seconds[key][-1]:.2f} s", flush=True)
         return seconds
     finally:
@@ -124,14 +129,17 @@ def ask_cold(
         RaRag.lazy_filter = True  # type: ignore[misc]
 
 
-def summary(seconds: dict[str, list[float]]) -> dict[str, Any]:
-    rows = {
+def summary(seconds: dict[str, list[float]], sources: dict[str, list[tuple[int, int]]] | None = None) -> dict[str, Any]:
+    rows: dict[str, dict[str, Any]] = {
         s: {
             "median_ms": round(1000 * statistics.median(v), 1),
             "p95_ms": round(1000 * scratch_db.percentile(v, 0.95), 1),
         }
         for s, v in seconds.items()
     }
+    for s, counts in (sources or {}).items():
+        rows[s]["sources_visited_mean"] = round(statistics.mean(c[0] for c in counts), 2)
+        rows[s]["sources_searched_mean"] = round(statistics.mean(c[1] for c in counts), 2)
     base = statistics.median(seconds["vanilla-rag"])
     ratios = {s: round(statistics.median(v) / base, 2) for s, v in seconds.items() if s.startswith("ra-rag")}
     return {"strategies": rows, "ratio_ra_rag_vanilla": ratios.get("ra-rag"), "ratios": ratios}
@@ -198,7 +206,9 @@ def main() -> int:
         if not args.only_reuse:
             passes.append(("no_reuse", False, False))
         for key, reuse, lazy in passes:
-            entry[key] = summary(ask_cold(questions * args.repeat, strategies, reuse, kappas, lazy))
+            counts: dict[str, list[tuple[int, int]]] = {}
+            seconds = ask_cold(questions * args.repeat, strategies, reuse, kappas, lazy, sources=counts)
+            entry[key] = summary(seconds, counts)
         if args.profile:
             profiles: dict[str, Any] = {}
             ask_cold(questions, strategies, True, kappas, True, profiles)
@@ -217,8 +227,11 @@ def main() -> int:
         f"Cold asks through ask_now, {len(questions)} questions, generator {result['generator']}, "
         f"kappa {result['kappa']}, k {result['k']}; {result['machine']}"
     )
-    print("| corpus | chunks | stored vectors reused | vanilla-rag median / p95 ms | ra-rag median / p95 ms | ratio |")
-    print("|---|---:|---|---:|---:|---:|")
+    print(
+        "| corpus | chunks | stored vectors reused | vanilla-rag median / p95 ms | ra-rag median / p95 ms | ratio "
+        "| ra-rag sources visited / searched (mean) |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|")
     for corpus, entry in result["corpora"].items():
         for key, label in (
             ("reuse", "yes, lazy filter (the product)"),
@@ -233,7 +246,8 @@ def main() -> int:
                 a = r["strategies"][name]
                 print(
                     f"| {corpus} | {entry['chunks']} | {label} | {v['median_ms']} / {v['p95_ms']} | "
-                    f"{name}: {a['median_ms']} / {a['p95_ms']} | {ratio} |"
+                    f"{name}: {a['median_ms']} / {a['p95_ms']} | {ratio} | "
+                    f"{a.get('sources_visited_mean', '')} / {a.get('sources_searched_mean', '')} |"
                 )
     scratch_db.write_result(args.out, result)
     return 0
