@@ -52,30 +52,28 @@ class PassagesAhead:
         self.k = k
         self.order = [s.id for s in order]
         self.position = {sid: i for i, sid in enumerate(self.order)}
+        # Every source searched so far, in the order searched, with its passages.
         self.passages: dict[int, list[Passage]] = {}
-        self.searches: list[list[int]] = []  # the source ids of each search, in order
         self._vector: Vector | None = None
 
     def searched(self) -> list[int]:
-        return [sid for ids in self.searches for sid in ids]
+        return list(self.passages)
 
     def cover(self, batch: Sequence[SourceInfo]) -> Mapping[int, list[Passage]]:
         """The passages of every source of ``batch`` (and of the sources searched before)."""
-        done = set(self.searched())
-        missing = [s.id for s in batch if s.id not in done]
+        missing = [s.id for s in batch if s.id not in self.passages]
         if not missing:
             return self.passages
         listed = [self.position[sid] for sid in missing if sid in self.position]
         ids = [sid for sid in missing if sid not in self.position]  # not in the visiting order
         if listed:
             start = min(listed)
-            end = max(max(listed) + 1, start + max(len(done), 2 * len(batch)))
-            ids += [sid for sid in self.order[start:end] if sid not in done]
+            end = max(max(listed) + 1, start + max(len(self.passages), 2 * len(batch)))
+            ids += [sid for sid in self.order[start:end] if sid not in self.passages]
         if self._vector is None:
             self._vector = self.ctx.embedder.encode([self.question])[0]
         found = self.ctx.retriever.top_k_per_source(self._vector, ids, self.k)
         self.passages.update({sid: list(found.get(sid, [])) for sid in ids})
-        self.searches.append(ids)
         return self.passages
 
 
