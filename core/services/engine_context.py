@@ -27,7 +27,13 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Exists, OuterRef
 
-from core.engine.backends.generation import ExtractiveReader, Generator, OpenAIChatGenerator, TransformersGenerator
+from core.engine.backends.generation import (
+    CTranslate2Generator,
+    ExtractiveReader,
+    Generator,
+    OpenAIChatGenerator,
+    TransformersGenerator,
+)
 from core.engine.backends.nli import NLI, CrossEncoderNLI, EmbeddingLexicalNLI
 from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
@@ -55,6 +61,8 @@ def _generator(
     max_new_tokens: int = 32,
     models_dir: str = "",
     dtype: str = "auto",
+    compute_type: str = "auto",
+    batch_size: int = 0,
 ) -> Generator:
     if backend == "extractive":
         return ExtractiveReader()
@@ -78,6 +86,18 @@ def _generator(
         # Weights load on the first generation (in the worker), not here: building the
         # generator is cheap, so the web process can ask it for its capabilities.
         return TransformersGenerator(model, max_new_tokens=max_new_tokens, models_dir=models_dir or None, dtype=dtype)
+    if backend == "ctranslate2":
+        if not model:
+            raise BackendNotConfigured(
+                "GENERATOR_BACKEND=ctranslate2 needs LLM_MODEL (a known model key, a .gguf file or a model folder)"
+            )
+        return CTranslate2Generator(
+            model,
+            max_new_tokens,
+            models_dir=models_dir or None,
+            compute_type=compute_type,
+            batch_size=batch_size,
+        )
     raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
 
 
@@ -93,6 +113,8 @@ def configured_generator() -> Generator:
         settings.LLM_MAX_NEW_TOKENS,
         str(settings.LLM_MODELS_DIR),
         settings.LLM_DTYPE,
+        settings.LLM_COMPUTE_TYPE,
+        settings.LLM_BATCH_SIZE,
     )
 
 

@@ -1,11 +1,13 @@
-"""Answer generators: OpenAI-compatible chat, local transformers, offline extractive reader."""
+"""Answer generators: OpenAI-compatible chat, local CTranslate2 and transformers, offline extractive reader."""
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator, TokenScorer
 from core.engine.backends.generation.extractive import ExtractiveReader
+from core.engine.backends.generation.local_ctranslate2 import CTranslate2Generator
 from core.engine.backends.generation.local_transformers import TransformersGenerator
 from core.engine.backends.generation.openai_chat import GenerationError, OpenAIChatGenerator
 
 __all__ = [
+    "CTranslate2Generator",
     "Capability",
     "ExtractiveReader",
     "Generation",

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
-from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion
+from core.engine.backends.generation.prompts import clean_completion, render_chat, user_prompt
 
 # gguf_files is imported where it is used (it needs nothing of this module, and the command
 # line that uses both lives in models_cli).
@@ -231,19 +231,7 @@ class TransformersGenerator:
         return self._render(tokenizer, request)
 
     def _render(self, tokenizer: Any, request: GenerationRequest) -> str:
-        prompt = request.prompt or answer_prompt(request.question, request.passages)
-        if getattr(tokenizer, "chat_template", None):
-            messages = [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": prompt},
-            ]
-            try:
-                rendered: str = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-                return rendered
-            except Exception:  # some templates reject a system turn
-                rendered = tokenizer.apply_chat_template(messages[1:], tokenize=False, add_generation_prompt=True)
-                return rendered
-        return prompt
+        return render_chat(tokenizer, user_prompt(request.prompt, request.question, request.passages))
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if not requests:

