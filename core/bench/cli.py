@@ -79,13 +79,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--generator",
         default="reader",
         help='QA datasets: "reader" (offline extractive reader, default) or a local model key '
-        "(e.g. qwen2.5-coder-0.5b-instruct-q4_k_m, docs/models.md), run in-process by transformers",
+        "(e.g. qwen2.5-coder-0.5b-instruct-q4_k_m, docs/models.md), run in-process (--llm-runtime)",
     )
     parser.add_argument(
         "--llm-cache-dir", type=Path, default=None, help="generation cache of a local model (default <cache-dir>/llm)"
     )
     parser.add_argument("--models-dir", type=Path, default=None, help="local models folder (default var/models)")
     parser.add_argument("--llm-dtype", choices=["auto", "float32", "bfloat16"], default="auto")
+    parser.add_argument(
+        "--llm-runtime",
+        choices=["ctranslate2", "transformers"],
+        default="ctranslate2",
+        help="how a local model runs: CTranslate2 int8 with the prompt head cached (the product's "
+        "local runtime, default) or transformers float32 (crest-wbx always uses transformers)",
+    )
 
 
 def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> dict[str, Any]:
@@ -154,6 +161,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         llm_cache_dir=str(options["llm_cache_dir"]) if options.get("llm_cache_dir") else None,
         models_dir=str(options["models_dir"]) if options.get("models_dir") else None,
         llm_dtype=options.get("llm_dtype") or "auto",
+        llm_runtime=options.get("llm_runtime") or "ctranslate2",
     )
     if config.generator != "reader" and not options.get("llm_cache_dir"):
         config.llm_cache_dir = str(Path(options.get("cache_dir") or default_cache_dir()) / "llm")

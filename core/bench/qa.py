@@ -50,8 +50,9 @@ class QAConfig:
     memo: bool = True  # share reader and NLI outputs between methods (faster; see docs)
     methods: list[str] | None = None  # None: every registered strategy + crowd-kit
     # "reader": the offline extractive reader; otherwise the key of a known local GGUF model
-    # (core.engine.backends.generation.gguf_files.MODELS), run in-process by transformers.
+    # (core.engine.backends.generation.gguf_files.MODELS), run in-process by ``llm_runtime``.
     generator: str = "reader"
+    llm_runtime: str = "ctranslate2"  # "ctranslate2" (the product's local runtime) or "transformers"
     llm_cache_dir: str | None = None  # on-disk generation cache for a local model (resumable runs)
     models_dir: str | None = None  # where the local model is assembled (default var/models)
     llm_dtype: str = "auto"  # the local model's weights (TransformersGenerator dtype)
@@ -149,16 +150,22 @@ def bench_generator(config: QAConfig) -> Any:
     if config.generator == "reader":
         reader = ExtractiveReader()
         return _MEMO.setdefault("gen:reader", MemoGenerator(reader)) if config.memo else reader
-    key = f"llm:{config.generator}:{config.llm_dtype}:{config.llm_cache_dir}"
+    key = f"llm:{config.generator}:{config.llm_runtime}:{config.llm_dtype}:{config.llm_cache_dir}"
     if key not in _MEMO:
         from pathlib import Path
 
         from core.bench.llm_cache import cached_generator
         from core.bench.paths import default_cache_dir
-        from core.engine.backends.generation import TransformersGenerator
+        from core.engine.backends.generation import CTranslate2Generator, TransformersGenerator
 
         models_dir = Path(config.models_dir or "var/models")
-        inner = TransformersGenerator(config.generator, models_dir=models_dir, dtype=config.llm_dtype)
+        # The cache keys carry the generator's name ("ctranslate2:..." or "transformers:..."),
+        # so the two runtimes' answers never mix.
+        inner: Any = (
+            CTranslate2Generator(config.generator, models_dir=models_dir)
+            if config.llm_runtime == "ctranslate2"
+            else TransformersGenerator(config.generator, models_dir=models_dir, dtype=config.llm_dtype)
+        )
         cache_dir = Path(config.llm_cache_dir) if config.llm_cache_dir else default_cache_dir() / "llm"
         _MEMO[key] = cached_generator(inner, cache_dir)
     return _MEMO[key]

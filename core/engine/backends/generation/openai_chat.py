@@ -1,12 +1,24 @@
 """An OpenAI-compatible chat-completions backend over the standard library.
 
 POST {base_url}/chat/completions for each request, a thread pool for concurrency, and
-retries with exponential backoff on 429 and 5xx (and network errors).
+retries with exponential backoff on 429 and 5xx (and network errors: a refused or reset
+connection, a server that closed mid-reply, a timeout). Every failure ends in a
+GenerationError that says what happened; none hangs: each attempt is bounded by ``timeout``.
+
+Before its first request the generator asks the server which models it serves
+(GET {base_url}/models): a configured name the server does not list is a clear error at once
+("serves X, not Y") instead of a 404 or, worse, answers from another model. A server without
+that route (some proxies) is trusted.
+
+tests/engine/test_openai_real_server.py runs it against llama.cpp's own server (the
+xllamacpp wheel) serving the local model on loopback.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -45,10 +57,13 @@ class OpenAIChatGenerator:
         self.backoff = backoff
         self.name = f"openai:{model}"
         self.capabilities = frozenset({Capability.FREE_TEXT})
+        self._model_checked = False
+        self._check_lock = threading.Lock()
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if not requests:
             return []
+        self.check_model()
         if len(requests) == 1 or self.concurrency == 1:
             return [self._one(r) for r in requests]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
@@ -78,6 +93,50 @@ class OpenAIChatGenerator:
             completion_tokens=int(usage.get("completion_tokens", whitespace_tokens(text))),
         )
 
+    def served_models(self) -> list[str] | None:
+        """The model names the server lists (GET /models), or None when it has no such route."""
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        request = urllib.request.Request(f"{self.base_url}/models", headers=headers, method="GET")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                listing = json.loads(response.read().decode())
+        except urllib.error.HTTPError as exc:
+            if exc.code in (404, 405, 501):
+                return None
+            raise GenerationError(f"the server at {self.base_url} answered HTTP {exc.code} to GET /models") from exc
+        except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+            raise GenerationError(f"cannot reach the language model server at {self.base_url}: {exc}") from exc
+        except ValueError as exc:
+            raise GenerationError(
+                f"the server at {self.base_url} listed its models in a reply that is not JSON"
+            ) from exc
+        data = listing.get("data") if isinstance(listing, dict) else None
+        if not isinstance(data, list):
+            return None
+        names: list[str] = []
+        for entry in data:
+            if isinstance(entry, dict):
+                names.extend(str(entry[field]) for field in ("id", "name") if entry.get(field))
+                names.extend(str(alias) for alias in entry.get("aliases") or () if isinstance(alias, str))
+        return names
+
+    def check_model(self) -> None:
+        """Fail at once, with the names the server offers, when it does not serve ``model``
+        (checked once per generator; a server that cannot be reached is an error too)."""
+        if self._model_checked:
+            return
+        with self._check_lock:
+            if self._model_checked:
+                return
+            names = self.served_models()
+            if names is not None and self.model not in names:
+                offered = ", ".join(sorted(set(names))) or "none"
+                raise GenerationError(
+                    f"the server at {self.base_url} does not serve the model {self.model!r} (LLM_MODEL); "
+                    f"it serves: {offered}"
+                )
+            self._model_checked = True
+
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
@@ -90,15 +149,23 @@ class OpenAIChatGenerator:
             )
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    parsed: dict[str, Any] = json.loads(response.read().decode())
-                    return parsed
+                    raw = response.read()
             except urllib.error.HTTPError as exc:
                 last_error = f"HTTP {exc.code}: {exc.read()[:200]!r}"
                 # Client errors other than rate limiting will not succeed on a retry.
                 if exc.code != 429 and exc.code < 500:
                     raise GenerationError(last_error) from exc
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last_error = str(exc)
+            except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+                # refused, reset, timed out, or closed mid-reply (a server that died)
+                last_error = f"{type(exc).__name__}: {exc}"
+            else:
+                try:
+                    parsed = json.loads(raw.decode())
+                except (UnicodeDecodeError, ValueError) as exc:
+                    raise GenerationError(f"the server's reply is not JSON: {raw[:200]!r}") from exc
+                if not isinstance(parsed, dict):
+                    raise GenerationError(f"malformed chat completion: {parsed!r:.200}")
+                return parsed
             if attempt < self.max_retries:
                 time.sleep(self.backoff * 2**attempt)
         raise GenerationError(f"chat completion failed after retries: {last_error}")
