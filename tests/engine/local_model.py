@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import Any
 
 import pytest
 
@@ -30,3 +31,23 @@ def require_local_model() -> str:
     except ModelAssemblyError as exc:
         unavailable(str(exc))
     return QWEN_05B.key
+
+
+def tiny_qwen(attn: str = "eager", vocab_size: int = 100) -> Any:
+    """A two-layer Qwen2 model with random (seeded) weights: the real architecture in
+    kilobytes, for tests of what a model is run through rather than what it knows."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        attn_implementation=attn,
+    )
+    return Qwen2ForCausalLM(config).eval()

@@ -31,6 +31,7 @@ from core.engine.strategies.crest import PROMPT_VARIANTS, document_char_spans, l
 from core.engine.text import is_idk
 from core.engine.types import SourceInfo
 from tests.engine.fakes import HashEmbedder
+from tests.engine.local_model import tiny_qwen
 
 QUESTION = "who recorded i can't help falling in love with you"
 ELVIS = [
@@ -165,24 +166,6 @@ def test_ra_rag_crest_weighs_each_vote_by_its_passages_credibility() -> None:
 # --- white box: the attention hook ------------------------------------------------------------
 
 
-def _tiny_qwen(attn: str = "eager", vocab_size: int = 100) -> Any:
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(0)
-    config = Qwen2Config(
-        vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        attn_implementation=attn,
-    )
-    return Qwen2ForCausalLM(config).eval()
-
-
 LOW = DocumentSpan(5, 12, 0.1)
 HIGH = DocumentSpan(12, 20, 1.0)
 
@@ -195,7 +178,7 @@ def _mass(attentions: Any, span: DocumentSpan) -> list[float]:
 def test_scaling_moves_attention_from_a_low_to_a_high_credibility_document_and_is_removed_after() -> None:
     import torch
 
-    model = _tiny_qwen()
+    model = tiny_qwen()
     ids = torch.randint(0, 100, (1, 30), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         before = model(ids, output_attentions=True).attentions
@@ -217,7 +200,7 @@ def test_scaling_moves_attention_from_a_low_to_a_high_credibility_document_and_i
 def test_the_renormalised_row_is_the_scaled_row_divided_by_its_sum() -> None:
     import torch
 
-    model = _tiny_qwen()
+    model = tiny_qwen()
     ids = torch.randint(0, 100, (1, 30), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         plain = model(ids, output_attentions=True).attentions
@@ -236,8 +219,8 @@ def test_the_renormalised_row_is_the_scaled_row_divided_by_its_sum() -> None:
 def test_the_models_own_attention_is_restored_after_an_error_and_other_threads_stay_unscaled() -> None:
     import torch
 
-    model = _tiny_qwen(attn="sdpa")
-    eager = _tiny_qwen()
+    model = tiny_qwen(attn="sdpa")
+    eager = tiny_qwen()
     ids = torch.randint(0, 100, (1, 30), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         plain = eager(ids, output_attentions=True).attentions
@@ -255,7 +238,7 @@ def test_the_models_own_attention_is_restored_after_an_error_and_other_threads_s
 def test_scaled_generation_with_a_kv_cache_runs_and_differs_only_through_the_scaling() -> None:
     import torch
 
-    model = _tiny_qwen()
+    model = tiny_qwen()
     ids = torch.randint(0, 100, (1, 30), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
         plain = model.generate(ids, max_new_tokens=6, do_sample=False)
@@ -271,7 +254,7 @@ def test_spans_are_validated() -> None:
         DocumentSpan(0, 3, 1.5)
     import torch
 
-    model = _tiny_qwen()
+    model = tiny_qwen()
     with (
         pytest.raises(ValueError, match="rows"),
         torch.no_grad(),
@@ -355,7 +338,7 @@ def tiny_white_box(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
     tokenizer.eos_token = "[SEP]"
-    return tokenizer, _tiny_qwen(vocab_size=len(vocab))
+    return tokenizer, tiny_qwen(vocab_size=len(vocab))
 
 
 def test_crest_wbx_generates_once_with_scaled_attention_over_each_passages_tokens(

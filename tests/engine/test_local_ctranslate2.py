@@ -23,7 +23,7 @@ from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.backends.generation.local_ctranslate2 import MANIFEST, CTranslate2Generator, verify_converted
 from core.engine.backends.generation.prompts import ANSWER_HEAD
 from core.engine.text import answer_contains_gold, is_idk
-from tests.engine.local_model import require_local_model
+from tests.engine.local_model import require_local_model, tiny_qwen
 from tests.engine.test_local_llm import ANSWERABLE, UNANSWERABLE
 
 pytestmark = pytest.mark.slow
@@ -122,28 +122,17 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A two-layer Qwen2 model with random weights and the real model's tokenizer, saved as
     a transformers folder (a few MB)."""
     require_local_model()
-    import torch
     from django.conf import settings
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+    from transformers import AutoTokenizer
 
     from core.engine.backends.generation.local_transformers import converted_dir
 
     real = converted_dir(settings.LLM_MODELS_DIR / QWEN_05B.filename, QWEN_05B.sha256)
     tokenizer = AutoTokenizer.from_pretrained(real)
-    torch.manual_seed(0)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
-    )
+    model = tiny_qwen(vocab_size=len(tokenizer))
+    model.config.eos_token_id = tokenizer.eos_token_id
     folder = tmp_path_factory.mktemp("tiny") / "tiny-qwen2"
-    Qwen2ForCausalLM(config).save_pretrained(folder)
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

@@ -33,7 +33,6 @@ the same model, which loads its float32 weights only when first asked.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
+from core.engine.backends.generation.gguf_files import sha256_of
 from core.engine.backends.generation.local_transformers import ModelLoadError, TransformersGenerator
 from core.engine.backends.generation.prompts import clean_completion, prompt_head, render_chat, user_prompt
 
@@ -60,7 +60,6 @@ TOKENIZER_FILES = (
     "merges.txt",
 )
 COMPUTE_TYPES = ("auto", "int8", "int8_float32", "float32", "int8_float16", "float16", "bfloat16")
-_HASH_BLOCK = 1 << 20
 
 
 def converted_ct2_dir(source: Path, compute_type: str, sha256: str | None) -> Path:
@@ -70,17 +69,9 @@ def converted_ct2_dir(source: Path, compute_type: str, sha256: str | None) -> Pa
     return source.parent / f"{source.name}.ct2-{compute_type}"
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _files_of(folder: Path) -> dict[str, dict[str, Any]]:
     return {
-        path.name: {"size": path.stat().st_size, "sha256": _file_digest(path)}
+        path.name: {"size": path.stat().st_size, "sha256": sha256_of(path)}
         for path in sorted(folder.iterdir())
         if path.is_file() and path.name != MANIFEST
     }
@@ -104,7 +95,7 @@ def verify_converted(folder: Path) -> str | None:
             return f"{name} is missing"
         if path.stat().st_size != expected.get("size"):
             return f"{name} has {path.stat().st_size} bytes, the manifest says {expected.get('size')}"
-        if _file_digest(path) != expected.get("sha256"):
+        if sha256_of(path) != expected.get("sha256"):
             return f"{name} does not match its sha256"
     return None
 
