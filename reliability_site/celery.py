@@ -30,6 +30,9 @@ def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str, key_pre
     os.makedirs(processed_dir, exist_ok=True)
     return {
         "broker_url": "filesystem://",
+        # kombu's transport with atomic message files (reliability_site/broker.py): a reader
+        # never takes a message before it is whole.
+        "broker_transport": "reliability_site.broker:Transport",
         "broker_transport_options": {
             "data_folder_in": queue_dir,
             "data_folder_out": queue_dir,
