@@ -11,6 +11,7 @@ then renamed into place, so a reader sees either no file or the whole message.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from time import monotonic
@@ -33,10 +34,8 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
                 fh.write(str_to_bytes(dumps(payload)))
             os.replace(partial, final)
         except OSError as exc:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(partial)
-            except OSError:
-                pass
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
 
