@@ -19,9 +19,15 @@ def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str, key_pre
     """Celery options for the configured broker; unset means kombu's filesystem transport.
     `key_prefix` (Redis) namespaces every key, so several installations can share one Redis."""
     if broker_url:
+        # broker_transport None: the URL's scheme picks the transport, even where these
+        # options update a configuration that named the filesystem transport (the tests do).
         if key_prefix and broker_url.startswith(("redis://", "rediss://", "unix://")):
-            return {"broker_url": broker_url, "broker_transport_options": {"global_keyprefix": key_prefix}}
-        return {"broker_url": broker_url}
+            return {
+                "broker_url": broker_url,
+                "broker_transport": None,
+                "broker_transport_options": {"global_keyprefix": key_prefix},
+            }
+        return {"broker_url": broker_url, "broker_transport": None}
     # A real broker without a server: messages are files in DATA_DIR/broker, shared by
     # every process on this machine (web, worker, commands).
     queue_dir = os.path.join(os.fspath(broker_dir), "queue")
