@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
-from core.engine.backends.generation.gguf_files import sha256_of
+from core.engine.backends.generation.gguf_files import file_sha256, sha256_of
 from core.engine.backends.generation.local_transformers import ModelLoadError, TransformersGenerator
-from core.engine.backends.generation.prompts import clean_completion, prompt_head, render_chat, user_prompt
+from core.engine.backends.generation.prompts import finish_completion, prompt_head, render_chat, user_prompt
 
 MANIFEST = "ct2-manifest.json"  # written last: a folder without it is incomplete
 # What the converted folder carries besides the weights, so it loads on its own.
@@ -207,8 +207,6 @@ class CTranslate2Generator:
             raise ModelLoadError(f"{self.name}: CTranslate2 converts a local model folder, not {model_dir}")
         gguf = self.transformers.load_info.get("gguf")
         if gguf:
-            from core.engine.backends.generation.gguf_files import file_sha256
-
             dest = converted_ct2_dir(Path(gguf), compute_type, file_sha256(Path(gguf)))
         else:
             dest = converted_ct2_dir(model_dir, compute_type, None)
@@ -307,7 +305,7 @@ class CTranslate2Generator:
                     new_ids = result.sequences_ids[0]
                     text = tokenizer.decode(new_ids, skip_special_tokens=True)
                     out[i] = Generation(
-                        text=clean_completion(text) if requests[i].prompt is None else text.strip(),
+                        text=finish_completion(requests[i].prompt, text),
                         backend=self.name,
                         prompt_tokens=split[i][2],
                         completion_tokens=len(new_ids),

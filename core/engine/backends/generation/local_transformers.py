@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
-from core.engine.backends.generation.prompts import clean_completion, render_chat, user_prompt
+from core.engine.backends.generation.prompts import finish_completion, render_chat, user_prompt
 
 # gguf_files is imported where it is used (it needs nothing of this module, and the command
 # line that uses both lives in models_cli).
@@ -262,7 +262,7 @@ class TransformersGenerator:
                 text = tokenizer.decode(new_tokens, skip_special_tokens=True)
                 out.append(
                     Generation(
-                        text=clean_completion(text) if request.prompt is None else text.strip(),
+                        text=finish_completion(request.prompt, text),
                         backend=self.name,
                         prompt_tokens=int(mask.sum()),
                         completion_tokens=int(len(new_tokens)),

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
-from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion
+from core.engine.backends.generation.prompts import SYSTEM, finish_completion, user_prompt
 from core.engine.text import whitespace_tokens
 
 
@@ -70,7 +70,7 @@ class OpenAIChatGenerator:
             return list(pool.map(self._one, requests))
 
     def _one(self, request: GenerationRequest) -> Generation:
-        prompt = request.prompt or answer_prompt(request.question, request.passages)
+        prompt = user_prompt(request.prompt, request.question, request.passages)
         body = {
             "model": self.model,
             "messages": [
@@ -87,7 +87,7 @@ class OpenAIChatGenerator:
             raise GenerationError(f"malformed chat completion: {reply!r:.200}") from exc
         usage = reply.get("usage") or {}
         return Generation(
-            text=clean_completion(text) if request.prompt is None else text.strip(),
+            text=finish_completion(request.prompt, text),
             backend=self.name,
             prompt_tokens=int(usage.get("prompt_tokens", whitespace_tokens(prompt))),
             completion_tokens=int(usage.get("completion_tokens", whitespace_tokens(text))),

@@ -122,6 +122,12 @@ def render_chat(tokenizer: Any, prompt: str) -> str:
     return prompt
 
 
+def finish_completion(request_prompt: str | None, text: str) -> str:
+    """What a backend returns for a completion: the cleaned answer line for the answer
+    prompt, the whole stripped text for a ready prompt (its strategy parses it)."""
+    return clean_completion(text) if request_prompt is None else text.strip()
+
+
 def clean_completion(text: str) -> str:
     """First line of the completion without an "Answer:" echo or surrounding quotes."""
     line = text.strip().splitlines()[0] if text.strip() else ""
