@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from core.api.throttles import ask_rate, ask_throttle_wait
 from core.engine.graphs.conflict import cluster_graph
 from core.engine.params import describe
 from core.engine.strategies import available_strategies, runnable_strategies, strategy_class
@@ -157,19 +158,23 @@ def _result_context(question: Question) -> dict[str, Any]:
     return context
 
 
-@analyst_required
-@require_http_methods(["GET", "POST"])
-def ask(request: HttpRequest) -> HttpResponse:
-    # Only what the configured backends can run (e.g. no vanilla-llm with the offline reader).
-    product, research = strategy_groups()
-    form: dict[str, Any] = {
+def _blank_form() -> dict[str, Any]:
+    return {
         "text": "",
         "strategy": DEFAULT_STRATEGY,
         "research_strategy": "",
         "kappa": DEFAULT_KAPPA,
         **SOURCE_FORM_DEFAULTS,
     }
+
+
+@analyst_required
+@require_http_methods(["GET", "POST"])
+def ask(request: HttpRequest) -> HttpResponse:
+    form = _blank_form()
     errors: dict[str, list[str]] = {}
+    if request.method == "POST" and (wait := ask_throttle_wait(request)) is not None:
+        return _too_many_asks(request, wait)
     if request.method == "POST":
         # A research baseline chosen under "advanced" wins over the product strategy select.
         research_choice = request.POST.get("research_strategy", "").strip()
@@ -201,6 +206,12 @@ def ask(request: HttpRequest) -> HttpResponse:
                 return redirect("question-detail", pk=question.pk)
         if request.htmx:
             return render(request, "core/_ask_errors.html", {"errors": errors})
+    return _ask_page(request, form, errors, status=400 if errors else 200)
+
+
+def _ask_page(request: HttpRequest, form: dict[str, Any], errors: dict[str, list[str]], status: int) -> HttpResponse:
+    # Only what the configured backends can run (e.g. no vanilla-llm with the offline reader).
+    product, research = strategy_groups()
     recent = Question.objects.filter(asked_by=request.user).only("id", "text", "answer", "created_at")[:8]
     return render(
         request,
@@ -214,8 +225,25 @@ def ask(request: HttpRequest) -> HttpResponse:
             "max_chars": MAX_QUESTION_CHARS,
             **source_picker(request.user, form, errors),
         },
-        status=400 if errors else 200,
+        status=status,
     )
+
+
+def _too_many_asks(request: HttpRequest, wait: int) -> HttpResponse:
+    """429 for an ask past the user's "ask" budget (shared with POST /api/questions/):
+    nothing is stored; the message says when to ask again (and so does Retry-After)."""
+    message = (
+        f"You have asked too many questions in a short time (at most {ask_rate()}, counting the "
+        f"questions asked through the API). Ask again in {wait} second{'s' if wait != 1 else ''}."
+    )
+    errors = {"text": [message]}
+    if request.htmx:
+        response = render(request, "core/_ask_errors.html", {"errors": errors}, status=429)
+    else:
+        form = {**_blank_form(), "text": request.POST.get("text", "")}
+        response = _ask_page(request, form, errors, status=429)
+    response["Retry-After"] = str(wait)
+    return response
 
 
 def _is_at(request: HttpRequest, path: str) -> bool:
