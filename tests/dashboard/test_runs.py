@@ -63,3 +63,15 @@ def test_the_services_validation_errors_are_shown(curator_client: Any, world: An
     )
     assert response.status_code == 400
     assert b"hold no documents" in response.content
+
+
+def test_a_prior_of_nan_infinity_or_beyond_a_float_is_a_400_page_naming_the_field(
+    curator_client: Any, world: Any
+) -> None:
+    for value in ("nan", "inf", "1e400", "1e308"):
+        response = curator_client.post(
+            reverse("run-start"), {"query_set": world.query_set.pk, "sources": ["all"], "alpha": value}
+        )
+        assert response.status_code == 400
+        assert b"alpha must be a number from 0 to 1000" in response.content
+    assert EstimationRun.objects.count() == len(world.runs)

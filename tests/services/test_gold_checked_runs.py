@@ -8,6 +8,7 @@ import pytest
 
 from core.models import ReliabilityScore, RunAnswer, SourceDependence
 from core.services.estimation import finish_run
+from tests.factories import SourceFactory
 from tests.services.collusion import COLLUDERS, FACTS, HONEST, collusion_run
 
 
@@ -78,3 +79,24 @@ def test_an_estimator_without_copy_detection_stores_no_dependence(db, embedder):
     summary = finish_run(run)
     assert not SourceDependence.objects.filter(run=run).exists()
     assert summary["dependent_pairs"] == 0
+
+
+def test_a_strong_prior_never_puts_an_estimate_outside_its_interval_and_a_source_outside_the_run_keeps_its_values(
+    db, embedder
+):
+    # Beta(1000, 1000) pulls every estimate towards 0.5, well below the raw agreement rate's
+    # Wilson interval of a source that always agrees; a source the run does not cover keeps
+    # what its own last run gave it.
+    outside = SourceFactory(name="not-in-the-run", reliability=0.9, reliability_low=0.8, reliability_high=0.95)
+    run, _, sources = collusion_run(estimator="iwmv", alpha=1000.0, beta=1000.0)
+    summary = finish_run(run)
+    for score in ReliabilityScore.objects.filter(run=run):
+        assert score.low <= score.reliability <= score.high, (score.low, score.reliability, score.high)
+    for row in summary["scores"]:
+        assert row["low"] <= row["reliability"] <= row["high"]
+    honest = sources["honest-a"]
+    honest.refresh_from_db()
+    assert honest.reliability_low <= honest.reliability <= honest.reliability_high
+    outside.refresh_from_db()
+    assert (outside.reliability, outside.reliability_low, outside.reliability_high) == (0.9, 0.8, 0.95)
+    assert not ReliabilityScore.objects.filter(source=outside).exists()

@@ -24,6 +24,7 @@ from core.engine.reliability.base import (
     Prior,
     ReliabilityResult,
     SourceReliability,
+    interval_holding,
     to_matrix,
     wilson_interval,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "TruthFinderEstimator",
     "available_estimators",
     "get_estimator",
+    "interval_holding",
     "register_estimator",
     "to_matrix",
     "voting_weight",

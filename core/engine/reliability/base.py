@@ -148,6 +148,17 @@ def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def interval_holding(interval: tuple[float, float], estimate: float) -> tuple[float, float]:
+    """``interval`` widened just enough to hold ``estimate``.
+
+    The interval is the Wilson interval of the raw agreement rate, while the estimate is
+    smoothed by the prior and weighted by gold answers, so the two can part (a strong prior
+    pulls the estimate towards its mean). A page that shows "0.00 [0.71, 0.92]" contradicts
+    itself: the interval shown always contains the estimate it belongs to."""
+    low, high = interval
+    return (min(low, estimate), max(high, estimate))
+
+
 def to_matrix(votes: Sequence[Sequence[int | None]]) -> LabelMatrix:
     """Queries x sources labels, None (IDK / missing) encoded as MISSING."""
     return np.array(
@@ -196,7 +207,7 @@ def source_results(
             weight=float(weights[i]),
             answers=int(answers[i]),
             agreements=int(agreements[i]),
-            interval=wilson_interval(int(agreements[i]), int(answers[i])),
+            interval=interval_holding(wilson_interval(int(agreements[i]), int(answers[i])), float(accuracy[i])),
             gold_answers=int(gold_answers[i]),
             gold_agreements=int(gold_agreements[i]),
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -9,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.db.models import QuerySet as DjangoQuerySet
 
 from core.engine.reliability import available_estimators
@@ -55,6 +57,24 @@ def sources_for_names(names: Sequence[str]) -> DjangoQuerySet[Source]:
     return found
 
 
+# The Beta prior's pseudo-counts (alpha agreements, beta disagreements). A prior worth more
+# than this many answers would drown any query set's evidence; far larger values (1e308)
+# overflowed alpha + beta to infinity and set every source's reliability to its floor.
+MAX_PRIOR = 1000.0
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a number or numeric text, else None: "nan", "inf" and "1e400"
+    (infinite once parsed) are refused, as are booleans."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
     params = dict(params or {})
     errors: dict[str, str] = {}
@@ -63,24 +83,22 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
         errors["params"] = f"Unknown parameter(s): {', '.join(sorted(unknown))}."
     for name in ("alpha", "beta"):
         if name in params:
-            try:
-                params[name] = float(params[name])
-                if params[name] < 0:
-                    raise ValueError
-            except (TypeError, ValueError):
-                errors[name] = f"{name} must be a non-negative number."
+            value = _number(params[name])
+            if value is None or not 0.0 <= value <= MAX_PRIOR:
+                errors[name] = f"{name} must be a number from 0 to {MAX_PRIOR:g}."
+            else:
+                params[name] = value
     for name, low, high in (("batch_size", 1, 1000), ("k", 1, 50)):
         if name in params:
             value = params[name]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 errors[name] = f"{name} must be a whole number from {low} to {high}."
     if "tau" in params:
-        try:
-            params["tau"] = float(params["tau"])
-            if not 0.0 <= params["tau"] <= 1.0:
-                raise ValueError
-        except (TypeError, ValueError):
+        tau = _number(params["tau"])
+        if tau is None or not 0.0 <= tau <= 1.0:
             errors["tau"] = "tau must be a number from 0 to 1."
+        else:
+            params["tau"] = tau
     for name in ("strict", "use_gold"):
         if name in params and not isinstance(params[name], bool):
             errors[name] = f"{name} must be true or false."
@@ -149,8 +167,11 @@ def _chosen_sources(sources: Iterable[Source] | Literal["all"] | None, errors: d
     return chosen
 
 
-def _check_concurrency(user: Any) -> None:
-    """At most ESTIMATION_MAX_CONCURRENT_PER_USER runs of one user pending or running at once.
+def _check_concurrency(user: Any, *, resuming: EstimationRun | None = None) -> None:
+    """At most ESTIMATION_MAX_CONCURRENT_PER_USER runs of one user pending or running at once:
+    those they started and those whose current job they started (a run they resumed), so
+    starting and resuming (API, dashboard) share one cap; ``resuming``: the run about to be
+    resumed, which does not count against itself.
 
     Runs in the caller's transaction with the user's row locked, so two requests at the same
     moment cannot both take the last slot. Runs started without a user (the CLI) are not capped."""
@@ -158,13 +179,17 @@ def _check_concurrency(user: Any) -> None:
         return
     limit = int(settings.ESTIMATION_MAX_CONCURRENT_PER_USER)
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
-    running = EstimationRun.objects.filter(created_by_id=user.pk, state__in=IN_PROGRESS).count()
+    mine = EstimationRun.objects.filter(Q(created_by_id=user.pk) | Q(job__created_by_id=user.pk))
+    if resuming is not None:
+        mine = mine.exclude(pk=resuming.pk)
+    running = mine.filter(state__in=IN_PROGRESS).count()
     if running >= limit:
+        again = "Resume" if resuming is not None else "Start"
         raise TooManyRuns(
             {
                 "runs": (
                     f"You already have {running} estimation run(s) in progress; at most {limit} at once "
-                    "(ESTIMATION_MAX_CONCURRENT_PER_USER). Start this one when one of them has finished."
+                    f"(ESTIMATION_MAX_CONCURRENT_PER_USER). {again} this one when one of them has finished."
                 )
             },
             code="too_many_runs",
@@ -223,7 +248,8 @@ def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: b
     skipped, only missing pairs are generated, then the estimate is computed.
 
     Refused (ValidationError on "run") while the run's job has not ended, and for a run that
-    succeeded unless `reestimate` (compute its estimate again from its stored responses)."""
+    succeeded unless `reestimate` (compute its estimate again from its stored responses);
+    TooManyRuns when `user` already has ESTIMATION_MAX_CONCURRENT_PER_USER runs in progress."""
     with transaction.atomic():
         locked = EstimationRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
         if locked.kind == EstimationRun.Kind.CLAIMS:
@@ -254,6 +280,7 @@ def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: b
             )
         if locked.query_set_id is None:
             raise ValidationError({"run": f"Run #{run.pk} cannot be resumed: its query set was deleted."})
+        _check_concurrency(user, resuming=locked)
         job = _dispatch(run, user)
         EstimationRun.objects.filter(pk=run.pk).update(job=job, state=EstimationRun.State.PENDING, finished_at=None)
     run.refresh_from_db()

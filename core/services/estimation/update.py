@@ -43,7 +43,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.engine.estimation import ResponseRecord, gold_label
-from core.engine.reliability import get_estimator, wilson_interval
+from core.engine.reliability import get_estimator, interval_holding, wilson_interval
 from core.engine.reliability.base import GOLD_WEIGHT
 from core.engine.reliability.weights import voting_weight
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunResponse
@@ -185,7 +185,11 @@ def apply_gold_update(run: EstimationRun, query_ids: Iterable[int] | None = None
                     "gold_agreements": score.gold_agreements,
                 }
             )
-            low, high = wilson_interval(values["agreements"], score.answers) if counts else (score.low, score.high)
+            low, high = (
+                interval_holding(wilson_interval(values["agreements"], score.answers), values["reliability"])
+                if counts
+                else (score.low, score.high)
+            )
             scores.append(
                 ReliabilityScore(
                     run=update,

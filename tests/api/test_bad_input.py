@@ -1,0 +1,44 @@
+"""Bad input that once gave a 500 or was silently accepted (issue 25): each is a 400 in the
+API's error shape naming the field at fault, and nothing of it is stored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.models import EstimationRun
+from tasks.models import Job
+from tests.api.conftest import error_of
+from tests.api.test_run_start_rules import demo_query_set, three_sources
+
+
+def start_run(client, params):
+    body = {"query_set": demo_query_set().pk, "sources": three_sources(), "params": params}
+    return client.generic("POST", "/api/estimation-runs/", json.dumps(body), content_type="application/json")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", 1e308, -1, True, "lots"])
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+def test_a_prior_that_is_not_a_sensible_finite_number_is_a_400_naming_it(as_curator, name, value):
+    response = start_run(as_curator, {name: value})
+    assert response.status_code == 400, response.content[:300]
+    error = error_of(response)
+    assert f"params.{name}" in error["fields"]
+    assert "from 0 to 1000" in error["fields"][f"params.{name}"][0]
+    assert not EstimationRun.objects.exists() and not Job.objects.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400"])
+def test_a_non_finite_tau_is_a_400_naming_it(as_curator, value):
+    response = start_run(as_curator, {"tau": value})
+    assert response.status_code == 400, response.content[:300]
+    assert "params.tau" in error_of(response)["fields"]
+    assert not EstimationRun.objects.exists()
+
+
+def test_a_prior_in_range_given_as_text_is_stored_as_a_number(as_curator):
+    response = start_run(as_curator, {"alpha": "2.5", "beta": 1000})
+    assert response.status_code == 202, response.content[:300]
+    run = EstimationRun.objects.get()
+    assert (run.params["alpha"], run.params["beta"]) == (2.5, 1000.0)
