@@ -10,6 +10,7 @@ from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.core.paginator import Paginator
+from django.db.models.functions import Left
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
@@ -18,6 +19,12 @@ from core.views.access import analyst_required
 from sources.models import Chunk, Document, Source
 
 DOCUMENTS_PER_PAGE = 25
+# Full-text search reads the first this-many characters of a document's text. to_tsvector
+# fails ("string is too long for tsvector") once a text's distinct lexemes pass 1 MB, and the
+# vector is built for every document of the source in one query, so one long document made
+# every search of its source a 500. A character is at most 4 bytes of UTF-8, so 200,000 of
+# them stay under the limit whatever the script (lexemes are never longer than their text).
+SEARCH_TEXT_CHARS = 200_000
 # Cells a spreadsheet would run as a formula (CSV injection): prefixed with a quote.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -58,7 +65,7 @@ def source_documents(request: HttpRequest, pk: int) -> HttpResponse:
     documents = Document.objects.filter(source=source).only("id", "title", "url", "published_at", "ingested_at")
     if q:
         vector = SearchVector("title", weight="A", config="english") + SearchVector(
-            "text", weight="B", config="english"
+            Left("text", SEARCH_TEXT_CHARS), weight="B", config="english"
         )
         query = SearchQuery(q, config="english", search_type="websearch")
         documents = (
