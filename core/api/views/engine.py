@@ -275,10 +275,17 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
         description=(
             "Runs it again under a new job: its stored responses are kept, only the missing ones are "
             "generated, then the estimate is computed (a claim-level run resolves its sources' claims again). "
-            "409 while its job is still running, and for a run that succeeded unless `reestimate` is true."
+            "409 while its job is still running, and for a run that succeeded unless `reestimate` is true. "
+            "429 when ESTIMATION_MAX_CONCURRENT_PER_USER runs of yours are in progress (started or resumed)."
         ),
         request=ResumeRunSerializer,
-        responses={202: RunAcceptedSerializer, 409: OpenApiResponse(description="The run cannot be resumed now.")},
+        responses={
+            202: RunAcceptedSerializer,
+            409: OpenApiResponse(description="The run cannot be resumed now."),
+            429: OpenApiResponse(
+                ErrorSerializer, description="ESTIMATION_MAX_CONCURRENT_PER_USER runs of yours are in progress."
+            ),
+        },
     )
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str | None = None) -> Response:
@@ -290,6 +297,8 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
         try:
             with transaction.atomic():
                 run = resume(run, user=request.user, reestimate=options.validated_data["reestimate"])
+        except TooManyRuns as exc:
+            raise TooManyRunsInProgress(" ".join(exc.messages)) from None
         except DjangoValidationError as exc:
             raise RunConflict(" ".join(exc.message_dict.get("run", exc.messages))) from None
         return self._accepted(request, run)

@@ -143,7 +143,8 @@ def _dispatch(run: EstimationRun, user: Any) -> Any:
 def resume_claim_run(run: EstimationRun, *, user: Any = None, reestimate: bool = False) -> EstimationRun:
     """Estimate a failed (or, with ``reestimate``, a succeeded) claim run again, under a new
     Job, from the claims its sources hold now. Refused (ValidationError on "run") while its
-    job has not ended, and for a run that succeeded unless ``reestimate``."""
+    job has not ended, and for a run that succeeded unless ``reestimate``; TooManyRuns past
+    ESTIMATION_MAX_CONCURRENT_PER_USER runs of ``user`` in progress."""
     with transaction.atomic():
         locked = EstimationRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
         if locked.kind != EstimationRun.Kind.CLAIMS:
@@ -156,6 +157,7 @@ def resume_claim_run(run: EstimationRun, *, user: Any = None, reestimate: bool =
             raise ValidationError(
                 {"run": f"Run #{run.pk} already succeeded: ask to re-estimate it to resolve its claims again."}
             )
+        _check_concurrency(user, resuming=locked)
         job = _dispatch(run, user)
         EstimationRun.objects.filter(pk=run.pk).update(job=job, state=EstimationRun.State.PENDING, finished_at=None)
     run.refresh_from_db()
