@@ -235,20 +235,48 @@ def _local(tag: Any) -> str:
     return str(tag).rsplit("}", 1)[-1]
 
 
-def _element_record(element: Element, depth: int, limit: int) -> dict[str, Any]:
-    """An element as a dict: attributes, then children (leaf by text, else nested; repeats as lists)."""
+# Elements one XML record may hold, its descendants included. A record yields one subject's
+# claims (at most a few hundred attributes, values bounded by MAX_VALUE_CHARS), so more is
+# not a record but a flood (100,000 repeated tags in one element once took 31 s of CPU).
+MAX_RECORD_ELEMENTS = 10_000
+
+
+class _Budget:
+    """Elements left to read in one record; IngestError naming the limit once spent."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise IngestError(f"an XML record holds more than {self.limit} elements (the limit per record)")
+
+
+def _element_record(element: Element, depth: int, limit: int, budget: _Budget) -> dict[str, Any]:
+    """An element as a dict: attributes, then children (leaf by text, else nested; repeats as lists).
+
+    Linear in the element's size: a repeated tag's values are appended to one list (never
+    copied per repeat), and every element is counted against ``budget``."""
     if depth > limit:
         raise IngestError(f"XML nested deeper than {limit} levels (JSON_MAX_DEPTH)")
     record: dict[str, Any] = {_local(k): v for k, v in element.attrib.items()}
+    repeated: set[str] = set()  # names whose value is a list built here (attributes are text)
     for child in element:
         if not isinstance(child.tag, str):  # comments, processing instructions
             continue
+        budget.spend()
         name = _local(child.tag)
         has_children = any(isinstance(c.tag, str) for c in child)
-        value: Any = _element_record(child, depth + 1, limit) if has_children else "".join(child.itertext()).strip()
-        if name in record:
-            previous = record[name]
-            record[name] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        value: Any = (
+            _element_record(child, depth + 1, limit, budget) if has_children else "".join(child.itertext()).strip()
+        )
+        if name in repeated:
+            record[name].append(value)
+        elif name in record:
+            record[name] = [record[name], value]
+            repeated.add(name)
         else:
             record[name] = value
     return record
@@ -281,7 +309,8 @@ class XmlClaims:
             name = _local(element.tag)
             counts[name] = counts.get(name, 0) + 1
             path = f"/{root_name}/{name}[{counts[name]}]" if mapping.records is None else f"//{name}[{counts[name]}]"
-            yield {"file": filename, "record": index, "path": path}, _element_record(element, 1, limit)
+            record = _element_record(element, 1, limit, _Budget(MAX_RECORD_ELEMENTS))
+            yield {"file": filename, "record": index, "path": path}, record
 
     def locate(self, provenance: Provenance, exc: MappingError) -> IngestError:
         return IngestError(exc.reason, field=provenance["path"] + (f"/{exc.field}" if exc.field else ""))

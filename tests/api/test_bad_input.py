@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core.models import EstimationRun
+from sources.models import Claim, Source
 from tasks.models import Job
 from tests.api.conftest import error_of
 from tests.api.test_run_start_rules import demo_query_set, three_sources
@@ -42,3 +44,18 @@ def test_a_prior_in_range_given_as_text_is_stored_as_a_number(as_curator):
     assert response.status_code == 202, response.content[:300]
     run = EstimationRun.objects.get()
     assert (run.params["alpha"], run.params["beta"]) == (2.5, 1000.0)
+
+
+def test_an_xml_claims_upload_of_a_hundred_thousand_repeated_tags_is_a_400_naming_the_limit(as_curator):
+    data = b"<countries><country code='NO'><capital>Oslo</capital>" + b"<note>x</note>" * 100_000
+    data += b"</country></countries>"
+    body = {
+        "files": [SimpleUploadedFile("atlas.xml", data, content_type="application/xml")],
+        "mapping": json.dumps({"subject": "code", "attributes": {"capital": "text"}}),
+        "source": "atlas",
+    }
+    response = as_curator.post("/api/claims/load/", body, format="multipart")
+    assert response.status_code == 400, response.content[:300]
+    message = error_of(response)["fields"]["files"][0]
+    assert "atlas.xml" in message and "more than 10000 elements (the limit per record)" in message
+    assert not Job.objects.exists() and not Claim.objects.exists() and not Source.objects.filter(name="atlas").exists()

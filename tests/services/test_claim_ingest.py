@@ -32,7 +32,7 @@ from sources.claims import (
     start_text_claim_extraction,
 )
 from sources.ingest import IngestError
-from sources.ingest.claims import parse_claim_bytes
+from sources.ingest.claims import XmlClaims, parse_claim_bytes
 from sources.models import Claim, ClaimKey, Source
 from tasks.models import Job
 from tests.factories import ChunkFactory, ClaimFactory, DocumentFactory, SourceFactory
@@ -177,6 +177,34 @@ def test_xml_without_a_records_tag_reads_the_roots_children():
     assert triples(claims) == [
         (None, "NO", "capital", "oslo", "Oslo", {"file": "c.xml", "record": 0, "path": "/countries/country[1]", "field": "capital"})
     ]  # fmt: skip
+
+
+def test_an_xml_record_of_a_hundred_thousand_repeated_tags_is_refused_naming_the_limit():
+    mapping = ClaimMapping.from_json({"subject": "code", "attributes": {"capital": "text"}})
+    data = (
+        b"<countries><country code='NO'><capital>Oslo</capital>"
+        + b"<note>x</note>" * 100_000
+        + b"</country></countries>"
+    )
+    with pytest.raises(
+        IngestError, match=r"c\.xml: an XML record holds more than 10000 elements \(the limit per record\)"
+    ):
+        parse_claim_bytes(data, "c.xml", mapping)
+
+
+def test_a_large_but_legal_xml_file_is_read_whole_with_every_repeat_kept_in_order():
+    # 9,000 repeats inside one record (under the limit) and 20,000 records.
+    mapping = ClaimMapping.from_json({"subject": "code", "attributes": {"capital": "text"}})
+    notes = b"".join(b"<note>%d</note>" % i for i in range(9_000))
+    data = b"<countries><country code='NO'><capital>Oslo</capital>" + notes + b"</country>"
+    data += b"".join(b"<country code='C%d'><capital>City %d</capital></country>" % (i, i) for i in range(20_000))
+    data += b"</countries>"
+    (_, first), *_ = XmlClaims().records(data.decode(), filename="c.xml", mapping=mapping)
+    assert first["note"] == [str(i) for i in range(9_000)]
+    claims = parse_claim_bytes(data, "c.xml", mapping)
+    assert len(claims) == 20_001
+    assert (claims[0].subject, claims[0].value) == ("NO", "oslo")
+    assert (claims[-1].subject, claims[-1].value) == ("C19999", "city 19999")
 
 
 def test_jsonld_nodes_unwrap_value_and_id_objects():
