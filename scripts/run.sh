@@ -109,20 +109,18 @@ echo "Database ready."
 # Every worker gets a node name of its own (random per start): a worker's restart only fails
 # jobs recorded under exactly its name, so two workers must never share one (docs/operations.md).
 worker_name="worker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
-queues=ingest,gpu,default
-ask_pid=""
-if [ -n "${LLM:-}" ] && [ "${LLM}" != off ]; then
-  # With a local LLM an estimation batch (queue gpu) takes minutes: questions (queue
-  # default) get a worker process of their own, so an answer never waits behind them.
-  queues=ingest,gpu
-  ask_name="asker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
-  # (long options: tests/platform/test_stale_jobs.py reads the short-option line below as
-  # *the* worker, which alone runs beat)
-  .venv/bin/celery --app reliability_site worker --queues default --concurrency 1 --hostname "$ask_name" \
-    --loglevel info >"$data_dir/log/worker-ask.log" 2>&1 &
-  ask_pid=$!
-fi
-# -B: this (single) worker also runs beat, which sends tasks.reap_stale_jobs every minute.
+# Two workers, always: questions (queue default, with the stale-job reaper that beat sends
+# there) have a process of their own, so an answer never waits behind a claim load, an
+# ingestion or an estimation batch (queues ingest and gpu), however long they run
+# (docs/operations.md "Topology").
+queues=ingest,gpu
+ask_name="asker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
+# (long options: tests/platform/test_stale_jobs.py reads the short-option line below as
+# *the* bulk worker, which alone runs beat)
+.venv/bin/celery --app reliability_site worker --queues default --concurrency 1 --hostname "$ask_name" \
+  --loglevel info >"$data_dir/log/worker-ask.log" 2>&1 &
+ask_pid=$!
+# -B: the bulk worker also runs beat, which sends tasks.reap_stale_jobs every minute.
 .venv/bin/celery -A reliability_site worker -Q "$queues" -c "${CELERY_WORKER_CONCURRENCY:-2}" \
   -n "$worker_name" -B -l info >"$data_dir/log/worker.log" 2>&1 &
 worker_pid=$!
@@ -132,7 +130,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 echo "Celery worker ${worker_name/\%h/$(hostname)} started with beat (log: $data_dir/log/worker.log)."
-[ -n "$ask_pid" ] && echo "Question worker ${ask_name/\%h/$(hostname)} started (log: $data_dir/log/worker-ask.log)."
+echo "Question worker ${ask_name/\%h/$(hostname)} started (log: $data_dir/log/worker-ask.log)."
 
 $py manage.py load_demo --wait
 has_run='from core.models import EstimationRun as R; import sys; sys.exit(0 if R.objects.filter(state="succeeded").exists() else 1)'

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 from django.db.models import Exists, OuterRef
 from pgvector.django import CosineDistance
 
@@ -38,6 +39,7 @@ from sources.models import Claim, ClaimKey
 MAX_SPAN_WORDS = 6
 MAX_QUESTION_TOKENS = 64
 EMBED_BATCH = 512
+EMBED_LOCK_KEY = 61507 << 32  # advisory lock: one claim-key embedding job at a time
 _EDGE_PUNCTUATION = ".,;:!?\"'`()[]{}<>«»“”‘’"
 _ISBN_RUN = re.compile(r"(?<![0-9A-Za-z])(?:\d[\d\- ]{7,20}[\dXx])(?![0-9A-Za-z])")
 _ATTRIBUTE_VECTORS: dict[tuple[str, str], Vector] = {}
@@ -94,10 +96,26 @@ def embed_claim_keys(
     limit: int | None = None,
     batch: int = EMBED_BATCH,
     on_batch: Callable[[int, int], None] | None = None,
+    exclusive: bool = False,
 ) -> dict[str, Any]:
     """Embed the keys that have none, ``batch`` at a time (each batch commits on its own, so
     a long run keeps what it did); at most ``limit`` keys (None: all). ``on_batch(done,
-    total)`` is called after each batch (a job's progress and heartbeat)."""
+    total)`` is called after each batch (a job's progress and heartbeat).
+
+    ``exclusive`` (the embedding job): one such run at a time across workers. Two claim
+    loads used to start two jobs that embedded the same keys in lockstep (about 90 minutes
+    each at 800k keys); the second now ends at once, and the first, which looks for missing
+    keys until there are none, embeds the second load's keys too."""
+    if exclusive:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [EMBED_LOCK_KEY])
+            if not cursor.fetchone()[0]:
+                return {"keys": 0, "skipped": "another job is embedding the claim keys; it embeds these too"}
+        try:
+            return embed_claim_keys(embedder, limit=limit, batch=batch, on_batch=on_batch)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [EMBED_LOCK_KEY])
     embedder = embedder or configured_embedder()
     total: int | None = None
     if on_batch is not None:

@@ -30,7 +30,7 @@ from core.engine.claims.mapping import ClaimMapping
 from core.engine.claims.normalize import normalize_text
 from core.engine.claims.types import MAX_ATTRIBUTE_CHARS, MAX_SUBJECT_CHARS, ExtractedClaim
 from core.services.engine_context import configured_generator
-from core.services.jobs import NullProgress, Progress, dispatch_job
+from core.services.jobs import KeepAlive, NullProgress, Progress, dispatch_job, heartbeat_interval
 from sources.ingest import IngestError
 from sources.ingest.claims import parse_claim_bytes
 from sources.models import Chunk, Claim, Document, Source
@@ -217,13 +217,13 @@ def _resolve_sources(names: set[str], fallback: Source | str | None) -> tuple[di
         names = names | {fallback}
     if names:
         found = dict(Source.objects.filter(name__in=names).values_list("name", "id"))
-        missing = sorted(names - set(found))
-        if missing:
-            Source.objects.bulk_create(
-                [Source(name=name, kind=Source.Kind.DATASET) for name in missing], ignore_conflicts=True
-            )
-            created = len(missing)
-            found = dict(Source.objects.filter(name__in=names).values_list("name", "id"))
+        for name in sorted(names - set(found)):
+            # One at a time, so `created` counts what this load created: two loads naming the
+            # same new sources at once both used to report them (the second's insert waits
+            # for the first's commit, then finds the row).
+            entry, new = Source.objects.get_or_create(name=name, defaults={"kind": Source.Kind.DATASET})
+            found[name] = entry.pk
+            created += int(new)
         ids.update(found)
     if isinstance(fallback, str) and fallback:
         ids[None] = ids[fallback]
@@ -253,7 +253,13 @@ def load_claims(
     parsed = parse_claim_files(files, mapping, format_name=format_name, progress=progress)
     normalizers = {spec.name: spec.normalizer for spec in mapping.attributes}
     result = ClaimLoadResult(files=len(files))
-    with transaction.atomic():
+    parsed_count = sum(len(claims) for claims in parsed)
+    message = f"Storing {parsed_count} claims from {len(files)} file(s)"
+    # Nothing writes to the job row inside the transaction (its row lock would hold the
+    # heartbeat back until the commit); a thread of its own beats meanwhile, so a long store
+    # (800k claims: minutes) is never taken for a dead worker.
+    progress.log(message)
+    with KeepAlive(progress.heartbeat, message, every=heartbeat_interval()), transaction.atomic():
         ids, result.sources_created = _resolve_sources(
             {c.source for claims in parsed for c in claims if c.source}, source
         )
@@ -261,7 +267,6 @@ def load_claims(
             _Row(ids[c.source], c, normalizers.get(c.attribute, "raw")) for claims in parsed for c in claims
         )
         result.claims = len(rows)
-        progress.log(f"Storing {len(rows)} claims from {len(files)} file(s)")
         result.created, result.updated, result.unchanged = _upsert(rows, _job_id(job))
     progress.advance(
         1,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from core.engine.types import Embedder
 from core.services.jobs import Progress, dispatch_job
 from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash
-from sources.vector_index import request_build
+from sources.vector_index import request_build_after_commit
 
 
 @dataclass
@@ -173,7 +172,7 @@ def store_documents(
         Source.objects.filter(pk=source.pk).update(chunk_count=F("chunk_count") + len(rows))
         outcome.chunks += len(rows)
         if rows:  # past the threshold, the source gets an HNSW graph of its own (a job)
-            transaction.on_commit(partial(request_build, source.pk), robust=True)
+            transaction.on_commit(lambda source_id=source.pk: request_build_after_commit(source_id), robust=True)
     return outcome
 
 

@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
-from core.services.jobs import dispatch_job
+from core.services.jobs import KeepAlive, dispatch_job
 from sources.models import Source, SourceVectorIndex
 
 logger = logging.getLogger(__name__)
@@ -158,6 +157,21 @@ def request_build(source_id: int, *, user: Any = None) -> Any:
     )
 
 
+def request_build_after_commit(source_id: int, *, attempts: int = 3) -> Any:
+    """`request_build` for an ingestion's on-commit hook: a deadlock or a lost connection
+    (another backend rebuilding the table, say) is retried, then logged, never raised: the
+    documents are stored already, and `reconcile` queues whatever build is still missing."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return request_build(source_id)
+        except DatabaseError as error:
+            if attempt == attempts:
+                logger.warning("source %s: no index build queued (%s); reconcile will queue it", source_id, error)
+                return None
+            time.sleep(0.2 * attempt)
+    return None
+
+
 def request_missing_builds() -> int:
     """Queue a build for every source past the threshold without an index entry (after
     `migrate` on an existing database, say); returns how many were queued."""
@@ -168,38 +182,6 @@ def request_missing_builds() -> int:
 
 
 # --- Build and drop (a job or the management command) --------------------------------------------
-
-
-class _Heartbeat:
-    """Calls `beat(message)` every HEARTBEAT_SECONDS from a thread of its own while a long
-    statement runs, so the stale-job reaper leaves a long index build alone."""
-
-    def __init__(self, beat: Callable[[str], object] | None, source_id: int) -> None:
-        self.beat, self.source_id = beat, source_id
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        from django.db import connection as thread_connection
-
-        try:
-            while not self.stop.wait(HEARTBEAT_SECONDS):
-                if self.beat is not None:
-                    self.beat(f"Building the HNSW index of source {self.source_id}")
-        except Exception:  # noqa: BLE001 - a missed heartbeat must not break the build
-            logger.exception("heartbeat of the index build of source %s failed", self.source_id)
-        finally:
-            thread_connection.close()
-
-    def __enter__(self) -> _Heartbeat:
-        if self.beat is not None:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join()
 
 
 def _set_state(source_id: int, state: str, **fields: Any) -> None:
@@ -250,7 +232,10 @@ def build(source_id: int, *, heartbeat: Callable[[str], object] | None = None, r
             chunks = cursor.rowcount
         copied = time.perf_counter()
         try:
-            with _Heartbeat(heartbeat, source_id), connection.cursor() as cursor:
+            with (
+                KeepAlive(heartbeat, f"Building the HNSW index of source {source_id}", every=HEARTBEAT_SECONDS),
+                connection.cursor() as cursor,
+            ):
                 cursor.execute(
                     f"CREATE INDEX CONCURRENTLY {name}_hnsw ON {name} USING hnsw (embedding halfvec_cosine_ops) "
                     f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"

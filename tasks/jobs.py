@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import uuid
+from pathlib import Path
 from typing import Any
 
 from celery import Task
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet as DjangoQuerySet
 from django.utils import timezone
 
 from core.services.estimation import fail_runs_of_ended_jobs
@@ -38,19 +41,69 @@ def start_job(
     return job
 
 
+def remove_upload_dir(params: dict[str, Any]) -> None:
+    """Delete a job's uploaded files (only ever a folder inside UPLOAD_DIR)."""
+    upload_dir = params.get("upload_dir") if isinstance(params, dict) else None
+    if upload_dir and Path(upload_dir).resolve().is_relative_to(Path(settings.UPLOAD_DIR).resolve()):
+        shutil.rmtree(upload_dir, ignore_errors=True)
+
+
+def remove_orphan_uploads(now: dt.datetime | None = None) -> int:
+    """Delete upload folders that no unfinished job holds and that are older than the stale
+    limit (a folder is written a moment before its job is stored): what failed, killed or
+    reaped jobs left behind. Returns how many were removed."""
+    root = Path(settings.UPLOAD_DIR)
+    if not root.is_dir():
+        return 0
+    now = now or timezone.now()
+    held = {
+        str(Path(p).resolve())
+        for p in Job.objects.filter(
+            state__in=(Job.State.PENDING, Job.State.RUNNING), params__has_key="upload_dir"
+        ).values_list("params__upload_dir", flat=True)
+        if p
+    }
+    oldest = now.timestamp() - settings.JOB_STALE_SECONDS
+    removed = 0
+    for folder in root.iterdir():
+        try:
+            if not folder.is_dir() or str(folder.resolve()) in held or folder.stat().st_mtime > oldest:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _fail(jobs: DjangoQuerySet[Job], *, error: str, message: str, now: dt.datetime) -> int:
+    """Fail these running jobs and delete their uploads (callers then fail the runs of ended jobs)."""
+    ids = list(jobs.filter(state=Job.State.RUNNING).values_list("pk", flat=True))
+    if not ids:
+        return 0
+    failed = Job.objects.filter(pk__in=ids, state=Job.State.RUNNING).update(
+        state=Job.State.FAILED, error=error, message=message, finished_at=now
+    )
+    for params in Job.objects.filter(pk__in=ids, state=Job.State.FAILED).values_list("params", flat=True):
+        remove_upload_dir(params)
+    return failed
+
+
 def reap_stale_jobs(now: dt.datetime | None = None) -> int:
     """Mark running jobs whose heartbeat stopped as failed, so none stays 'running' forever,
-    and fail the estimation runs of failed jobs. Run by the worker: on start and every
-    reap_interval() seconds (the beat task `tasks.reap_stale_jobs`), never by a page view."""
+    fail the estimation runs of failed jobs, and delete uploads nobody will read. Run by the
+    worker: on start and every reap_interval() seconds (the beat task `tasks.reap_stale_jobs`,
+    on the question queue, which bulk work never fills), never by a page view."""
     now = now or timezone.now()
     cutoff = now - dt.timedelta(seconds=settings.JOB_STALE_SECONDS)
-    reaped = Job.objects.filter(state=Job.State.RUNNING, heartbeat_at__lt=cutoff).update(
-        state=Job.State.FAILED,
+    reaped = _fail(
+        Job.objects.filter(heartbeat_at__lt=cutoff),
         error=f"The worker stopped reporting for more than {settings.JOB_STALE_SECONDS} s (worker lost or killed).",
         message="Failed: worker lost",
-        finished_at=now,
+        now=now,
     )
     fail_runs_of_ended_jobs()
+    remove_orphan_uploads(now)
     return reaped
 
 
@@ -60,8 +113,25 @@ def fail_jobs_of_worker(hostname: str, reason: str) -> int:
     (scripts/run.sh gives each one a random name), or this would fail a live worker's jobs."""
     if not hostname:
         return 0
-    failed = Job.objects.filter(state=Job.State.RUNNING, worker=hostname).update(
-        state=Job.State.FAILED, error=reason, message="Failed: worker restarted", finished_at=timezone.now()
+    failed = _fail(
+        Job.objects.filter(worker=hostname), error=reason, message="Failed: worker restarted", now=timezone.now()
+    )
+    fail_runs_of_ended_jobs()
+    return failed
+
+
+def fail_job_of_lost_process(job_id: int) -> int:
+    """The pool process running this job died (the OOM killer, a crash in native code): the
+    worker itself lives on and says so at once (WorkerLostError), so the job fails now
+    instead of when the reaper notices its silence."""
+    failed = _fail(
+        Job.objects.filter(pk=job_id),
+        error=(
+            "The worker process running this job was killed (out of memory, or a crash) "
+            "before it finished; nothing more was stored. Run it again, with less at once if it was large."
+        ),
+        message="Failed: worker process lost",
+        now=timezone.now(),
     )
     fail_runs_of_ended_jobs()
     return failed

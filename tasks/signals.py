@@ -8,10 +8,11 @@ import os
 import threading
 from typing import Any
 
-from celery.signals import worker_init, worker_process_init, worker_ready
+from billiard.exceptions import WorkerLostError
+from celery.signals import task_failure, worker_init, worker_process_init, worker_ready
 from django.conf import settings
 
-from tasks.jobs import fail_jobs_of_worker, reap_stale_jobs
+from tasks.jobs import fail_job_of_lost_process, fail_jobs_of_worker, reap_stale_jobs
 
 logger = logging.getLogger(__name__)
 POOL_PROCESSES = "RRAG_WORKER_POOL_PROCESSES"  # set by the worker for its pool processes
@@ -27,6 +28,17 @@ def _fail_jobs_left_running(sender: Any = None, **_: Any) -> None:
         getattr(sender, "hostname", None) or "", "The worker restarted while this job was running; run it again."
     )
     reap_stale_jobs()
+
+
+@task_failure.connect
+def _fail_job_of_lost_process(exception: BaseException | None = None, kwargs: Any = None, **_: Any) -> None:
+    """A pool process died under its task (the OOM killer, a native crash): the worker's
+    main process sends this at once, so the job fails now, not when the reaper notices."""
+    if not isinstance(exception, WorkerLostError):
+        return  # other failures were recorded by the task itself (tasks.runner)
+    job_id = (kwargs or {}).get("job_id") if isinstance(kwargs, dict) else None
+    if isinstance(job_id, int):
+        fail_job_of_lost_process(job_id)
 
 
 @worker_init.connect

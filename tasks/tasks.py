@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
-
-from django.conf import settings
 
 from core.engine.claims.mapping import ClaimMapping, MappingError
 from reliability_site.celery import app
@@ -23,6 +20,7 @@ from sources.services import ingest_files as ingest
 # Engine and index tasks live in modules of their own; importing them registers them with Celery.
 from tasks import engine_tasks, index_tasks  # noqa: F401
 from tasks.jobs import reap_stale_jobs as reap
+from tasks.jobs import remove_upload_dir
 from tasks.models import Job
 from tasks.progress import JobProgress
 from tasks.runner import Done, JobFailed, job_task
@@ -68,9 +66,7 @@ def ingest_files(progress: JobProgress, params: dict[str, Any]) -> Done:
         done = [o.as_dict() for o in exc.outcomes]
         raise JobFailed(str(exc), {"source": source.name, "files": done, "interrupted": exc.name}) from exc
     finally:
-        upload_dir = params.get("upload_dir")
-        if upload_dir and Path(upload_dir).resolve().is_relative_to(Path(settings.UPLOAD_DIR).resolve()):
-            shutil.rmtree(upload_dir, ignore_errors=True)
+        remove_upload_dir(params)
     result = {
         "source": source.name,
         "files": [o.as_dict() for o in outcomes],
@@ -92,13 +88,6 @@ def reembed_source(progress: JobProgress, params: dict[str, Any]) -> dict[str, A
     """Recompute every chunk vector of the given sources with the configured model."""
     embedder = configured_embedder()
     return reembed(params["source_ids"], embedder, progress)
-
-
-def _remove_upload_dir(params: dict[str, Any]) -> None:
-    """Delete a job's uploaded files (only ever a folder inside UPLOAD_DIR)."""
-    upload_dir = params.get("upload_dir")
-    if upload_dir and Path(upload_dir).resolve().is_relative_to(Path(settings.UPLOAD_DIR).resolve()):
-        shutil.rmtree(upload_dir, ignore_errors=True)
 
 
 @job_task("tasks.load_claims")
@@ -133,7 +122,7 @@ def load_claims(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]
     except (IngestError, MappingError) as exc:
         raise JobFailed(f"Rejected, nothing stored: {exc}") from None
     finally:
-        _remove_upload_dir(params)
+        remove_upload_dir(params)
     outcome: dict[str, Any] = result.as_dict()
     if result.created:
         owner = Job.objects.select_related("created_by").get(pk=progress.job_id).created_by
@@ -144,10 +133,9 @@ def load_claims(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]
 
 
 @job_task("tasks.embed_claim_keys")
-def embed_claim_keys(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
+def embed_claim_keys(progress: JobProgress, params: dict[str, Any]) -> Done | dict[str, Any]:
     """Embed the (subject, attribute) keys of claims that have no embedding yet (multirag matching)."""
-    progress.set_total(0, "Loading the embedding model")
-    embedder = configured_embedder()
+    progress.set_total(0, "Looking for claim keys without an embedding")
 
     def batch_done(done: int, total: int) -> None:
         progress.set_total(total)
@@ -155,7 +143,10 @@ def embed_claim_keys(progress: JobProgress, params: dict[str, Any]) -> dict[str,
             raise JobFailed("Stopped: the job had already ended.")
         progress.set_progress(done)
 
-    return embed_keys(embedder, on_batch=batch_done)
+    outcome = embed_keys(None, on_batch=batch_done, exclusive=True)
+    if outcome.get("skipped"):
+        return Done(outcome, message=f"Nothing to do: {outcome['skipped']}")
+    return outcome
 
 
 @job_task("tasks.extract_text_claims")

@@ -246,3 +246,29 @@ def answer_question(question: Question, progress: Progress | None = None) -> Que
         )
     progress.advance(1, "Answered")
     return question
+
+
+def waiting_reason(question: Question) -> str:
+    """Why a question not yet taken by a worker waits: its place in the question queue and
+    what the question worker is doing ("" once it runs). Questions have a worker of their
+    own (scripts/run.sh), so only other questions are ever ahead of one."""
+    job = question.job
+    if job is None or job.state != "pending":
+        return ""
+    pending = Question.objects.filter(job__state="pending")
+    ahead = pending.filter(job__created_at__lt=job.created_at).count()
+    answering = Question.objects.filter(job__state="running").count()
+    parts = []
+    if answering:
+        parts.append(f"{answering} question{'s' if answering != 1 else ''} being answered")
+    if ahead:
+        parts.append(f"{ahead} more ahead of this one in the question queue")
+    if parts:
+        return "Waiting for the question worker: " + ", ".join(parts) + "."
+    waited = (timezone.now() - job.created_at).total_seconds()
+    if waited > 30:
+        return (
+            f"No question worker has taken this question in {waited:.0f} s, and none is answering another: "
+            "is the question worker running? (scripts/run.sh starts one; docs/operations.md)"
+        )
+    return "Next in the question queue."

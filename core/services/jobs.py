@@ -9,9 +9,14 @@ TasksConfig.ready(). Job kinds are the values of tasks.models.Job.Kind ("ingest"
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import TracebackType
 from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
 
 
 class Progress(Protocol):
@@ -29,6 +34,10 @@ class Progress(Protocol):
         ...
 
     def log(self, line: str) -> None: ...
+
+    def heartbeat(self, message: str | None = None) -> bool:
+        """Say the work is alive; False when the job has ended meanwhile (reaped, say)."""
+        ...
 
     def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
         """Where some parts of the work stand, by key ({"n", "label", "state", "detail"}):
@@ -54,8 +63,54 @@ class NullProgress:
     def log(self, line: str) -> None:
         pass
 
+    def heartbeat(self, message: str | None = None) -> bool:
+        return True
+
     def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
         pass
+
+
+class KeepAlive:
+    """Calls `beat(message)` every `every` seconds from a thread of its own while one long
+    statement or one long transaction runs, so the stale-job reaper leaves the job alone.
+
+    A thread of its own because the work's own connection cannot speak: inside a
+    transaction its heartbeat would not be seen (nor committed) until the end. The thread
+    uses its own database connection (Django gives each thread one) and closes it."""
+
+    def __init__(self, beat: Callable[[str], object] | None, message: str, *, every: float) -> None:
+        self.beat, self.message, self.every = beat, message, max(0.05, float(every))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="keep-alive", daemon=True)
+
+    def _run(self) -> None:
+        from django.db import connection as thread_connection
+
+        try:
+            while not self.stop.wait(self.every):
+                if self.beat is not None:
+                    self.beat(self.message)
+        except Exception:  # noqa: BLE001 - a missed heartbeat must not break the work
+            logger.exception("heartbeat (%s) failed", self.message)
+        finally:
+            thread_connection.close()
+
+    def __enter__(self) -> KeepAlive:
+        if self.beat is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+
+def heartbeat_interval() -> float:
+    """How often long work says it is alive: a quarter of the reaper's stale limit, at most 30 s."""
+    from django.conf import settings
+
+    return min(30.0, max(0.05, float(settings.JOB_STALE_SECONDS) / 4))
 
 
 class Dispatcher(Protocol):

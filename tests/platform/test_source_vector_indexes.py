@@ -225,3 +225,36 @@ def test_deleting_a_source_whose_table_is_busy_still_deletes_it_and_leaves_the_t
     assert vector_index.plan_reconcile() == ([], [source_id])
     vector_index.reconcile()
     assert source_id not in vector_index.existing_tables()
+
+
+def test_a_deadlock_while_queueing_the_build_after_ingestion_is_retried_then_logged_never_raised(
+    db, settings, monkeypatch, caplog
+):
+    """Ingestion's on-commit hook met a deadlock with another backend (seen in CI): the
+    documents are stored; the hook retries, and when it keeps failing it logs and leaves the
+    build to reconcile, instead of raising into Django's on-commit logger."""
+    from django.db import OperationalError
+
+    settings.SOURCE_INDEX_MIN_CHUNKS = 1
+    source = SourceFactory(chunk_count=5)
+    calls: list[int] = []
+    real = vector_index.request_build
+
+    def deadlock_then_real(source_id: int, **kwargs: object) -> object:
+        calls.append(source_id)
+        if len(calls) == 1:
+            raise OperationalError("deadlock detected")
+        return real(source_id)
+
+    monkeypatch.setattr(vector_index, "request_build", deadlock_then_real)
+    job = vector_index.request_build_after_commit(source.pk)
+    assert calls == [source.pk, source.pk]
+    assert job is not None and job.params["source_id"] == source.pk
+
+    def always_deadlock(source_id: int, **kwargs: object) -> object:
+        raise OperationalError("deadlock detected")
+
+    monkeypatch.setattr(vector_index, "request_build", always_deadlock)
+    with caplog.at_level("WARNING", logger="sources.vector_index"):
+        assert vector_index.request_build_after_commit(source.pk, attempts=2) is None
+    assert "reconcile will queue it" in caplog.text

@@ -108,11 +108,13 @@ class Processes:
         self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "reliability_site.settings", **env}
         self.workers: list[subprocess.Popen[bytes]] = []
 
-    def start_worker(self) -> tuple[subprocess.Popen[bytes], str, Path]:
+    def start_worker(self, *, pool: str = "solo", beat: bool = True) -> tuple[subprocess.Popen[bytes], str, Path]:
         name = f"worker-{uuid.uuid4().hex[:12]}"
         log = self.tmp / f"{name}.log"
-        command = [sys.executable, "-m", "celery", "-A", "reliability_site", "worker", "-P", "solo"]
-        command += ["-Q", "ingest,gpu,default", "-n", f"{name}@%h", "-B", "-s", str(self.tmp / f"{name}-beat")]
+        command = [sys.executable, "-m", "celery", "-A", "reliability_site", "worker", "-P", pool]
+        command += ["-c", "1"] if pool == "prefork" else []
+        command += ["-Q", "ingest,gpu,default", "-n", f"{name}@%h"]
+        command += ["-B", "-s", str(self.tmp / f"{name}-beat")] if beat else []
         command += ["-l", "info"]
         with log.open("wb") as out:
             process = subprocess.Popen(
@@ -287,6 +289,58 @@ def big_csv(path: Path, rows: int) -> None:
         text = " ".join(f"Ledger {i} entry {j} records a balance of {i * 1000 + j} units." for j in range(70))
         lines.append(f"row {i},{text}")
     path.write_text("\n".join(lines) + "\n")
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a prefork worker's pool processes)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                # /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split after ")"
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def test_a_pool_process_killed_mid_job_fails_its_job_at_once_while_the_worker_lives_on(
+    transactional_db, embedder, fault_tmp
+):
+    """The OOM killer takes a pool process, not the worker: the worker's main process knows
+    at once (WorkerLostError), so the job fails in seconds, long before the reaper would
+    (its stale limit here is ten minutes), and the worker takes the next job."""
+    broker = Broker(fault_tmp)
+    env = {"DATABASE_URL": database_url(connection.settings_dict), "JOB_STALE_SECONDS": "600", **broker.env()}
+    procs = Processes(fault_tmp, env)
+    try:
+        worker, _, log = procs.start_worker(pool="prefork", beat=False)
+        big_csv(fault_tmp / "big.csv", 150)
+        started = procs.manage("ingest", "--source", "ledger", str(fault_tmp / "big.csv"))
+        assert started.returncode == 0, started.stderr
+        job_id = int(re.search(r"ingestion job (\d+) queued", started.stdout).group(1))
+        wait_until(
+            lambda: Job.objects.filter(pk=job_id, message__startswith="big.csv: embedded").exists(),
+            240,
+            "big.csv to be embedding",
+            0.02,
+        )
+        (pool_process,) = children_of(worker.pid)
+        os.kill(pool_process, signal.SIGKILL)
+        killed = time.monotonic()
+        job = wait_until(
+            lambda: Job.objects.filter(pk=job_id, state=Job.State.FAILED).first(),
+            60,
+            "the job to fail",
+            detail=lambda: log.read_text(errors="replace")[-3000:],
+        )
+        assert time.monotonic() - killed < 60 < int(env["JOB_STALE_SECONDS"])
+        assert job.message == "Failed: worker process lost"
+        assert "killed (out of memory, or a crash)" in job.error
+        assert worker.poll() is None  # the worker lives on, with a new pool process
+        assert not Job.objects.filter(pk=job_id, state=Job.State.RUNNING).exists()
+    finally:
+        procs.stop_all()
+        broker.clear()
 
 
 def test_postgres_stopped_mid_ingestion_fails_the_job_naming_the_file_and_keeps_the_files_before_it(fault_tmp):

@@ -135,8 +135,10 @@ def start_claim_run(
 
 
 def _dispatch(run: EstimationRun, user: Any) -> Any:
+    # Bulk work (hundreds of thousands of claims can take minutes): the bulk worker's queue,
+    # never the question worker's ("default"), so questions never wait behind it.
     return dispatch_job(
-        kind="estimate", task_name="tasks.claim_estimation", params={"run_id": run.pk}, user=user, queue="default"
+        kind="estimate", task_name="tasks.claim_estimation", params={"run_id": run.pk}, user=user, queue="ingest"
     )
 
 
