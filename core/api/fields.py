@@ -22,6 +22,30 @@ class Text(serializers.CharField):
         self.validators.append(no_nul)
 
 
+class IdRelatedField(serializers.PrimaryKeyRelatedField):
+    """An object by its id: a JSON integer (or digits, from a form), from 1 to MAX_ID.
+
+    DRF hands any value to ``queryset.get(pk=...)``, where Django casts it with int(): 180.9
+    found question 180 and true found id 1. A float, a boolean or an id past a bigint is a 400
+    on the field instead."""
+
+    default_error_messages = {
+        **serializers.PrimaryKeyRelatedField.default_error_messages,
+        "not_an_id": "Expected an id (a whole number from 1 to {max_id}), got {value}.",
+    }
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and data.strip().isdigit() and data.strip().isascii():
+            number = int(data.strip())
+        elif isinstance(data, int) and not isinstance(data, bool):
+            number = data
+        else:
+            self.fail("not_an_id", max_id=MAX_ID, value=repr(data)[:40])
+        if not 1 <= number <= MAX_ID:
+            self.fail("not_an_id", max_id=MAX_ID, value=repr(data)[:40])
+        return super().to_internal_value(number)
+
+
 class StrictMixin:
     """Reject keys the serializer does not know (and read-only ones), naming each.
 
@@ -48,6 +72,8 @@ class StrictSerializer(StrictMixin, serializers.Serializer):
 
 
 class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
+    serializer_related_field = IdRelatedField
+
     def build_standard_field(self, field_name: str, model_field: Any) -> Any:
         field_class, kwargs = super().build_standard_field(field_name, model_field)
         if issubclass(field_class, serializers.CharField):

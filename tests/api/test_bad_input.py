@@ -59,3 +59,35 @@ def test_an_xml_claims_upload_of_a_hundred_thousand_repeated_tags_is_a_400_namin
     message = error_of(response)["fields"]["files"][0]
     assert "atlas.xml" in message and "more than 10000 elements (the limit per record)" in message
     assert not Job.objects.exists() and not Claim.objects.exists() and not Source.objects.filter(name="atlas").exists()
+
+
+@pytest.mark.parametrize("value", ["float", True, "12abc", [1], {"id": 1}, 0, -3])
+def test_a_question_id_that_is_not_a_whole_number_is_a_400_not_a_truncated_id(as_analyst, value):
+    from core.models import AnswerFeedback
+    from tests.factories import QuestionFactory
+
+    question = QuestionFactory(answered=True, answer="Lyon")
+    QuestionFactory(answered=True, answer="Paris")  # id 1 may exist too: true must not find it
+    sent = question.pk + 0.9 if value == "float" else value
+    response = as_analyst.post("/api/feedback/", {"question": sent, "kind": "answer_wrong"}, format="json")
+    assert response.status_code == 400, response.content[:300]
+    error = error_of(response)
+    assert set(error["fields"]) == {"question"}
+    assert "Expected an id" in error["fields"]["question"][0]
+    assert not AnswerFeedback.objects.exists()
+
+
+def test_a_float_source_id_in_a_run_and_in_an_upload_is_a_400_naming_the_field(as_curator):
+    ids = three_sources()
+    body = {"query_set": demo_query_set().pk, "sources": [ids[0] + 0.5, ids[1], ids[2]]}
+    response = as_curator.post("/api/estimation-runs/", body, format="json")
+    assert response.status_code == 400, response.content[:300]
+    assert "Expected an id" in error_of(response)["fields"]["sources"][0]
+    body = {"query_set": 1.5, "sources": ids}
+    response = as_curator.post("/api/estimation-runs/", body, format="json")
+    assert "Expected an id" in error_of(response)["fields"]["query_set"][0]
+    upload = {"source": ids[0] + 0.25, "documents": [{"text": "A text."}]}
+    response = as_curator.post("/api/documents/", upload, format="json")
+    assert response.status_code == 400
+    assert "Expected an id" in error_of(response)["fields"]["source"][0]
+    assert not EstimationRun.objects.exists() and not Job.objects.exists()

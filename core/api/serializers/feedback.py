@@ -6,18 +6,18 @@ from typing import Any
 
 from rest_framework import serializers
 
-from core.api.fields import StrictSerializer, Text
+from core.api.fields import IdRelatedField, StrictSerializer, Text
 from core.models import MAX_CORRECTED_ANSWER_CHARS, MAX_FEEDBACK_COMMENT_CHARS, AnswerFeedback, Question
 from sources.models import Source
 
 
 class NewFeedbackSerializer(StrictSerializer):
-    question = serializers.PrimaryKeyRelatedField(queryset=Question.objects.all(), help_text="An answered question.")
+    question = IdRelatedField(queryset=Question.objects.all(), help_text="An answered question.")
     kind = serializers.ChoiceField(
         choices=AnswerFeedback.Kind.choices,
         help_text="`answer_right`, `answer_wrong`, or `source_wrong` (with `source`).",
     )
-    source = serializers.PrimaryKeyRelatedField(
+    source = IdRelatedField(
         queryset=Source.objects.all(),
         required=False,
         allow_null=True,

@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.api.fields import MAX_ID, StrictSerializer
+from core.api.fields import MAX_ID, IdRelatedField, StrictSerializer
 from core.models import EstimationRun, QuerySet, ReliabilityScore
 from core.services.estimation import ALL_SOURCES
 from core.services.insights import run_changes
@@ -32,7 +32,7 @@ class RunSourcesField(serializers.Field):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.ids = serializers.PrimaryKeyRelatedField(queryset=Source.objects.all(), many=True, allow_empty=False)
+        self.ids = IdRelatedField(queryset=Source.objects.all(), many=True, allow_empty=False)
 
     def bind(self, field_name: str, parent: Any) -> None:
         super().bind(field_name, parent)
@@ -50,7 +50,7 @@ class RunSourcesField(serializers.Field):
 
 
 class StartRunSerializer(StrictSerializer):
-    query_set = serializers.PrimaryKeyRelatedField(queryset=QuerySet.objects.all(), required=False, allow_null=True)
+    query_set = IdRelatedField(queryset=QuerySet.objects.all(), required=False, allow_null=True)
     sources = RunSourcesField(help_text='Source ids, or "all" for every active source with documents.')
     params = serializers.DictField(required=False, help_text="k, tau, strict clustering, prior, tolerance")
 

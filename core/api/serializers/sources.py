@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.api.fields import StrictModelSerializer, StrictSerializer, Text
+from core.api.fields import IdRelatedField, StrictModelSerializer, StrictSerializer, Text
 from core.models import EstimationRun
 from sources.ingest import ADAPTERS
 from sources.models import Document, Source
@@ -130,12 +130,12 @@ class DocumentItemSerializer(StrictSerializer):
 
 
 class JsonUploadSerializer(StrictSerializer):
-    source = serializers.PrimaryKeyRelatedField(queryset=Source.objects.all())
+    source = IdRelatedField(queryset=Source.objects.all())
     documents = DocumentItemSerializer(many=True, allow_empty=False)
 
 
 class MultipartUploadSerializer(StrictSerializer):
-    source = serializers.PrimaryKeyRelatedField(queryset=Source.objects.all())
+    source = IdRelatedField(queryset=Source.objects.all())
     files = serializers.ListField(child=serializers.FileField(allow_empty_file=True), allow_empty=False)
     format = serializers.ChoiceField(
         choices=FORMATS, required=False, help_text="Overrides detection by file extension."
