@@ -108,12 +108,14 @@ class Processes:
         self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "reliability_site.settings", **env}
         self.workers: list[subprocess.Popen[bytes]] = []
 
-    def start_worker(self, *, pool: str = "solo", beat: bool = True) -> tuple[subprocess.Popen[bytes], str, Path]:
+    def start_worker(
+        self, *, pool: str = "solo", beat: bool = True, queues: str = "ingest,gpu,default"
+    ) -> tuple[subprocess.Popen[bytes], str, Path]:
         name = f"worker-{uuid.uuid4().hex[:12]}"
         log = self.tmp / f"{name}.log"
         command = [sys.executable, "-m", "celery", "-A", "reliability_site", "worker", "-P", pool]
         command += ["-c", "1"] if pool == "prefork" else []
-        command += ["-Q", "ingest,gpu,default", "-n", f"{name}@%h"]
+        command += ["-Q", queues, "-n", f"{name}@%h"]
         command += ["-B", "-s", str(self.tmp / f"{name}-beat")] if beat else []
         command += ["-l", "info"]
         with log.open("wb") as out:
@@ -386,3 +388,68 @@ def test_postgres_stopped_mid_ingestion_fails_the_job_naming_the_file_and_keeps_
         procs.stop_all()
         broker.clear()
         database.remove()
+
+
+# --- A large claim load while questions are asked -------------------------------------
+
+
+def claims_csv(path: Path, rows: int) -> None:
+    lines = ["flight,src,gate,status"]
+    lines += [f"FL-{i},feed-{i % 4},G{i % 97},on time {i % 13}" for i in range(rows)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_questions_answer_in_their_normal_time_while_a_large_claim_load_runs(transactional_db, embedder, fault_tmp):
+    """The topology of scripts/run.sh: a question worker on "default" beside the bulk worker
+    on "ingest,gpu". A claim load of 120,000 claims (and the key embedding it starts) keeps
+    the bulk worker busy; every question asked meanwhile is taken at once and answers within
+    a small multiple of its time on an idle machine (two cores: the load takes one)."""
+    from celery import Celery
+
+    from core.services.asking import start_question
+    from reliability_site.celery import broker_settings
+    from tasks import jobs as task_jobs
+
+    build_corpus(embedder)
+    broker = Broker(fault_tmp)
+    env = {"DATABASE_URL": database_url(connection.settings_dict), "JOB_STALE_SECONDS": "60", **broker.env()}
+    procs = Processes(fault_tmp, env)
+    sender = Celery("fault-test", set_as_current=False)
+    sender.conf.update(broker_settings(broker.url, broker.folder, broker.prefix if broker.url else ""))
+    original_app = task_jobs.app
+    task_jobs.app = sender  # the questions go to this test's own broker namespace
+    try:
+        procs.start_worker(pool="prefork", beat=False, queues="default")
+        procs.start_worker(pool="prefork", beat=True, queues="ingest,gpu")
+
+        def ask(text: str) -> float:
+            started = time.monotonic()
+            question = start_question(text)
+            wait_until(lambda: Job.objects.get(pk=question.job_id).finished, 120, f"an answer to {text!r}")
+            job = Job.objects.get(pk=question.job_id)
+            assert job.state == Job.State.SUCCEEDED, job.error
+            return time.monotonic() - started
+
+        questions = [question for question, *_ in FACTS]
+        ask(questions[0])  # the question worker's first question loads what it needs
+        idle = max(ask(q) for q in questions[1:3])
+
+        claims_csv(fault_tmp / "claims.csv", 120_000)
+        mapping = '{"subject": "flight", "source": "src", "attributes": {"gate": "text", "status": "text"}}'
+        started = procs.manage("ingest_claims", str(fault_tmp / "claims.csv"), "--mapping", mapping)
+        assert started.returncode == 0, started.stderr
+        load_id = int(re.search(r"job (\d+)", started.stdout).group(1))
+        wait_until(lambda: Job.objects.filter(pk=load_id, state=Job.State.RUNNING).exists(), 120, "the load to run")
+
+        busy = [ask(q) for q in questions[:3]]
+        still_loading = (
+            not Job.objects.get(pk=load_id).finished
+            or Job.objects.filter(kind=Job.Kind.INGEST, state__in=[Job.State.PENDING, Job.State.RUNNING]).exists()
+        )
+        assert still_loading, "the load ended before the questions: nothing was shown"
+        limit = 3 * idle + 5
+        assert max(busy) < limit, f"questions took {busy} s beside the load (idle: {idle:.1f} s)"
+    finally:
+        task_jobs.app = original_app
+        procs.stop_all()
+        broker.clear()
