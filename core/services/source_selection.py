@@ -4,6 +4,8 @@ one but some, or a saved group (core.models.SourceGroup).
 resolve_sources() checks a choice when the question is asked and turns it into the record
 stored on Question.source_selection; the worker reads the allowed ids back from it, and the
 question page and its permalink show what was included and excluded (describe_selection).
+A private group's name and sources are shown only to those who may see the group, and to
+the asker (selection_seen_by): the page, its permalink and the API.
 """
 
 from __future__ import annotations
@@ -158,20 +160,56 @@ def allowed_ids(record: dict[str, Any] | None) -> list[int] | None:
     return [int(s["id"]) for s in record.get("allowed") or []]
 
 
+def selection_seen_by(
+    record: dict[str, Any] | None,
+    user: Any,
+    *,
+    asked_by_id: int | None = None,
+    visible_group_ids: set[int] | None = None,
+) -> dict[str, Any]:
+    """A stored selection as ``user`` may see it. A group they cannot see (another analyst's
+    private group: visible_groups' rule, applied now) keeps its name and its sources hidden:
+    "group" becomes None, "private_group" True, and "allowed" (the group's sources with those
+    included) is left out; the sources the asker named themselves stay. The asker
+    (``asked_by_id``) sees their own choice. ``visible_group_ids``: the ids visible_groups(user)
+    holds, when the caller already has them (a list of questions)."""
+    record = record or {}
+    group = record.get("group")
+    if not group or (asked_by_id is not None and asked_by_id == getattr(user, "pk", None)):
+        return record
+    if visible_group_ids is None:
+        visible = visible_groups(user).filter(pk=group.get("id")).exists()
+    else:
+        visible = group.get("id") in visible_group_ids
+    if visible:
+        return record
+    hidden = {key: value for key, value in record.items() if key != "allowed"}
+    return {**hidden, "group": None, "private_group": True}
+
+
 def describe_selection(record: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What a question page says about a stored selection (None: every active source)."""
+    """What a question page says about a stored selection (None: every active source); a
+    private group's name and sources hidden by selection_seen_by stay hidden."""
     if not record:
         return None
     group = record.get("group") or None
+    private = bool(record.get("private_group"))
     included = [s["name"] for s in record.get("include") or []]
     excluded = [s["name"] for s in record.get("exclude") or []]
     allowed = [s["name"] for s in record.get("allowed") or []]
-    if group:
-        summary = f"the sources of the group “{group['name']}”"
+    if group or private:
+        summary = f"the sources of the group “{group['name']}”" if group else "the sources of a private group"
         if included:
             summary += f" and {_listed(included)}"
     elif included:
         summary = "only the sources chosen"
     else:
         summary = "every active source but those excluded"
-    return {"summary": summary, "group": group, "included": included, "excluded": excluded, "allowed": allowed}
+    return {
+        "summary": summary,
+        "group": group,
+        "private_group": private,
+        "included": included,
+        "excluded": excluded,
+        "allowed": allowed,
+    }

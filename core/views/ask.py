@@ -26,7 +26,7 @@ from core.services.asking import MAX_QUESTION_CHARS, start_question
 from core.services.engine_context import configured_offers
 from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.insights import question_clusters
-from core.services.source_selection import describe_selection
+from core.services.source_selection import describe_selection, selection_seen_by
 from core.views.access import analyst_required
 from core.views.ask_sources import SOURCE_FORM_DEFAULTS, source_choice_from_form, source_picker, source_progress
 from sources.models import Chunk, Source
@@ -112,11 +112,14 @@ def _citations(question: Question, votes: list[Any], chosen: int | None) -> list
     return [{**p, "n": n, "mark": mark} for n, (p, mark) in enumerate(supporting[:MAX_CITATIONS], start=1)]
 
 
-def _result_context(question: Question) -> dict[str, Any]:
+def _result_context(question: Question, user: Any) -> dict[str, Any]:
+    """What the question's panel and permalink show to ``user`` (a private source group's name
+    and sources only to those who may see it: selection_seen_by)."""
+    selection = selection_seen_by(question.source_selection, user, asked_by_id=question.asked_by_id)
     context: dict[str, Any] = {
         "question": question,
         "finished": _finished(question),
-        "selection": describe_selection(question.source_selection),
+        "selection": describe_selection(selection),
     }
     if not context["finished"]:
         context["progress_sources"] = source_progress(question)
@@ -202,7 +205,7 @@ def ask(request: HttpRequest) -> HttpResponse:
                 errors = exc.message_dict if hasattr(exc, "error_dict") else {"text": exc.messages}
             else:
                 if request.htmx:
-                    return render(request, "core/_question_panel.html", _result_context(question))
+                    return render(request, "core/_question_panel.html", _result_context(question, request.user))
                 return redirect("question-detail", pk=question.pk)
         if request.htmx:
             return render(request, "core/_ask_errors.html", {"errors": errors})
@@ -255,7 +258,7 @@ def _is_at(request: HttpRequest, path: str) -> bool:
 def question_panel(request: HttpRequest, pk: int) -> HttpResponse:
     """The result panel the ask page polls; 286 (htmx: stop polling) once answered."""
     question = _question(pk)
-    context = _result_context(question)
+    context = _result_context(question, request.user)
     response = render_poll(request, "core/_question_panel.html", context, finished=context["finished"])
     permalink = reverse("question-detail", args=[question.pk])
     if context["finished"] and request.headers.get("HX-Request") and not _is_at(request, permalink):
@@ -268,7 +271,7 @@ def question_panel(request: HttpRequest, pk: int) -> HttpResponse:
 @analyst_required
 def question_detail(request: HttpRequest, pk: int) -> HttpResponse:
     question = _question(pk)
-    return render(request, "core/question_detail.html", _result_context(question))
+    return render(request, "core/question_detail.html", _result_context(question, request.user))
 
 
 def _parse_date(value: str | None) -> date | None:

@@ -279,12 +279,13 @@ def test_the_running_panel_lists_each_sources_progress_in_order(analyst_client: 
 
 
 def test_the_question_page_says_which_sources_were_included_and_excluded(analyst_client: Any, db: Any) -> None:
+    newsroom = SourceGroup.objects.create(name="Newsroom")  # shared: every analyst may see it
     question = QuestionFactory(
         answered=True,
         source_selection={
             "include": [],
             "exclude": [{"id": 5, "name": "Rumour mill"}],
-            "group": {"id": 2, "name": "Newsroom"},
+            "group": {"id": newsroom.pk, "name": "Newsroom"},
             "allowed": [{"id": 3, "name": "Reference Desk"}, {"id": 4, "name": "Vendor feed"}],
         },
     )

@@ -11,7 +11,7 @@ from core.api.fields import MAX_ID, StrictSerializer, Text
 from core.engine.strategies import available_strategies
 from core.models import Question, Vote
 from core.services.asking import MAX_KAPPA, MAX_QUESTION_CHARS
-from core.services.source_selection import MAX_CHOSEN
+from core.services.source_selection import MAX_CHOSEN, selection_seen_by, visible_groups
 from tasks.models import Job
 
 
@@ -135,8 +135,28 @@ class SourceSelectionSerializer(serializers.Serializer):
     exclude = NamedSourceSerializer(many=True, required=False, help_text="The sources the asker excluded.")
     group = NamedSourceSerializer(required=False, allow_null=True, help_text="The saved group asked, if any.")
     allowed = NamedSourceSerializer(
-        many=True, required=False, help_text="The active sources the question could read, resolved when asked."
+        many=True,
+        required=False,
+        help_text="The active sources the question could read, resolved when asked (left out with `private_group`).",
     )
+    private_group = serializers.BooleanField(
+        required=False,
+        help_text="True when the asker chose another analyst's private group: its name and sources are not shown "
+        "(`group` is null and `allowed` left out).",
+    )
+    _visible_group_ids: set[int] | None = None
+
+    def get_attribute(self, instance: Any) -> Any:
+        """The question's selection as the requesting user may see it (selection_seen_by)."""
+        record = super().get_attribute(instance) or {}
+        if not record.get("group"):
+            return record
+        user = getattr(self.context.get("request"), "user", None)
+        if self._visible_group_ids is None:  # once per response, however many questions it lists
+            self._visible_group_ids = set(visible_groups(user).values_list("pk", flat=True))
+        return selection_seen_by(
+            record, user, asked_by_id=instance.asked_by_id, visible_group_ids=self._visible_group_ids
+        )
 
     def to_representation(self, instance: Any) -> Any:
         return super().to_representation(instance) if instance else {}  # {}: every active source

@@ -143,12 +143,16 @@ class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
                 .get(pk=question.pk)
             )
             return Response(
-                QuestionDetailSerializer(detail).data, status=status.HTTP_200_OK, headers={"Location": result_url}
+                QuestionDetailSerializer(detail, context=self.get_serializer_context()).data,
+                status=status.HTTP_200_OK,
+                headers={"Location": result_url},
             )
         status_url = reverse("api:job-detail", args=[job_id], request=request)
         body = {"question": question, "job": job_id, "status_url": status_url, "result_url": result_url}
         return Response(
-            QuestionAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers={"Location": status_url}
+            QuestionAcceptedSerializer(body, context=self.get_serializer_context()).data,
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": status_url},
         )
 
 
