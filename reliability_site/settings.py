@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A NUL byte in a page's query string or form: a 400 page naming the field (the API has its own).
+    "reliability_site.nul_bytes.NulCharacterMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: turns a locked-out login into the lockout page / API error.

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from django.urls import reverse
 
+from core.models import Question
 from tests.factories import DocumentFactory, SourceFactory
 
 
@@ -24,3 +26,38 @@ def test_a_source_holding_a_1_3_mb_document_stays_searchable(analyst_client: Any
     other = analyst_client.get(url, {"q": "vienna"})
     assert other.status_code == 200
     assert "Rivers" in other.content.decode() and "Logbook" not in other.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("claim-list", {"q": "fl\x00ight"}),
+        ("claim-list", {"attribute": "\x00"}),
+        ("claim-subject", {"subject": "AA\x00-1", "attribute": "gate"}),
+        ("claim-conflict", {"subject": "AA-1", "attribute": "ga\x00te"}),
+        ("history", {"q": "paris\x00"}),
+        ("conflicts", {"q": "\x00"}),
+        ("source-documents", {"q": "vienna\x00"}),
+    ],
+)
+def test_a_nul_byte_in_a_page_s_query_string_is_a_400_page_naming_the_parameter(
+    analyst_client: Any, db: Any, name: str, params: dict[str, str]
+) -> None:
+    args = [SourceFactory().pk] if name == "source-documents" else []
+    response = analyst_client.get(reverse(name, args=args), params)
+    assert response.status_code == 400
+    field = next(key for key, value in params.items() if "\x00" in value)
+    assert f"{field} must not contain NUL characters" in response.content.decode()
+
+
+def test_a_nul_byte_in_the_ask_form_is_a_400_page_and_no_question_is_stored(analyst_client: Any, db: Any) -> None:
+    response = analyst_client.post(reverse("ask"), {"text": "Where is the Eiffel\x00 Tower?"})
+    assert response.status_code == 400
+    assert "text must not contain NUL characters" in response.content.decode()
+    assert not Question.objects.exists()
+
+
+def test_a_nul_byte_in_an_api_filter_is_still_the_api_s_json_400(as_analyst: Any, db: Any) -> None:
+    response = as_analyst.get("/api/claims/", {"subject": "AA\x00"})
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"subject": ["Must not contain NUL characters."]}

@@ -1,0 +1,42 @@
+"""A NUL character in a dashboard page's query string or form: a 400 page naming the field.
+
+PostgreSQL text cannot hold NUL, so a filter such as ``?q=a%00b`` once reached the database
+and failed there (a 500) on the claims, documents, history, subject and conflict pages and
+the ask form. The API refuses it field by field already (core.api.views.base.query_param and
+core.api.fields.no_nul, in the API's JSON error shape), so /api/ is left to it; every other
+page is answered here, before any view runs, and nothing is stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.template import loader
+
+FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def field_with_nul(data: QueryDict) -> str | None:
+    """The first parameter whose name or any value holds a NUL, else None."""
+    for name, values in data.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            return name.replace("\x00", "\\0")[:100]
+    return None
+
+
+class NulCharacterMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith("/api/"):
+            field = field_with_nul(request.GET)
+            # The form's fields (a multipart upload's files are not read here); parsing it now
+            # is what CsrfViewMiddleware does for every POST anyway.
+            if field is None and request.method == "POST" and request.content_type in FORMS:
+                field = field_with_nul(request.POST)
+            if field is not None:
+                message = f"{field} must not contain NUL characters (the byte %00)."
+                body = loader.render_to_string("400.html", {"message": message}, request)
+                return HttpResponse(body, status=400)
+        return self.get_response(request)
