@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
@@ -53,6 +53,20 @@ def _retry_while_database_down(write: Callable[[], Any], what: str) -> Any:
                 logger.debug("closing the broken database connection failed", exc_info=True)
             time.sleep(delay)
     return None  # not reached
+
+
+def shown_error(error: BaseException, job_id: int) -> str:
+    """What the job page shows analysts for ``error``. A database error's own text is
+    PostgreSQL's (index row sizes, constraint names, SQL), of no use to an analyst and not
+    theirs to read: it is replaced by a plain sentence, and the technical detail goes to the
+    server log only (fail() logs the whole traceback, for staff). A ValueError is the work's
+    own message about its input and is shown as it is."""
+    if isinstance(error, DatabaseError):
+        return (
+            "The database refused part of the work, so the job stopped. "
+            f"This is a fault on the server, not in what you gave: staff find the details in the server log (job {job_id})."
+        )
+    return str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
 
 
 class JobProgress:
@@ -161,7 +175,7 @@ class JobProgress:
         """The job failed with `error`. A job that has already ended keeps its state and
         first error; the new error is added to its log. Returns whether the job was marked failed."""
         if isinstance(error, BaseException):
-            text = f"{type(error).__name__}: {error}" if not isinstance(error, ValueError) else str(error)
+            text = shown_error(error, self.job_id)
             logger.error("job %s failed:\n%s", self.job_id, "".join(traceback.format_exception(error)))
         else:
             text = error

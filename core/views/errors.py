@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import logging
 
-from django.http import HttpRequest, HttpResponse, HttpResponseServerError
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.template import loader
+
+from core.api.exceptions import error_body
 
 logger = logging.getLogger(__name__)
 
 PLAIN = "Server error: something went wrong on the server. Try again in a moment."
+API_MESSAGE = "Server error: something went wrong on the server (the details are in its log). Try again in a moment."
 
 
 def server_error(request: HttpRequest, template_name: str = "500.html") -> HttpResponse:
-    """handler500: templates/500.html with the request context, else without it, else text."""
+    """handler500: templates/500.html with the request context, else without it, else text;
+    under /api/ the API's JSON error shape (core.api.exceptions), which clients parse."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body("server_error", API_MESSAGE), status=500)
     try:
         template = loader.get_template(template_name)
     except Exception:  # noqa: BLE001 - a missing or broken template must not hide the error page

@@ -91,3 +91,21 @@ def test_a_float_source_id_in_a_run_and_in_an_upload_is_a_400_naming_the_field(a
     assert response.status_code == 400
     assert "Expected an id" in error_of(response)["fields"]["source"][0]
     assert not EstimationRun.objects.exists() and not Job.objects.exists()
+
+
+def test_an_api_server_error_is_the_api_s_json_error_shape_not_an_html_page(analyst, monkeypatch):
+    from rest_framework.test import APIClient
+
+    from core.api.views.catalogue import SourceViewSet
+
+    def broken(self, request, *args, **kwargs):
+        raise RuntimeError("index row size 3000 exceeds btree version 4 maximum 2704")
+
+    monkeypatch.setattr(SourceViewSet, "list", broken)
+    client = APIClient(raise_request_exception=False)
+    client.force_authenticate(analyst)
+    response = client.get("/api/sources/")
+    assert response.status_code == 500
+    assert response["Content-Type"].startswith("application/json")
+    error = error_of(response)
+    assert error["code"] == "server_error" and "btree" not in error["message"]

@@ -243,3 +243,17 @@ def test_the_job_pages_need_a_login(client, db):
     job = JobFactory()
     response = client.get(f"/jobs/{job.pk}/status/")
     assert response.status_code == 302 and "/login" in response["Location"]
+
+
+def test_a_job_failed_by_the_database_shows_a_plain_message_and_logs_the_detail(db, caplog):
+    from django.db import OperationalError
+
+    job = JobFactory(state=Job.State.RUNNING)
+    raw = "index row size 3000 exceeds btree version 4 maximum 2704 for index claim_unique_item_per_source"
+    with caplog.at_level("ERROR", logger="tasks.progress"):
+        assert JobProgress(job.pk).fail(OperationalError(raw))
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED
+    assert "btree" not in job.error and "btree" not in job.message
+    assert job.error.startswith("The database refused part of the work") and f"(job {job.pk})" in job.error
+    assert raw in caplog.text  # the technical detail, for staff
