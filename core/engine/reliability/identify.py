@@ -1,0 +1,281 @@
+"""Is an estimate identified by agreement, or does it rest on which group of sources is right?
+
+Reliability from agreement assumes that sources err independently: then the answer most
+independent sources give is probably right, and a source's accuracy is how often it gives
+it. A group of sources that repeats one another (copiers, a colluding campaign, sources fed
+by one poisoned feed) breaks that: if the answers split into two groups that each agree
+with themselves, the data fit "group A is right, group B repeats a false story" and "group
+B is right, group A repeats one" about equally well, and every unsupervised estimator
+(IWMV, one-coin EM, even AccuCopy, whose copy detection starts from the current truth)
+then follows the larger group. With a colluding majority it trusts the colluders and
+distrusts everyone else: the estimate is upside down, and nothing in the agreement says so.
+
+This module finds that situation and what would settle it:
+
+1. **Dissent blocs.** Two sources that share the same *non-estimated* answer on many of the
+   queries they both answered (at least MIN_SHARED, and at least SHARED_SHARE of them) are
+   dependent: independent sources rarely make the same mistake (open-ended answers have many
+   wrong values). The largest connected group of such pairs is the dissent bloc B.
+2. **The estimate's side** A: the other sources that give the estimated answer on most of
+   the *contested* queries (where at least two members of B agree on an answer the estimate
+   rejects).
+3. **What could choose between them**:
+   - reference answers (gold, confirmed feedback) on contested queries decide it:
+     identified;
+   - otherwise the shape of the agreement: a copying group agrees with itself on nearly
+     everything, independent sources only as often as they are both right. When B agrees
+     with itself clearly more than A does (by AGREEMENT_GAP), B looks like the copying
+     group and A like independent sources: identified (the estimate follows A). When A is
+     the more uniform group, or the two agree alike, only the groups' sizes chose the
+     estimate: **not identified**.
+4. **Checks that settle it** (active gold): the contested queries, those answered by the
+   most sources of both groups first (one reference answer there scores every member of
+   both groups at once).
+
+A run that is not identified must not amplify its winning group: callers give the members
+of both groups one equal vote (majority vote among them), so the product never does worse
+than majority vote, until checks arrive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from core.engine.reliability.base import MISSING, LabelMatrix, ReliabilityResult, as_label_matrix
+
+MIN_SHARED = 3  # at least this many shared rejected answers make a pair dependent ...
+SHARED_SHARE = 0.3  # ... and at least this share of the queries both answered
+AGREEMENT_GAP = 0.15  # a group this much more self-consistent than the other looks like the copying one
+DEFAULT_CHECKS = 5
+
+NOT_IDENTIFIED_MESSAGE = (
+    "These reliabilities rest on which group of sources is right: the answers split into groups "
+    "that each agree with themselves, and only the groups' sizes chose between them. "
+    "A few checked answers would settle it."
+)
+
+
+@dataclass(frozen=True)
+class Identification:
+    """Whether agreement identifies the estimate; column and row indices of the label matrix."""
+
+    identified: bool
+    reason: str
+    estimate_side: list[int] = field(default_factory=list)  # sources giving the estimated answers (A)
+    dissent_bloc: list[int] = field(default_factory=list)  # sources sharing answers the estimate rejects (B)
+    contested: list[int] = field(default_factory=list)  # queries where the two groups disagree
+    checks: list[int] = field(default_factory=list)  # contested queries whose reference answer settles it, best first
+    agreement: tuple[float, float] = (0.0, 0.0)  # mean pairwise agreement within A and within B
+    settled_by_gold: int = 0  # contested queries with a reference answer
+
+    @property
+    def blocs(self) -> list[list[int]]:
+        return [g for g in (self.estimate_side, self.dissent_bloc) if g]
+
+    def as_dict(self, ids: list[int] | None = None, query_ids: list[int] | None = None) -> dict[str, object]:
+        """JSON-ready; columns and rows mapped through ``ids`` / ``query_ids`` when given."""
+
+        def cols(values: list[int]) -> list[int]:
+            return [ids[v] for v in values] if ids is not None else list(values)
+
+        def rows(values: list[int]) -> list[int]:
+            return [query_ids[v] for v in values] if query_ids is not None else list(values)
+
+        return {
+            "identified": self.identified,
+            "reason": self.reason,
+            "estimate_side": cols(self.estimate_side),
+            "dissent_bloc": cols(self.dissent_bloc),
+            "contested": rows(self.contested),
+            "checks": rows(self.checks),
+            "agreement": [round(self.agreement[0], 4), round(self.agreement[1], 4)],
+            "settled_by_gold": self.settled_by_gold,
+        }
+
+
+def _pair_counts(labels: LabelMatrix, truth: npt.NDArray[np.int64]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(both answered, same answer, same rejected answer) for every pair of sources."""
+    answered = labels != MISSING
+    both = answered.T.astype(np.int64) @ answered.astype(np.int64)
+    same = np.zeros_like(both)
+    same_rejected = np.zeros_like(both)
+    for q in range(labels.shape[0]):
+        row = labels[q]
+        for label in np.unique(row[row != MISSING]):
+            members = np.flatnonzero(row == label)
+            if len(members) < 2:
+                continue
+            block = np.ix_(members, members)
+            same[block] += 1
+            if truth[q] != label:
+                same_rejected[block] += 1
+    np.fill_diagonal(same, 0)
+    np.fill_diagonal(same_rejected, 0)
+    return both, same, same_rejected
+
+
+def _largest_component(edges: np.ndarray) -> list[int]:
+    n = edges.shape[0]
+    seen = np.zeros(n, dtype=bool)
+    best: list[int] = []
+    for start in range(n):
+        if seen[start] or not edges[start].any():
+            continue
+        component, stack = [], [start]
+        seen[start] = True
+        while stack:
+            node = stack.pop()
+            component.append(node)
+            for other in np.flatnonzero(edges[node] & ~seen):
+                seen[other] = True
+                stack.append(int(other))
+        if len(component) > len(best):
+            best = sorted(component)
+    return best
+
+
+def _mean_agreement(group: list[int], both: np.ndarray, same: np.ndarray) -> float:
+    rates = [same[a, b] / both[a, b] for i, a in enumerate(group) for b in group[i + 1 :] if both[a, b] > 0]
+    return float(np.mean(rates)) if rates else 0.0
+
+
+def identify(
+    votes: LabelMatrix,
+    result: ReliabilityResult,
+    gold_rows: Collection[int] = (),
+    *,
+    checks: int = DEFAULT_CHECKS,
+) -> Identification:
+    """Whether ``result`` (an estimate of ``votes``) is identified by agreement; see the module."""
+    labels = as_label_matrix(votes)
+    n_queries, n_sources = labels.shape
+    truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)
+    if n_queries == 0 or n_sources < 3 or len(truth) != n_queries:
+        return Identification(True, "Too few sources or queries for groups to form.")
+    both, same, same_rejected = _pair_counts(labels, truth)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(both > 0, same_rejected / np.maximum(both, 1), 0.0)
+    dependent = (same_rejected >= MIN_SHARED) & (share >= SHARED_SHARE)
+    bloc = _largest_component(dependent)
+    if len(bloc) < 2:
+        return Identification(True, "No group of sources shares answers that the estimate rejects.")
+
+    in_bloc = np.zeros(n_sources, dtype=bool)
+    in_bloc[bloc] = True
+    gold = {int(g) for g in gold_rows}
+    contested: list[int] = []
+    bloc_answer: dict[int, int] = {}
+    for q in range(n_queries):
+        if truth[q] == MISSING or q in gold:
+            continue
+        row = labels[q]
+        rejected = row[in_bloc & (row != MISSING) & (row != truth[q])]
+        if len(rejected) < 2:
+            continue
+        values, counts = np.unique(rejected, return_counts=True)
+        if counts.max() >= 2 and (row == truth[q]).any():
+            contested.append(q)
+            bloc_answer[q] = int(values[np.argmax(counts)])
+    if not contested:
+        return Identification(True, "The sources sharing rejected answers never outvote the estimate together.")
+
+    side: list[int] = []
+    for j in np.flatnonzero(~in_bloc):
+        answered = [q for q in contested if labels[q, j] != MISSING]
+        with_estimate = sum(1 for q in answered if labels[q, j] == truth[q])
+        if answered and with_estimate * 2 > len(answered):
+            side.append(int(j))
+    agreement = (_mean_agreement(side, both, same), _mean_agreement(bloc, both, same))
+    for_side, for_bloc = _gold_verdicts(labels, truth, gold, side, bloc)
+
+    def reach(q: int) -> tuple[int, int, int]:
+        row = labels[q]
+        a = int(sum(1 for j in side if row[j] == truth[q]))
+        b = int(sum(1 for j in bloc if row[j] == bloc_answer[q]))
+        return (a + b, min(a, b), -q)
+
+    found = Identification(
+        True,
+        "",
+        estimate_side=side,
+        dissent_bloc=bloc,
+        contested=contested,
+        checks=sorted(contested, key=reach, reverse=True)[: max(checks, 0)],
+        agreement=agreement,
+        settled_by_gold=for_side + for_bloc,
+    )
+    if for_bloc:
+        return replace(
+            found,
+            identified=False,
+            reason=f"Checked answers side with the group the estimate rejects on {for_bloc} of the queries where the groups "
+            f"disagree ({for_side} with the estimate's group): the estimate still follows the larger group. "
+            "More checked answers on the disputed queries would settle it.",
+        )
+    if for_side:
+        return replace(
+            found,
+            identified=True,
+            reason=f"Checked answers on {for_side} queries where the groups disagree side with the estimate.",
+        )
+    if not side:
+        return replace(
+            found, identified=True, reason="The estimate does not follow a group of its own on the disputed queries."
+        )
+    if agreement[1] >= agreement[0] + AGREEMENT_GAP:
+        return replace(
+            found,
+            identified=True,
+            reason="The group the estimate rejects agrees with itself far more than independent sources do "
+            f"({agreement[1]:.2f} against {agreement[0]:.2f}): it looks like copying, and the estimate follows "
+            "the independent sources.",
+        )
+    return replace(found, identified=False, reason=NOT_IDENTIFIED_MESSAGE)
+
+
+def _majority(row: npt.NDArray[np.int64], group: list[int]) -> int:
+    answers = row[group]
+    answers = answers[answers != MISSING]
+    if len(answers) == 0:
+        return MISSING
+    values, counts = np.unique(answers, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def _gold_verdicts(
+    labels: LabelMatrix, truth: npt.NDArray[np.int64], gold: set[int], side: list[int], bloc: list[int]
+) -> tuple[int, int]:
+    """On checked queries where the two groups' answers differ: (how many the reference
+    answer gives to the estimate's group, how many to the dissent bloc). A checked query's
+    estimated answer is its reference answer (estimators fix it)."""
+    for_side = for_bloc = 0
+    for q in sorted(gold):
+        if not 0 <= q < labels.shape[0] or truth[q] == MISSING:
+            continue
+        a, b = _majority(labels[q], side), _majority(labels[q], bloc)
+        if MISSING in (a, b) or a == b:
+            continue
+        for_side += int(truth[q] == a)
+        for_bloc += int(truth[q] == b)
+    return for_side, for_bloc
+
+
+def equalised_weights(weights: list[float], identification: Identification) -> list[float]:
+    """Voting weights that amplify neither group of an unidentified estimate: every member of
+    both groups gets one equal vote (their mean weight, at least the smallest positive weight),
+    so among them the vote is a majority vote; other sources keep theirs. Unchanged when identified."""
+    if identification.identified:
+        return list(weights)
+    members = sorted(set(identification.estimate_side) | set(identification.dissent_bloc))
+    if not members:
+        return list(weights)
+    positive = [w for w in weights if w > 0]
+    equal = max(float(np.mean([weights[j] for j in members])), min(positive) if positive else 1.0)
+    out = list(weights)
+    for j in members:
+        out[j] = equal
+    return out
