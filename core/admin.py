@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from core.admin_numbers import rounded
-from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField
+from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField, validate_question_bytes
 from core.models import (
     AnswerFeedback,
     EstimationRun,
@@ -36,6 +36,11 @@ class FactQueryForm(forms.ModelForm):
     class Meta:
         model = FactQuery
         fields = ["query_set", "question", "reference_answers", "tags", "origin", "document"]
+
+    def clean_question(self) -> str:
+        question = str(self.cleaned_data.get("question") or "")
+        validate_question_bytes(question)
+        return question
 
 
 class FactQueryInline(admin.TabularInline):

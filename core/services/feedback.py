@@ -39,6 +39,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.engine.text import is_idk, normalize_answer
+from core.forms import validate_question_bytes
 from core.models import (
     MAX_CORRECTED_ANSWER_CHARS,
     MAX_FEEDBACK_COMMENT_CHARS,
@@ -227,9 +228,14 @@ def _other_confirmed(feedback: AnswerFeedback, query: FactQuery) -> list[AnswerF
 
 def _add_gold(feedback: AnswerFeedback, answer: str) -> FactQuery:
     """The feedback set's query for the question, with ``answer`` among its reference answers."""
+    question = feedback.question.text.strip()
+    try:
+        validate_question_bytes(question)
+    except ValidationError as exc:
+        raise ValidationError({"gold": f"The question cannot become a gold-checked query: {exc.messages[0]}"}) from None
     query, _ = FactQuery.objects.select_for_update().get_or_create(
         query_set=feedback_query_set(),
-        question=feedback.question.text.strip(),
+        question=question,
         defaults={"origin": FactQuery.Origin.FEEDBACK, "tags": [FEEDBACK_TAG]},
     )
     references = usable_references(query.reference_answers)

@@ -109,3 +109,42 @@ def test_an_api_server_error_is_the_api_s_json_error_shape_not_an_html_page(anal
     assert response["Content-Type"].startswith("application/json")
     error = error_of(response)
     assert error["code"] == "server_error" and "btree" not in error["message"]
+
+
+def test_a_fact_query_of_long_four_byte_text_is_a_400_naming_the_byte_limit(as_curator):
+    from core.models import FactQuery, QuerySet
+
+    body = {"name": "emoji", "queries": [{"question": "Is it true? " + "\U0001f600" * 700}]}
+    response = as_curator.post("/api/query-sets/", body, format="json")
+    assert response.status_code == 400, response.content[:300]
+    assert "at most 2400 bytes of UTF-8" in error_of(response)["fields"]["queries.0.question"][0]
+    assert not QuerySet.objects.exists() and not FactQuery.objects.exists()
+    ascii_question = {"name": "long", "queries": [{"question": "Is it true that " + "x" * 1900 + "?"}]}
+    assert as_curator.post("/api/query-sets/", ascii_question, format="json").status_code == 201
+
+
+def test_a_claim_subject_too_long_in_utf_8_for_its_index_is_a_400_before_any_job(as_curator):
+    # 400 characters (under the 500 allowed), 1600 bytes: with the attribute, past a btree row.
+    csv = "src,flight,gate\naa," + "\U0001f6eb" * 400 + ",B7\n"
+    body = {
+        "files": [SimpleUploadedFile("gates.csv", csv.encode(), content_type="text/csv")],
+        "mapping": json.dumps({"subject": "flight", "source": "src", "attributes": {"gate": "text"}}),
+    }
+    response = as_curator.post("/api/claims/load/", body, format="multipart")
+    assert response.status_code == 400, response.content[:300]
+    message = error_of(response)["fields"]["files"][0]
+    assert "gates.csv, line 2" in message and "flight" in message and "longer than 1500 bytes of UTF-8" in message
+    assert not Job.objects.exists() and not Claim.objects.exists()
+
+
+def test_a_mapping_attribute_name_too_long_in_utf_8_is_a_400_naming_it(as_curator):
+    name = "\U0001f6eb" * 151  # 151 characters, 604 bytes
+    body = {
+        "files": [SimpleUploadedFile("gates.csv", b"src,flight,gate\naa,AA-1,B7\n", content_type="text/csv")],
+        "mapping": json.dumps({"subject": "flight", "source": "src", "attributes": {name: {"field": "gate"}}}),
+    }
+    response = as_curator.post("/api/claims/load/", body, format="multipart")
+    assert response.status_code == 400, response.content[:300]
+    fields = error_of(response)["fields"]
+    assert any("longer than 600 bytes of UTF-8" in messages[0] for messages in fields.values()), fields
+    assert not Job.objects.exists()

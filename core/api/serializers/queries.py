@@ -8,6 +8,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from core.api.fields import StrictModelSerializer, StrictSerializer, Text
+from core.forms import validate_question_bytes
 from core.models import FactQuery, QuerySet
 
 MAX_QUESTION_CHARS = 2000
@@ -44,7 +45,7 @@ class FactQuerySerializer(StrictModelSerializer):
 
 
 class NewFactQuerySerializer(StrictSerializer):
-    question = Text(max_length=MAX_QUESTION_CHARS)
+    question = Text(max_length=MAX_QUESTION_CHARS, validators=[validate_question_bytes])
     reference_answers = reference_answers_field(required=False, default=list)
     tags = tags_field(required=False, default=list)
 

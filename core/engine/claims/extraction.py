@@ -13,14 +13,26 @@ from __future__ import annotations
 import json
 import re
 
-from core.engine.claims.types import MAX_ATTRIBUTE_CHARS, MAX_SUBJECT_CHARS, MAX_VALUE_CHARS
+from core.engine.claims.types import (
+    MAX_ATTRIBUTE_BYTES,
+    MAX_ATTRIBUTE_CHARS,
+    MAX_SUBJECT_BYTES,
+    MAX_SUBJECT_CHARS,
+    MAX_VALUE_CHARS,
+    too_long,
+)
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
 
 DEFAULT_MAX_TRIPLES = 50
 # A model answer longer than this is refused before parsing (50 triples at the bounds fit).
 MAX_OUTPUT_CHARS = 200_000
 TRIPLE_KEYS = ("subject", "attribute", "value")
-_BOUNDS = {"subject": MAX_SUBJECT_CHARS, "attribute": MAX_ATTRIBUTE_CHARS, "value": MAX_VALUE_CHARS}
+# (characters, bytes of UTF-8): subject and attribute are index keys (see types.MAX_SUBJECT_BYTES).
+_BOUNDS = {
+    "subject": (MAX_SUBJECT_CHARS, MAX_SUBJECT_BYTES),
+    "attribute": (MAX_ATTRIBUTE_CHARS, MAX_ATTRIBUTE_BYTES),
+    "value": (MAX_VALUE_CHARS, 4 * MAX_VALUE_CHARS),
+}
 # The one wrapper tolerated around the array: a single Markdown code fence (```json ... ```).
 _FENCE = re.compile(r"\A```(?:json)?[ \t]*\n(.*)\n```\Z", re.DOTALL)
 DOCUMENT_START = "<<<DOCUMENT"
@@ -101,8 +113,8 @@ def parse_triples(output: str, *, max_triples: int = DEFAULT_MAX_TRIPLES) -> lis
                 raise ValueError(f"{where}.{key}: empty")
             if "\x00" in cleaned:
                 raise ValueError(f"{where}.{key}: contains a NUL character")
-            if len(cleaned) > _BOUNDS[key]:
-                raise ValueError(f"{where}.{key}: longer than {_BOUNDS[key]} characters")
+            if reason := too_long(cleaned, *_BOUNDS[key]):
+                raise ValueError(f"{where}.{key}: {reason}")
             parts.append(cleaned)
         triples.append((parts[0], parts[1], parts[2]))
     return triples

@@ -28,10 +28,13 @@ from typing import Any
 
 from core.engine.claims.normalize import NORMALIZERS, get_normalizer
 from core.engine.claims.types import (
+    MAX_ATTRIBUTE_BYTES,
     MAX_ATTRIBUTE_CHARS,
+    MAX_SUBJECT_BYTES,
     MAX_SUBJECT_CHARS,
     MAX_VALUE_CHARS,
     ExtractedClaim,
+    too_long,
 )
 
 MAX_ATTRIBUTES = 200
@@ -141,7 +144,8 @@ class ClaimMapping:
         subject = get_normalizer(self.subject_normalizer)(" ".join(parts))
         if not subject:
             raise MappingError(f"subject {' '.join(parts)[:60]!r} is empty once normalised", field=self.subject[0])
-        _bounded(subject, MAX_SUBJECT_CHARS, self.subject[0])
+        if reason := too_long(subject, MAX_SUBJECT_CHARS, MAX_SUBJECT_BYTES):
+            raise MappingError(reason, field=self.subject[0])
         source: str | None = None
         if self.source:
             source = _scalar(_lookup(record, self.source), self.source)
@@ -208,8 +212,8 @@ def _bounded(text: str, limit: int, field: str) -> None:
 def _field_name(value: Any, key: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise MappingError("expected a non-empty field name", field=key)
-    if len(value) > MAX_ATTRIBUTE_CHARS:
-        raise MappingError(f"longer than {MAX_ATTRIBUTE_CHARS} characters", field=key)
+    if reason := too_long(value, MAX_ATTRIBUTE_CHARS, MAX_ATTRIBUTE_BYTES):
+        raise MappingError(reason, field=key)
     return value.strip()
 
 

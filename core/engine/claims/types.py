@@ -8,6 +8,22 @@ from typing import Any
 MAX_SUBJECT_CHARS = 500
 MAX_ATTRIBUTE_CHARS = 200
 MAX_VALUE_CHARS = 2000
+# Bytes of UTF-8 as well as characters: subject and attribute are keys of unique btree indexes
+# (a claim per source, a claim key, a resolution per run), whose rows hold at most 2704 bytes.
+# 500 characters of a 3- or 4-byte script are up to 2000 bytes, and with the attribute they
+# overflowed it (a 500, or a claims job failing after its 202); 1500 + 600 bytes and the ids
+# always fit. Text in 1- or 2-byte scripts meets the character bound first.
+MAX_SUBJECT_BYTES = 1500
+MAX_ATTRIBUTE_BYTES = 600
+
+
+def too_long(text: str, chars: int, utf8_bytes: int) -> str | None:
+    """Why ``text`` is too long to store (the bound it passes, named), or None."""
+    if len(text) > chars:
+        return f"longer than {chars} characters"
+    if len(text.encode("utf-8", "surrogatepass")) > utf8_bytes:
+        return f"longer than {utf8_bytes} bytes of UTF-8 (the limit for a key)"
+    return None
 
 
 @dataclass(frozen=True)
