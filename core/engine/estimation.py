@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.backends.nli import NLI
 from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE, Prior, ReliabilityResult, get_estimator, to_matrix
+from core.engine.reliability.identify import equalise, identify
 from core.engine.steps.alignment import align_many, support_texts
 from core.engine.steps.clustering import cluster_answers, clustering_texts
 from core.engine.strategies.base import EngineContext
@@ -160,8 +161,12 @@ def estimate_from_records(
         for q, references in (gold or {}).items()
         if references and 0 <= q < len(questions)
     }
-    result = chosen.estimate(to_matrix(matrix), prior=Prior(alpha, beta), gold=gold_labels or None)
-    return result, list(records)
+    votes = to_matrix(matrix)
+    result = chosen.estimate(votes, prior=Prior(alpha, beta), gold=gold_labels or None)
+    # Does agreement identify the estimate, or only the sizes of two groups of sources? When
+    # not, neither group is amplified (core.engine.reliability.identify).
+    found = identify(votes, result, gold_rows=gold_labels.keys())
+    return equalise(result, found, scheme=chosen.weight_scheme), list(records)
 
 
 def gold_label(records: Sequence[ResponseRecord], references: Sequence[str]) -> int:

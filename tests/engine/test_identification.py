@@ -9,7 +9,7 @@ import pytest
 
 from core.engine.reliability import get_estimator
 from core.engine.reliability.base import GOLD_NONE
-from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE, equalised_weights, identify
+from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE, equalise, identify
 
 TRUE, BLOC = 0, 1  # label 0: the true answer; label 1: the answer a bloc repeats; 2+: scattered errors
 
@@ -46,9 +46,11 @@ def test_two_groups_that_agree_alike_are_not_identified_and_the_checks_are_the_d
     assert (found.estimate_side, found.dissent_bloc) == ([0, 1, 2, 3], [4, 5, 6])
     assert found.contested == list(range(12))
     assert len(found.checks) == 5 and set(found.checks) <= set(range(12))
-    # Neither group is amplified: all seven get one equal vote.
-    weights = equalised_weights(result.weights, found)
-    assert len(set(weights)) == 1 and weights[0] > 0
+    # Neither group is amplified: all seven get one reliability and one equal vote.
+    used = equalise(result, found, scheme="log-odds")
+    assert len(set(used.weights)) == 1 and used.weights[0] > 0
+    assert len(set(used.accuracies)) == 1 and used.identification is found
+    assert all(s.interval[0] <= s.accuracy <= s.interval[1] for s in used.sources)
 
 
 @pytest.mark.parametrize("estimator", ["accucopy", "onecoin", "iwmv"])
@@ -71,7 +73,7 @@ def test_a_copier_bloc_beside_more_independent_sources_is_identified_as_copying(
     assert found.identified and "looks like copying" in found.reason
     assert found.dissent_bloc == [6, 7, 8]
     assert found.agreement[1] >= found.agreement[0] + 0.15
-    assert equalised_weights(result.weights, found) == result.weights  # identified: unchanged
+    assert equalise(result, found, scheme="log-odds").weights == result.weights  # identified: unchanged
 
 
 def test_independent_sources_with_scattered_errors_are_not_flagged() -> None:

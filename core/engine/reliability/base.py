@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from core.engine.reliability.identify import Identification
 
 MISSING = -1  # matrix code for IDK / no answer
 GOLD_NONE = -2  # gold code: the reference answer matches none of the query's answer labels
@@ -80,6 +83,9 @@ class ReliabilityResult:
     # (empty when the estimator has no probabilistic model, e.g. IWMV, TruthFinder).
     confidence: list[float] = field(default_factory=list)
     dependence: list[Dependence] = field(default_factory=list)  # pairs the estimator examined
+    # Whether agreement identifies this estimate (core.engine.reliability.identify); set by
+    # core.engine.estimation, None from an estimator alone.
+    identification: Identification | None = None
 
     @property
     def weights(self) -> list[float]:

@@ -32,9 +32,9 @@ This module finds that situation and what would settle it:
    most sources of both groups first (one reference answer there scores every member of
    both groups at once).
 
-A run that is not identified must not amplify its winning group: callers give the members
-of both groups one equal vote (majority vote among them), so the product never does worse
-than majority vote, until checks arrive.
+A run that is not identified must not amplify its winning group: `equalise` gives the members
+of both groups one reliability and one equal vote (majority vote among them), so the product
+never does worse than majority vote, until checks arrive.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from core.engine.reliability.base import MISSING, LabelMatrix, ReliabilityResult, as_label_matrix
+from core.engine.reliability.base import MISSING, LabelMatrix, ReliabilityResult, as_label_matrix, interval_holding
+from core.engine.reliability.weights import voting_weight
 
 MIN_SHARED = 3  # at least this many shared rejected answers make a pair dependent ...
 SHARED_SHARE = 0.3  # ... and at least this share of the queries both answered
@@ -264,18 +265,19 @@ def _gold_verdicts(
     return for_side, for_bloc
 
 
-def equalised_weights(weights: list[float], identification: Identification) -> list[float]:
-    """Voting weights that amplify neither group of an unidentified estimate: every member of
-    both groups gets one equal vote (their mean weight, at least the smallest positive weight),
-    so among them the vote is a majority vote; other sources keep theirs. Unchanged when identified."""
-    if identification.identified:
-        return list(weights)
+def equalise(result: ReliabilityResult, identification: Identification, *, scheme: str) -> ReliabilityResult:
+    """The estimate as the product uses it: when agreement does not identify it, every member
+    of both groups gets the same reliability (their mean accuracy) and so one equal vote under
+    ``scheme``: neither group is amplified, and among them the vote is a majority vote (never
+    worse than majority vote until checks arrive). Other sources keep their estimate. The
+    result carries ``identification`` either way."""
     members = sorted(set(identification.estimate_side) | set(identification.dissent_bloc))
-    if not members:
-        return list(weights)
-    positive = [w for w in weights if w > 0]
-    equal = max(float(np.mean([weights[j] for j in members])), min(positive) if positive else 1.0)
-    out = list(weights)
+    if identification.identified or not members:
+        return replace(result, identification=identification)
+    mean = float(np.mean([result.sources[j].accuracy for j in members]))
+    weight = voting_weight(mean, len(result.sources), scheme=scheme)
+    sources = list(result.sources)
     for j in members:
-        out[j] = equal
-    return out
+        source = sources[j]
+        sources[j] = replace(source, accuracy=mean, weight=weight, interval=interval_holding(source.interval, mean))
+    return replace(result, sources=sources, identification=identification)
