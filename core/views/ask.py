@@ -22,7 +22,7 @@ from core.engine.params import describe
 from core.engine.strategies import available_strategies, runnable_strategies, strategy_class
 from core.engine.strategies.base import NO_CHUNK
 from core.models import Question
-from core.services.asking import MAX_QUESTION_CHARS, start_question
+from core.services.asking import MAX_QUESTION_CHARS, start_question, waiting_reason
 from core.services.engine_context import configured_offers
 from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.insights import question_clusters
@@ -123,6 +123,7 @@ def _result_context(question: Question, user: Any) -> dict[str, Any]:
     }
     if not context["finished"]:
         context["progress_sources"] = source_progress(question)
+        context["waiting"] = waiting_reason(question)
     if context["finished"]:
         votes = list(question.votes.select_related("source").order_by("rank", "id"))
         clusters = question_clusters(question)
