@@ -160,11 +160,15 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Lock out logins (/login/, /admin/login/, POST /api/token/) after AXES_FAILURE_LIMIT
-# failures, per account and, separately, per client address, for AXES_COOLOFF_MINUTES.
+# Lock out logins (/login/, /admin/login/, POST /api/token/) for AXES_COOLOFF_MINUTES: a
+# username from one client address after AXES_FAILURE_LIMIT failures there, and an address as
+# a whole only after AXES_ADDRESS_FAILURE_FACTOR times as many across usernames, so one person
+# behind a shared address (an office NAT) cannot lock out everyone else (core/lockout.py).
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_ADDRESS_FAILURE_FACTOR = env_int("AXES_ADDRESS_FAILURE_FACTOR", 10, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_float("AXES_COOLOFF_MINUTES", 15.0, minimum=0.1))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "core.lockout.PairThenAddressHandler"
 AXES_CLIENT_IP_CALLABLE = "reliability_site.client_ip.client_ip"
 AXES_LOCKOUT_CALLABLE = "core.lockout.lockout_response"
 LOGIN_URL = "login"
