@@ -49,6 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how many estimation queries carry their reference answer (gold anchors)",
     )
     parser.add_argument(
+        "--active-gold",
+        type=int,
+        default=0,
+        help="QA datasets: after an unsupervised estimate, the product's own selection chooses this many "
+        "estimation queries (the checks that settle an unidentified estimate first) and only those get "
+        "their reference answers; the estimate is redone with them",
+    )
+    parser.add_argument(
         "--protocol",
         choices=["truth", "multirag"],
         default="truth",
@@ -153,6 +161,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         estimation_queries=options["estimation_queries"],
         estimator=options.get("estimator") or DEFAULT_ESTIMATOR,
         gold_queries=int(options.get("gold_queries") or 0),
+        active_gold=int(options.get("active_gold") or 0),
         collude=bool(options.get("collude")),
         max_questions=options.get("max_questions"),
         memo=not options.get("no_memo"),

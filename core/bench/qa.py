@@ -45,6 +45,10 @@ class QAConfig:
     estimation_queries: int = 100
     estimator: str = DEFAULT_ESTIMATOR  # a name in core.engine.reliability.available_estimators()
     gold_queries: int = 0  # how many estimation queries carry their reference answer (anchors)
+    # Active gold: the product's own selection (core.engine.reliability.identify.proposed_checks)
+    # chooses this many estimation queries after an unsupervised estimate, and only those get
+    # their reference answers; the estimate is then redone with them (no new generation).
+    active_gold: int = 0
     collude: bool = False  # the paper: each misinformation source draws its own wrong answer
     max_questions: int | None = None
     memo: bool = True  # share reader and NLI outputs between methods (faster; see docs)
@@ -97,6 +101,8 @@ class SeedRun:
     n_documents: int
     flagged_pairs: list[tuple[int, int]] = field(default_factory=list)  # dependence >= 0.5
     colluding_pairs: list[tuple[int, int]] = field(default_factory=list)  # the truth, with --collude
+    identified: bool = True  # whether agreement identified the estimate (core.engine.reliability.identify)
+    gold_used: int = 0  # estimation queries that carried their reference answer (random and active)
 
     @property
     def reliability_correlation(self) -> dict[str, float]:
@@ -215,8 +221,9 @@ def crowd_answers(votes_per_task: Sequence[Sequence[tuple[int, str]]], method: s
 
 def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Embedder, seed: int) -> SeedRun:
     from core.engine.backends.nli import EmbeddingLexicalNLI
-    from core.engine.estimation import estimate
+    from core.engine.estimation import EstimationResult, estimate, estimate_from_records
     from core.engine.params import parse_params
+    from core.engine.reliability.identify import proposed_checks
     from core.engine.strategies import EngineContext, EngineParams, ensure_runnable, get_strategy
 
     methods = config.resolved_methods()
@@ -249,6 +256,20 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         i: list(corpus.question(q).gold) for i, q in enumerate(corpus.estimation_ids[: max(config.gold_queries, 0)])
     }
     estimation = estimate(estimation_texts, ctx, estimator=config.estimator, gold=gold or None)
+    if config.active_gold > 0:
+        checks = proposed_checks(estimation.reliability, config.active_gold, exclude=gold)
+        gold = {**gold, **{i: list(corpus.question(corpus.estimation_ids[i]).gold) for i in checks}}
+        anchored, records = estimate_from_records(
+            estimation_texts,
+            estimation.source_ids,
+            estimation.records,
+            ctx.nli,
+            ctx.params.strict_clustering,
+            estimator=config.estimator,
+            gold=gold,
+        )
+        estimation = EstimationResult(records, anchored, estimation.source_ids, estimation.stats)
+    identification = estimation.reliability.identification
     estimation_seconds = time.perf_counter() - started + getattr(generator, "replayed_seconds", 0.0) - replayed
     weights = estimation.by_source()
     rel = dict(zip(estimation.source_ids, estimation.reliability.sources, strict=True))
@@ -326,4 +347,6 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         n_documents=len(corpus.documents),
         flagged_pairs=flagged,
         colluding_pairs=colluding,
+        identified=identification.identified if identification is not None else True,
+        gold_used=len(gold),
     )

@@ -62,6 +62,10 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
         "copy_detection": _copy_detection(runs),
         "estimation": {
             "calls_per_seed": sum(r.estimation_calls for r in runs) / len(runs),
+            # Whether agreement identified each seed's estimate (false: it rested on which group
+            # of sources is right, and both groups got one equal vote).
+            "identified_per_seed": [r.identified for r in runs],
+            "gold_per_seed": [r.gold_used for r in runs],
             "seconds_per_seed": sum(r.estimation_seconds for r in runs) / len(runs),
         },
         "test_questions_per_seed": runs[0].n_test,

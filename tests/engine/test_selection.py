@@ -31,3 +31,21 @@ def test_it_visits_everything_when_too_few_sources_answer() -> None:
 
 def test_it_takes_the_kappa_most_reliable_for_rss() -> None:
     assert [s.id for s in kappa_rss(SOURCES, 3)] == [1, 4, 3]
+
+
+def test_sources_tied_with_the_kappa_th_are_all_asked_and_kept_so_list_order_never_picks_a_group() -> None:
+    # An unidentified estimate gives two groups one equal weight: the list order must not
+    # choose between them (ids 0-5 would otherwise be the first four asked every time).
+    tied = [SourceInfo(i, f"s{i}", weight=0.6) for i in range(9)] + [SourceInfo(9, "low", weight=0.1)]
+    batches: list[list[int]] = []
+
+    def answer(batch: list[SourceInfo]) -> list[str]:
+        batches.append([s.id for s in batch])
+        return ["IDK" if s.id == 7 else f"a{s.id}" for s in batch]
+
+    selection, _ = kappa_rrss(tied, 4, answer, lambda r: r == "IDK")
+    assert selection.selected == [0, 1, 2, 3, 4, 5, 6, 8]  # every tied source that answered; not the lower one
+    assert batches == [[0, 1, 2, 3], [4, 5, 6, 7, 8]]
+    assert [s.id for s in kappa_rss(tied, 4)] == list(range(9))
+    # No tie at the cut: exactly kappa, as before.
+    assert [s.id for s in kappa_rss(SOURCES, 2)] == [1, 4]

@@ -281,3 +281,20 @@ def equalise(result: ReliabilityResult, identification: Identification, *, schem
         source = sources[j]
         sources[j] = replace(source, accuracy=mean, weight=weight, interval=interval_holding(source.interval, mean))
     return replace(result, sources=sources, identification=identification)
+
+
+def proposed_checks(result: ReliabilityResult, n: int, *, exclude: Collection[int] = ()) -> list[int]:
+    """The ``n`` queries whose reference answers a curator should give first: the checks that
+    settle an unidentified estimate (the disputed queries answered by most sources of both
+    groups), then the queries whose estimated answer is least certain. Rows, best first."""
+    if n <= 0:
+        return []
+    skip = {int(q) for q in exclude}
+    chosen = [q for q in (result.identification.checks if result.identification else []) if q not in skip]
+    if len(chosen) < n:
+        by_doubt = sorted(
+            (q for q, answer in enumerate(result.answers) if answer is not None and q not in skip and q not in chosen),
+            key=lambda q: (result.confidence[q] if q < len(result.confidence) else 1.0, q),
+        )
+        chosen += by_doubt[: n - len(chosen)]
+    return chosen[:n]

@@ -4,6 +4,13 @@ kappa-RRSS visits sources by descending reliability, generates and filters each 
 and keeps the first kappa whose filtered response is not IDK. Responses are generated in
 batches of kappa so a remote backend answers them concurrently; the visit stops as soon as
 kappa non-IDK responses are in, so at most kappa - 1 extra calls are spent.
+
+Ties at the cut are kept whole: when the sources after the kappa-th have exactly its weight,
+nothing tells them apart, so all of them are asked (and kept when they answer) instead of
+whichever come first in the list. That matters when an estimate is not identified
+(core.engine.reliability.identify.equalise gives two groups of sources one equal weight):
+cutting at kappa would let the list order pick a group, where asking them all is a majority
+vote among them, never worse than majority vote.
 """
 
 from __future__ import annotations
@@ -32,8 +39,12 @@ def by_reliability(sources: Sequence[SourceInfo]) -> list[SourceInfo]:
 
 
 def kappa_rss(sources: Sequence[SourceInfo], kappa: int) -> list[SourceInfo]:
-    """The kappa most reliable sources, without a relevance check."""
-    return by_reliability(sources)[: max(kappa, 0)]
+    """The kappa most reliable sources, without a relevance check (and those tied with the last)."""
+    ordered = by_reliability(sources)
+    cut = max(kappa, 0)
+    while 0 < cut < len(ordered) and ordered[cut].weight == ordered[cut - 1].weight:
+        cut += 1
+    return ordered[:cut]
 
 
 def kappa_rrss(
@@ -52,18 +63,34 @@ def kappa_rrss(
     ordered = by_reliability(sources)
     selection = Selection(order=[s.id for s in ordered])
     results: dict[int, R] = {}
+    weight = {s.id: s.weight for s in ordered}
     step = max(1, batch_size or kappa)
     position = 0
-    while position < len(ordered) and len(selection.selected) < kappa:
-        # Ask only for as many as could still be needed, so no call is wasted at the end.
-        need = kappa - len(selection.selected)
-        batch = ordered[position : position + min(step, need)]
+
+    def keeps(source: SourceInfo) -> bool:
+        """Below kappa kept, or tied with the kappa-th kept source."""
+        return len(selection.selected) < kappa or (
+            bool(selection.selected) and source.weight == weight[selection.selected[-1]]
+        )
+
+    while position < len(ordered):
+        if len(selection.selected) < kappa:
+            # Ask only for as many as could still be needed, so no call is wasted at the end.
+            batch = ordered[position : position + min(step, kappa - len(selection.selected))]
+        else:  # kappa kept: the sources tied with the last one kept, all at once
+            batch = []
+            for source in ordered[position:]:
+                if not keeps(source):
+                    break
+                batch.append(source)
+            if not batch:
+                break
         position += len(batch)
         outputs = answer_batch(batch)
         selection.generator_calls += len(batch)
         for source, output in zip(batch, outputs, strict=False):
             selection.visited.append(source.id)
             results[source.id] = output
-            if not is_abstention(output) and len(selection.selected) < kappa:
+            if not is_abstention(output) and keeps(source):
                 selection.selected.append(source.id)
     return selection, results
