@@ -106,6 +106,9 @@ class EstimationRun(models.Model):
     )  # the run an update builds on
     # Ids of the fact queries whose reference answers anchored it (an update: its parent's and its own).
     gold_queries = models.JSONField(default=list, blank=True)
+    # Whether agreement identified the estimate (core.engine.reliability.identify, as_dict with
+    # source and query ids): {} for runs before it, claim runs and updates.
+    identification = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -23,6 +23,7 @@ urlpatterns = [
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/result/", runs.run_result, name="run-result"),
     path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
+    path("runs/<int:pk>/checks/", runs.run_checks, name="run-checks"),
     path("conflicts/", conflicts.conflicts, name="conflicts"),
     path("glossary/", glossary.glossary, name="glossary"),
 ]

@@ -18,6 +18,7 @@ from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
 from core.roles import is_curator
 from core.services import estimation
+from core.services.estimation.checks import identification_view, record_check
 from core.services.estimation.start import MIN_SOURCES
 from core.services.insights import agreement_matrix, claim_run_summary, dependence_groups, run_changes
 from core.views.access import analyst_required, curator_required
@@ -139,6 +140,8 @@ def _result_context(run: EstimationRun, request: HttpRequest | None = None) -> d
         request is not None and is_curator(request.user) and run.effective_state == EstimationRun.State.FAILED
     )
     context["is_claims"] = run.kind == EstimationRun.Kind.CLAIMS
+    context["identification"] = identification_view(run) if run.state == EstimationRun.State.SUCCEEDED else None
+    context["is_curator"] = request is not None and is_curator(request.user)
     if run.state == EstimationRun.State.SUCCEEDED and context["is_claims"]:
         # A claim-level run has no responses (no agreement matrix): what it resolved instead.
         changes = run_changes(run)
@@ -216,3 +219,34 @@ def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
         response["HX-Redirect"] = run_url(run)
         return response
     return redirect("run-detail", pk=run.pk)
+
+
+@curator_required
+def run_checks(request: HttpRequest, pk: int) -> HttpResponse:
+    """The checks that would settle a run's estimate (active gold): each proposed query with
+    the answers the sources gave; one click records an answer as the right one (or type it),
+    and the run is estimated again from its stored responses."""
+    run = _run(pk)
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        try:
+            query_id = int(request.POST.get("query", ""))
+        except ValueError:
+            errors = {"query": ["Choose a query of this run's checks."]}
+        else:
+            try:
+                record_check(run, query_id, request.POST.get("answer", ""), user=request.user)
+            except ValidationError as exc:
+                errors = exc.message_dict if hasattr(exc, "error_dict") else {"answer": exc.messages}
+            else:
+                messages.success(
+                    request,
+                    f"Recorded as the right answer; run #{run.pk} is being estimated again with it (its page shows "
+                    "the new estimate in a few seconds).",
+                )
+                return redirect("run-checks", pk=run.pk)
+    view = identification_view(run)
+    status = 400 if errors else 200
+    return render(
+        request, "core/run_checks.html", {"run": run, "identification": view, "errors": errors}, status=status
+    )

@@ -36,7 +36,8 @@ def test_it_takes_the_kappa_most_reliable_for_rss() -> None:
 def test_sources_tied_with_the_kappa_th_are_all_asked_and_kept_so_list_order_never_picks_a_group() -> None:
     # An unidentified estimate gives two groups one equal weight: the list order must not
     # choose between them (ids 0-5 would otherwise be the first four asked every time).
-    tied = [SourceInfo(i, f"s{i}", weight=0.6) for i in range(9)] + [SourceInfo(9, "low", weight=0.1)]
+    tied = [SourceInfo(i, f"s{i}", weight=0.6, answers_count=40) for i in range(9)]
+    tied.append(SourceInfo(9, "low", weight=0.1, answers_count=40))
     batches: list[list[int]] = []
 
     def answer(batch: list[SourceInfo]) -> list[str]:
@@ -47,5 +48,10 @@ def test_sources_tied_with_the_kappa_th_are_all_asked_and_kept_so_list_order_nev
     assert selection.selected == [0, 1, 2, 3, 4, 5, 6, 8]  # every tied source that answered; not the lower one
     assert batches == [[0, 1, 2, 3], [4, 5, 6, 7, 8]]
     assert [s.id for s in kappa_rss(tied, 4)] == list(range(9))
-    # No tie at the cut: exactly kappa, as before.
+    # No tie at the cut: exactly kappa, as before; and sources never estimated (all at the
+    # prior) are cut at kappa in list order: kappa is the budget of calls.
     assert [s.id for s in kappa_rss(SOURCES, 2)] == [1, 4]
+    fresh = [SourceInfo(i, f"s{i}", weight=0.6) for i in range(5)]
+    assert [s.id for s in kappa_rss(fresh, 2)] == [0, 1]
+    selection, _ = kappa_rrss(fresh, 2, lambda b: [f"a{s.id}" for s in b], lambda r: r == "IDK")
+    assert selection.selected == [0, 1] and selection.generator_calls == 2

@@ -108,6 +108,7 @@ class RunSerializer(serializers.ModelSerializer):
             "kind",
             "parent",
             "gold_queries",
+            "identification",
         ]
         read_only_fields = fields
 

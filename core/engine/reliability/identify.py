@@ -19,15 +19,15 @@ This module finds that situation and what would settle it:
 2. **The estimate's side** A: the other sources that give the estimated answer on most of
    the *contested* queries (where at least two members of B agree on an answer the estimate
    rejects).
-3. **What could choose between them**:
-   - reference answers (gold, confirmed feedback) on contested queries decide it:
-     identified;
-   - otherwise the shape of the agreement: a copying group agrees with itself on nearly
-     everything, independent sources only as often as they are both right. When B agrees
-     with itself clearly more than A does (by AGREEMENT_GAP), B looks like the copying
-     group and A like independent sources: identified (the estimate follows A). When A is
-     the more uniform group, or the two agree alike, only the groups' sizes chose the
-     estimate: **not identified**.
+3. **What could choose between them**: reference answers (gold, confirmed feedback) on
+   disputed queries. When they side with the estimate's group: identified. When there are
+   none, only the groups' sizes chose the estimate: **not identified**, whichever group is
+   larger (with an honest majority too: agreement cannot tell "a few sources copy one
+   story" from "many sources copy one story"; measured on PoisonedRAG with the extractive
+   reader, the colluders' self-agreement (0.66-0.75) did not differ from the honest
+   sources' (0.70-0.81), so self-consistency is not a usable signature either). When they
+   side with the other group (the estimator still followed the larger one): not identified,
+   said so.
 4. **Checks that settle it** (active gold): the contested queries, those answered by the
    most sources of both groups first (one reference answer there scores every member of
    both groups at once).
@@ -50,7 +50,6 @@ from core.engine.reliability.weights import voting_weight
 
 MIN_SHARED = 3  # at least this many shared rejected answers make a pair dependent ...
 SHARED_SHARE = 0.3  # ... and at least this share of the queries both answered
-AGREEMENT_GAP = 0.15  # a group this much more self-consistent than the other looks like the copying one
 DEFAULT_CHECKS = 5
 
 NOT_IDENTIFIED_MESSAGE = (
@@ -227,14 +226,6 @@ def identify(
         return replace(
             found, identified=True, reason="The estimate does not follow a group of its own on the disputed queries."
         )
-    if agreement[1] >= agreement[0] + AGREEMENT_GAP:
-        return replace(
-            found,
-            identified=True,
-            reason="The group the estimate rejects agrees with itself far more than independent sources do "
-            f"({agreement[1]:.2f} against {agreement[0]:.2f}): it looks like copying, and the estimate follows "
-            "the independent sources.",
-        )
     return replace(found, identified=False, reason=NOT_IDENTIFIED_MESSAGE)
 
 
@@ -268,9 +259,13 @@ def _gold_verdicts(
 def equalise(result: ReliabilityResult, identification: Identification, *, scheme: str) -> ReliabilityResult:
     """The estimate as the product uses it: when agreement does not identify it, every member
     of both groups gets the same reliability (their mean accuracy) and so one equal vote under
-    ``scheme``: neither group is amplified, and among them the vote is a majority vote (never
-    worse than majority vote until checks arrive). Other sources keep their estimate. The
-    result carries ``identification`` either way."""
+    ``scheme``: neither group is amplified, and among them the vote is a majority vote (with
+    kappa selection keeping ties at the cut whole, never worse than majority vote) until
+    checks arrive. Other sources keep their estimate. The result carries ``identification``.
+
+    (Shifting each group's accuracies to a common mean, keeping the differences within a
+    group, was measured too: a little better than majority vote with an honest majority,
+    but below it on RAMDocs with five colluders of nine; equal votes are the guarantee.)"""
     members = sorted(set(identification.estimate_side) | set(identification.dissent_bloc))
     if identification.identified or not members:
         return replace(result, identification=identification)

@@ -5,9 +5,9 @@ and keeps the first kappa whose filtered response is not IDK. Responses are gene
 batches of kappa so a remote backend answers them concurrently; the visit stops as soon as
 kappa non-IDK responses are in, so at most kappa - 1 extra calls are spent.
 
-Ties at the cut are kept whole: when the sources after the kappa-th have exactly its weight,
-nothing tells them apart, so all of them are asked (and kept when they answer) instead of
-whichever come first in the list. That matters when an estimate is not identified
+Ties at the cut are kept whole: when the sources after the kappa-th have exactly its weight
+from an estimate, nothing tells them apart, so all of them are asked (and kept when they
+answer) instead of whichever come first in the list. That matters when an estimate is not identified
 (core.engine.reliability.identify.equalise gives two groups of sources one equal weight):
 cutting at kappa would let the list order pick a group, where asking them all is a majority
 vote among them, never worse than majority vote.
@@ -38,11 +38,18 @@ def by_reliability(sources: Sequence[SourceInfo]) -> list[SourceInfo]:
     return sorted(sources, key=lambda s: -s.weight)
 
 
+def tied(source: SourceInfo, weight: float) -> bool:
+    """Whether ``source`` is tied with a kept source of ``weight``: the same weight, from an
+    estimate (it has answers on record). Sources never estimated all sit at the prior: those
+    are cut at kappa in list order as before, kappa being the user's budget of calls."""
+    return source.weight == weight and bool(source.answers_count)
+
+
 def kappa_rss(sources: Sequence[SourceInfo], kappa: int) -> list[SourceInfo]:
     """The kappa most reliable sources, without a relevance check (and those tied with the last)."""
     ordered = by_reliability(sources)
     cut = max(kappa, 0)
-    while 0 < cut < len(ordered) and ordered[cut].weight == ordered[cut - 1].weight:
+    while 0 < cut < len(ordered) and tied(ordered[cut], ordered[cut - 1].weight):
         cut += 1
     return ordered[:cut]
 
@@ -68,9 +75,9 @@ def kappa_rrss(
     position = 0
 
     def keeps(source: SourceInfo) -> bool:
-        """Below kappa kept, or tied with the kappa-th kept source."""
+        """Below kappa kept, or tied with the kappa-th kept source (see `tied`)."""
         return len(selection.selected) < kappa or (
-            bool(selection.selected) and source.weight == weight[selection.selected[-1]]
+            bool(selection.selected) and tied(source, weight[selection.selected[-1]])
         )
 
     while position < len(ordered):

@@ -56,7 +56,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
     alpha = float(run.params.get("alpha", 1.0))
     beta = float(run.params.get("beta", 1.0))
     gold = (
-        {index[q.pk]: refs for q in queries if (refs := reference_answers(q))}
+        {index[q.pk]: refs for q in queries if (refs := reference_answers(q)) and gold_allowed(run, q.pk)}
         if run.params.get("use_gold", True)
         else {}
     )
@@ -134,6 +134,11 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
             converged=result.converged,
             finished_at=now,
             gold_queries=[queries[q].pk for q in sorted(gold)],
+            identification=(
+                result.identification.as_dict(ids=list(source_ids), query_ids=[q.pk for q in queries])
+                if result.identification is not None
+                else {}
+            ),
         )
     names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
     return {
@@ -144,6 +149,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         "iterations": result.iterations,
         "converged": result.converged,
         "gold_queries": len(gold),
+        "identified": result.identification.identified if result.identification is not None else True,
         "dependent_pairs": sum(1 for d in dependences if d.probability >= DEPENDENT),
         "scores": [
             {
@@ -194,6 +200,7 @@ def stored_summary(run: EstimationRun) -> dict[str, Any]:
         "iterations": run.iterations,
         "converged": run.converged,
         "gold_queries": len(run.gold_queries or []),
+        "identified": bool((run.identification or {}).get("identified", True)),
         "dependent_pairs": SourceDependence.objects.filter(run=run, probability__gte=DEPENDENT).count(),
         "scores": [score_row(s) for s in scores],
     }
@@ -213,6 +220,13 @@ def detects_copying(estimator: str) -> bool:
         return False
     declared = getattr(chosen, "detects_copying", None)
     return bool(declared) if declared is not None else getattr(chosen, "copy", None) is not None
+
+
+def gold_allowed(run: EstimationRun, query_id: int) -> bool:
+    """Whether this query's reference answers may anchor the run: any, unless the run lists
+    the only ones that may (``gold_query_ids``)."""
+    listed = run.params.get("gold_query_ids")
+    return listed is None or query_id in set(listed)
 
 
 def reference_answers(query: FactQuery) -> list[str]:

@@ -28,7 +28,10 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "batch_size": 24,
     "use_gold": True,  # queries with reference answers anchor the estimate; false: agreement only
 }
-KNOWN_PARAMS = frozenset({"alpha", "beta", "strict", "batch_size", "k", "tau", "estimator", "use_gold"})
+KNOWN_PARAMS = frozenset(
+    {"alpha", "beta", "strict", "batch_size", "k", "tau", "estimator", "use_gold", "gold_query_ids"}
+)
+MAX_GOLD_QUERY_IDS = 10_000
 
 
 def default_params() -> dict[str, Any]:
@@ -102,6 +105,18 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
     for name in ("strict", "use_gold"):
         if name in params and not isinstance(params[name], bool):
             errors[name] = f"{name} must be true or false."
+    if "gold_query_ids" in params:
+        # Only these queries' reference answers anchor the run (the demo's: a few, so the run
+        # shows reliability from agreement; checks a curator answers are added to the list).
+        ids = params["gold_query_ids"]
+        if (
+            not isinstance(ids, list)
+            or len(ids) > MAX_GOLD_QUERY_IDS
+            or not all(isinstance(i, int) and not isinstance(i, bool) and 0 < i < 2**63 for i in ids)
+        ):
+            errors["gold_query_ids"] = f"gold_query_ids must be a list of at most {MAX_GOLD_QUERY_IDS} query ids."
+        else:
+            params["gold_query_ids"] = sorted(set(ids))
     if "estimator" in params and params["estimator"] not in available_estimators():
         errors["estimator"] = f"estimator must be one of: {', '.join(available_estimators())}."
     if errors:

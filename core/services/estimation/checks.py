@@ -1,0 +1,142 @@
+"""What a run's identification means to its readers, and the checks a curator answers.
+
+A run whose estimate agreement does not identify (core.engine.reliability.identify) stores
+which sources formed the two groups, the disputed queries and the checks proposed. Here:
+
+- ``identification_view(run)``: names for the groups, the proposed queries, and each
+  query's distinct answers (its clusters, with the sources behind each), for the run page,
+  the checks page and the API;
+- ``record_check(run, query, answer)``: a curator's reference answer for one proposed query
+  (one click on an answer, or typed); it is added to the query's reference answers and to
+  the run's allowed gold (``gold_query_ids``, when the run lists them), and the run is
+  estimated again from its stored responses (no new generation): the run updates online;
+- ``unidentified_note()``: the sentence every answer that relies on an unidentified run shows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE
+from core.engine.text import answer_contains_gold
+from core.forms import validate_question_bytes
+from core.models import EstimationRun, FactQuery, RunResponse
+from core.services.estimation.finish import usable_references
+from core.services.estimation.start import resume_estimation_run
+from sources.models import Source
+
+MAX_ANSWER_CHARS = 500
+MAX_OPTIONS = 6  # answers offered per query (the most supported first)
+
+
+def _names(ids: list[int]) -> list[dict[str, Any]]:
+    names = dict(Source.objects.filter(pk__in=ids).values_list("id", "name"))
+    return [{"id": i, "name": names.get(i, f"source {i}")} for i in ids]
+
+
+def _options(run: EstimationRun, query_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Per query: its distinct answers (clusters) with the sources behind each, most first."""
+    rows = (
+        RunResponse.objects.filter(run=run, query_id__in=query_ids, cluster__isnull=False, is_idk=False)
+        .select_related("source")
+        .order_by("query_id", "cluster", "source__name")
+    )
+    grouped: dict[int, dict[int, list[RunResponse]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        grouped[row.query_id][row.cluster].append(row)  # type: ignore[index]
+    out: dict[int, list[dict[str, Any]]] = {}
+    for query_id, clusters in grouped.items():
+        options = []
+        for members in clusters.values():
+            texts = [m.response.strip() for m in members if m.response.strip()]
+            label = max(set(texts), key=texts.count) if texts else ""
+            options.append({"answer": label, "sources": sorted(m.source.name for m in members), "count": len(members)})
+        out[query_id] = sorted(options, key=lambda o: (-o["count"], o["answer"]))[:MAX_OPTIONS]
+    return out
+
+
+def identification_view(run: EstimationRun) -> dict[str, Any] | None:
+    """The run's identification for a page or the API; None when the run has none stored."""
+    stored = run.identification or {}
+    if not stored:
+        return None
+    checks = [int(q) for q in stored.get("checks", [])]
+    queries = {q.pk: q for q in FactQuery.objects.filter(pk__in=checks)}
+    options = _options(run, checks)
+    gold = set(run.gold_queries or [])
+    return {
+        "identified": bool(stored.get("identified", True)),
+        "reason": str(stored.get("reason", "")),
+        "estimate_side": _names([int(i) for i in stored.get("estimate_side", [])]),
+        "dissent_bloc": _names([int(i) for i in stored.get("dissent_bloc", [])]),
+        "agreement": stored.get("agreement", [0.0, 0.0]),
+        "disputed": len(stored.get("contested", [])),
+        "settled_by_gold": int(stored.get("settled_by_gold", 0)),
+        "checks": [
+            {
+                "query_id": q,
+                "question": queries[q].question,
+                "references": usable_references(queries[q].reference_answers),
+                "checked": q in gold,
+                "answers": options.get(q, []),
+            }
+            for q in checks
+            if q in queries
+        ],
+    }
+
+
+def unidentified_note() -> str:
+    """What an answer shows when the reliabilities it used rest on an unidentified estimate."""
+    return NOT_IDENTIFIED_MESSAGE
+
+
+def latest_unidentified_run() -> EstimationRun | None:
+    """The latest finished full run, when agreement did not identify its estimate (the
+    sources' current reliabilities then come from it); None otherwise."""
+    latest = (
+        EstimationRun.objects.filter(state=EstimationRun.State.SUCCEEDED, kind=EstimationRun.Kind.FULL)
+        .order_by("-finished_at", "-pk")
+        .only("pk", "identification")
+        .first()
+    )
+    if latest is None or (latest.identification or {}).get("identified", True):
+        return None
+    return latest
+
+
+def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = None) -> EstimationRun:
+    """A curator's reference answer for one of the run's proposed checks; re-estimates the run.
+
+    Raises ValidationError naming the field: an answer that is empty or too long, a query
+    that is not one of the run's proposed checks, a failed run. While the run is being
+    estimated again (an earlier check), the answer is recorded and counts when it finishes."""
+    stored = run.identification or {}
+    if int(query_id) not in {int(q) for q in stored.get("checks", [])}:
+        raise ValidationError({"query": "This query is not one of the run's proposed checks."})
+    text = " ".join(str(answer or "").split())
+    if not text:
+        raise ValidationError({"answer": "Give the right answer (choose one, or type it)."})
+    if len(text) > MAX_ANSWER_CHARS:
+        raise ValidationError({"answer": f"An answer is at most {MAX_ANSWER_CHARS} characters."})
+    validate_question_bytes(text)
+    if run.state == EstimationRun.State.FAILED:
+        raise ValidationError({"run": "The run failed: resume it before answering its checks."})
+    with transaction.atomic():
+        query = FactQuery.objects.select_for_update().get(pk=query_id)
+        references = usable_references(query.reference_answers)
+        if not any(answer_contains_gold(text, ref) or answer_contains_gold(ref, text) for ref in references):
+            query.reference_answers = [*references, text]
+            query.save(update_fields=["reference_answers"])
+        listed = run.params.get("gold_query_ids")
+        if listed is not None and query.pk not in listed:
+            EstimationRun.objects.filter(pk=run.pk).update(params={**run.params, "gold_query_ids": [*listed, query.pk]})
+            run.refresh_from_db()
+    run = EstimationRun.objects.select_related("job").get(pk=run.pk)
+    if run.job is not None and not run.job.finished:
+        return run  # being estimated again already: it reads the reference answers when it finishes
+    return resume_estimation_run(run, user=user, reestimate=True)

@@ -1,0 +1,110 @@
+"""A run whose estimate agreement does not identify (issue 26), on the real database with the
+real clustering and estimator: it says so (run, API, page, every answer that relies on it),
+amplifies neither group, proposes the checks that settle it, and a curator's one click on
+the right answer re-estimates it and breaks the colluding majority."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from core.models import EstimationRun, FactQuery, ReliabilityScore
+from core.services.estimation import finish_run
+from core.services.estimation.checks import identification_view, record_check
+from tasks.models import Job
+from tests.services.collusion import COLLUDERS, FACTS, HONEST, collusion_run
+
+
+def finished_collusion_run(**params: Any) -> tuple[EstimationRun, list[FactQuery], dict[str, Any]]:
+    run, queries, sources = collusion_run(estimator="accucopy", **params)
+    summary = finish_run(run)
+    run.refresh_from_db()
+    return run, queries, {"summary": summary, **sources}
+
+
+def test_a_colluding_majority_without_checks_is_flagged_and_neither_group_is_amplified(db, embedder):
+    run, queries, found = finished_collusion_run()
+    assert found["summary"]["identified"] is False
+    ident = run.identification
+    assert ident["identified"] is False and "rest on which group of sources is right" in ident["reason"]
+    names = dict((s.pk, s.name) for s in run.sources.all())
+    assert {names[i] for i in ident["estimate_side"]} == set(COLLUDERS)
+    assert {names[i] for i in ident["dissent_bloc"]} == set(HONEST)
+    assert len(ident["checks"]) == 5 and set(ident["checks"]) <= {q.pk for q in queries}
+    scores = {s.source.name: s for s in ReliabilityScore.objects.filter(run=run).select_related("source")}
+    assert len({round(s.reliability, 9) for s in scores.values()}) == 1  # one footing for both groups
+    assert len({round(s.weight, 9) for s in scores.values()}) == 1
+    assert all(s.low <= s.reliability <= s.high for s in scores.values())
+
+    view = identification_view(run)
+    assert view is not None and not view["identified"]
+    check = view["checks"][0]
+    offered = {o["answer"] for o in check["answers"]}
+    question = next(q for q, right, wrong in FACTS if q == check["question"])
+    right, wrong = next((r, w) for q, r, w in FACTS if q == question)
+    assert offered == {right, wrong}
+
+
+def test_one_click_on_the_right_answer_records_it_and_re_estimates_the_run_from_its_responses(db, embedder, analyst):
+    run, queries, _ = finished_collusion_run()
+    first = run.identification["checks"][0]
+    question, right, _ = next(f for f in FACTS if f[0] == FactQuery.objects.get(pk=first).question)
+    jobs_before = Job.objects.count()
+    record_check(run, first, right)
+    assert FactQuery.objects.get(pk=first).reference_answers == [right]
+    run.refresh_from_db()
+    assert run.state == EstimationRun.State.PENDING and Job.objects.count() == jobs_before + 1
+
+    finish_run(run)  # what the re-estimate job does: the stored responses, now with the check
+    run.refresh_from_db()
+    assert run.identification["identified"] is True and run.gold_queries == [first]
+    scores = {s.source.name: s.reliability for s in ReliabilityScore.objects.filter(run=run).select_related("source")}
+    assert min(scores[h] for h in HONEST) > max(scores[c] for c in COLLUDERS)
+
+
+def test_a_check_is_refused_naming_the_field_when_it_is_not_proposed_or_empty(db, embedder):
+    run, queries, _ = finished_collusion_run()
+    proposed = set(run.identification["checks"])
+    other = next(q for q in queries if q.pk not in proposed)
+    with pytest.raises(ValidationError) as refused:
+        record_check(run, other.pk, "Paris")
+    assert "query" in refused.value.message_dict
+    with pytest.raises(ValidationError) as empty:
+        record_check(run, min(proposed), "   ")
+    assert "answer" in empty.value.message_dict
+    assert FactQuery.objects.filter(pk__in=proposed).exclude(reference_answers=[]).count() == 0
+
+
+def test_a_run_limited_to_some_gold_queries_uses_only_those_and_a_check_adds_its_query(db, embedder):
+    run, queries, _ = collusion_run(estimator="accucopy", gold=10, gold_query_ids=[])
+    finish_run(run)
+    run.refresh_from_db()
+    assert run.gold_queries == [] and run.identification["identified"] is False  # the references stay unused
+    first = run.identification["checks"][0]
+    right = FactQuery.objects.get(pk=first).reference_answers[0]
+    record_check(run, first, right)
+    run.refresh_from_db()
+    assert run.params["gold_query_ids"] == [first]
+    assert FactQuery.objects.get(pk=first).reference_answers == [right]  # already held: not added twice
+    finish_run(run)
+    run.refresh_from_db()
+    assert run.gold_queries == [first] and run.identification["identified"] is True
+
+
+def test_an_answer_that_relies_on_an_unsettled_run_says_so(db, embedder):
+    from core.engine.strategies.base import SourceVote, StrategyResult
+    from core.services.asking import _notes
+
+    run, _, sources = finished_collusion_run()
+    EstimationRun.objects.filter(pk=run.pk).update(kind=EstimationRun.Kind.FULL)
+    honest = sources["honest-a"]
+    vote = SourceVote(honest.pk, honest.name, "Paris", "Paris", False, 1.0, 0, 1.0, [])
+    result = StrategyResult(answer="Paris", confidence=0.5, strategy="ra-rag", backend="extractive", votes=[vote])
+
+    class Uses:
+        uses_sources = True
+
+    notes = _notes(result, Uses(), 5)  # type: ignore[arg-type]
+    assert any("rest on which group of sources is right" in n and f"run #{run.pk}" in n for n in notes)
