@@ -57,3 +57,18 @@ def test_estimate_json_prints_per_source_scores_after_the_run(worker, embedder):
 def test_estimate_names_an_unknown_source(db):
     with pytest.raises(CommandError, match="Unknown source"):
         call_command("estimate", "--sources", "nowhere")
+
+
+def test_estimate_gold_n_uses_the_reference_answers_of_only_n_queries_spread_over_the_set(db, embedder):
+    from core.models import EstimationRun, FactQuery
+
+    _, _, query_set = build_corpus(embedder, reliable=2)
+    checked = list(FactQuery.objects.filter(query_set=query_set).exclude(reference_answers=[]).order_by("pk"))
+    assert len(checked) == 6
+    call_command("estimate", "--queries", "demo", "--gold", "3", stdout=StringIO())
+    run = EstimationRun.objects.get()
+    assert run.params["gold_query_ids"] == [checked[0].pk, checked[2].pk, checked[4].pk]
+    call_command("estimate", "--queries", "demo", "--gold", "0", stdout=StringIO())
+    assert EstimationRun.objects.latest("pk").params["gold_query_ids"] == []
+    with pytest.raises(CommandError, match="gold"):
+        call_command("estimate", "--queries", "demo", "--gold", "-1")

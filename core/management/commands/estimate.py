@@ -1,4 +1,4 @@
-"""python manage.py estimate [--queries SET] [--sources NAME ...] [--estimator NAME] [--no-gold] [--wait] [--timeout S] [--json]
+"""python manage.py estimate [--queries SET] [--sources NAME ...] [--estimator NAME] [--no-gold | --gold N] [--wait] [--timeout S] [--json]
 python manage.py estimate --resume RUN_ID [--reestimate] [--wait] [--timeout S] [--json]"""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from core.services.estimation import (
     sources_for_names,
     start_estimation_run,
 )
+from core.services.estimation.finish import usable_references
+from core.services.estimation.start import default_query_set
 from tasks.jobs import wait_for_job
 
 
@@ -41,6 +43,14 @@ class Command(BaseCommand):
             "--no-gold",
             action="store_true",
             help="estimate from agreement alone: ignore the queries' reference answers (gold-checked queries)",
+        )
+        parser.add_argument(
+            "--gold",
+            type=int,
+            default=None,
+            metavar="N",
+            help="use the reference answers of only N queries (spread over the set) as gold; the others are "
+            "estimated from agreement alone, and a curator can add checks on the run's page",
         )
         parser.add_argument(
             "--resume",
@@ -96,6 +106,10 @@ class Command(BaseCommand):
                 params["estimator"] = opts["estimator"]
             if opts["no_gold"]:
                 params["use_gold"] = False
+            if opts["gold"] is not None:
+                if opts["gold"] < 0:
+                    raise ValidationError({"gold": "--gold must be 0 or more."})
+                params["gold_query_ids"] = spread_gold(query_set or default_query_set(), opts["gold"])
             return start_estimation_run(query_set=query_set, sources=sources, params=params)
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
@@ -135,3 +149,15 @@ class Command(BaseCommand):
                 f"weight {s['weight']:.3f}  ({s['agreements']}/{s['answers']} answers agree"
                 + (f"; {s['gold_agreements']}/{s['gold_answers']} right on gold)" if s["gold_answers"] else ")")
             )
+
+
+def spread_gold(query_set: QuerySet | None, n: int) -> list[int]:
+    """Ids of ``n`` queries of the set that carry reference answers, spread evenly over them
+    (by id): reproducible, and not all from one end of the set."""
+    if query_set is None or n <= 0:
+        return []
+    checked = [q.pk for q in query_set.queries.order_by("pk") if usable_references(q.reference_answers)]
+    if n >= len(checked):
+        return checked
+    step = len(checked) / n
+    return [checked[int(i * step)] for i in range(n)]
