@@ -108,3 +108,30 @@ def test_an_answer_that_relies_on_an_unsettled_run_says_so(db, embedder):
 
     notes = _notes(result, Uses(), 5)  # type: ignore[arg-type]
     assert any("rest on which group of sources is right" in n and f"run #{run.pk}" in n for n in notes)
+
+
+def test_the_run_page_warns_and_the_checks_page_records_a_curators_one_click(
+    db, embedder, curator_client, analyst_client
+):
+    run, _, _ = finished_collusion_run()
+    page = analyst_client.get(f"/runs/{run.pk}/result/").content.decode()
+    assert 'id="run-identification"' in page and "Agreement alone does not settle this estimate" in page
+    assert 'id="run-checks-link"' not in page  # analysts read; curators check
+    assert analyst_client.get(f"/runs/{run.pk}/checks/").status_code == 403
+
+    curator_page = curator_client.get(f"/runs/{run.pk}/result/").content.decode()
+    assert f'href="/runs/{run.pk}/checks/"' in curator_page
+    checks = curator_client.get(f"/runs/{run.pk}/checks/")
+    assert checks.status_code == 200
+    first = run.identification["checks"][0]
+    question, right, wrong = next(f for f in FACTS if f[0] == FactQuery.objects.get(pk=first).question)
+    body = checks.content.decode()
+    assert f'id="check-{first}"' in body and right in body and wrong in body
+
+    refused = curator_client.post(f"/runs/{run.pk}/checks/", {"query": "x", "answer": right})
+    assert refused.status_code == 400 and "Choose a query" in refused.content.decode()
+    done = curator_client.post(f"/runs/{run.pk}/checks/", {"query": first, "answer": right})
+    assert done.status_code == 302
+    assert FactQuery.objects.get(pk=first).reference_answers == [right]
+    run.refresh_from_db()
+    assert run.state == EstimationRun.State.PENDING  # being estimated again with the check
