@@ -32,9 +32,9 @@ This module finds that situation and what would settle it:
    most sources of both groups first (one reference answer there scores every member of
    both groups at once).
 
-A run that is not identified must not amplify its winning group: `equalise` gives the members
-of both groups one reliability and one equal vote (majority vote among them), so the product
-never does worse than majority vote, until checks arrive.
+A run that is not identified must not amplify its winning group: `equalise` gives every
+source one reliability and one equal vote (a majority vote), so the product never does worse
+than majority vote, until checks arrive.
 """
 
 from __future__ import annotations
@@ -257,17 +257,22 @@ def _gold_verdicts(
 
 
 def equalise(result: ReliabilityResult, identification: Identification, *, scheme: str) -> ReliabilityResult:
-    """The estimate as the product uses it: when agreement does not identify it, every member
-    of both groups gets the same reliability (their mean accuracy) and so one equal vote under
-    ``scheme``: neither group is amplified, and among them the vote is a majority vote (with
-    kappa selection keeping ties at the cut whole, never worse than majority vote) until
-    checks arrive. Other sources keep their estimate. The result carries ``identification``.
+    """The estimate as the product uses it: when agreement does not identify it, every source
+    with answers on record gets the same reliability (their mean accuracy) and so one equal
+    vote under ``scheme``: a majority vote (with kappa selection keeping ties at the cut
+    whole), never worse than majority vote, until checks arrive. Every source, not only the
+    two groups: the others' accuracies were measured against answers the larger group chose,
+    so they are as unsettled. Sources without answers keep the prior. The result carries
+    ``identification``.
 
-    (Shifting each group's accuracies to a common mean, keeping the differences within a
-    group, was measured too: a little better than majority vote with an honest majority,
-    but below it on RAMDocs with five colluders of nine; equal votes are the guarantee.)"""
-    members = sorted(set(identification.estimate_side) | set(identification.dissent_bloc))
-    if identification.identified or not members:
+    (Measured before settling on this, PoisonedRAG and RAMDocs, 3 seeds: equal votes for the
+    two groups only fell below majority vote on RAMDocs (0.246 against 0.251 at 3 colluders
+    of 9), because a source outside both groups kept a weight measured against the larger
+    group's answers; shifting each group's accuracies to a common mean fell below it at 5.)"""
+    if identification.identified or not identification.dissent_bloc:
+        return replace(result, identification=identification)
+    members = [j for j, s in enumerate(result.sources) if s.answers > 0]
+    if not members:
         return replace(result, identification=identification)
     mean = float(np.mean([result.sources[j].accuracy for j in members]))
     weight = voting_weight(mean, len(result.sources), scheme=scheme)
@@ -281,15 +286,11 @@ def equalise(result: ReliabilityResult, identification: Identification, *, schem
 def proposed_checks(result: ReliabilityResult, n: int, *, exclude: Collection[int] = ()) -> list[int]:
     """The ``n`` queries whose reference answers a curator should give first: the checks that
     settle an unidentified estimate (the disputed queries answered by most sources of both
-    groups), then the queries whose estimated answer is least certain. Rows, best first."""
-    if n <= 0:
+    groups). Fewer, or none, when fewer queries are disputed: a check elsewhere settles
+    nothing agreement has not (measured: five checks on the least certain queries of an
+    identified estimate made it worse, 0.745 against 0.779 at one adversary of nine, since a
+    noisy query's reference often matches no answer and counts against every source)."""
+    if n <= 0 or result.identification is None:
         return []
     skip = {int(q) for q in exclude}
-    chosen = [q for q in (result.identification.checks if result.identification else []) if q not in skip]
-    if len(chosen) < n:
-        by_doubt = sorted(
-            (q for q, answer in enumerate(result.answers) if answer is not None and q not in skip and q not in chosen),
-            key=lambda q: (result.confidence[q] if q < len(result.confidence) else 1.0, q),
-        )
-        chosen += by_doubt[: n - len(chosen)]
-    return chosen[:n]
+    return [q for q in result.identification.checks if q not in skip][:n]
