@@ -165,7 +165,7 @@ def estimate_from_records(
     result = chosen.estimate(votes, prior=Prior(alpha, beta), gold=gold_labels or None)
     # Does agreement identify the estimate, or only the sizes of two groups of sources? When
     # not, neither group is amplified (core.engine.reliability.identify).
-    found = identify(votes, result, gold_rows=gold_labels.keys())
+    found = identify(votes, result, gold=gold_labels)
     return equalise(result, found, scheme=chosen.weight_scheme), list(records)
 
 

@@ -31,7 +31,7 @@ from core.engine.strategies.ra_rag import MAX_KAPPA as RA_RAG_MAX_KAPPA
 from core.engine.text import IDK, is_idk
 from core.models import Question, Vote
 from core.services.engine_context import build_context, configured_offers, strategy_defaults
-from core.services.estimation.checks import latest_unidentified_run, unidentified_note
+from core.services.estimation.checks import unidentified_note, unsettled_run_of
 from core.services.jobs import NullProgress, Progress, dispatch_job
 from core.services.source_selection import SourceChoice, allowed_ids, resolve_sources
 
@@ -162,13 +162,9 @@ def _notes(result: StrategyResult, strategy: AnswerStrategy, n_sources: int) -> 
     if n_sources == 0 and strategy.uses_sources:
         notes.append("No active source holds documents yet: nothing to retrieve from.")
     notes.extend(result.notes)
-    unsettled = latest_unidentified_run()
+    unsettled = unsettled_run_of(sorted({v.source_id for v in result.votes}))
     if unsettled is not None:
-        groups = set(unsettled.identification.get("estimate_side", [])) | set(
-            unsettled.identification.get("dissent_bloc", [])
-        )
-        if any(v.source_id in groups for v in result.votes):
-            notes.append(f"{unidentified_note()} (estimation run #{unsettled.pk})")
+        notes.append(f"{unidentified_note()} (estimation run #{unsettled.pk})")
     return notes
 
 

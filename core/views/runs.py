@@ -18,7 +18,7 @@ from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
 from core.roles import is_curator
 from core.services import estimation
-from core.services.estimation.checks import identification_view, record_check
+from core.services.estimation.checks import identification_view, record_check, reestimate_run
 from core.services.estimation.start import MIN_SOURCES
 from core.services.insights import agreement_matrix, claim_run_summary, dependence_groups, run_changes
 from core.views.access import analyst_required, curator_required
@@ -228,6 +228,15 @@ def run_checks(request: HttpRequest, pk: int) -> HttpResponse:
     and the run is estimated again from its stored responses."""
     run = _run(pk)
     errors: dict[str, list[str]] = {}
+    if request.method == "POST" and request.POST.get("action") == "reestimate":
+        if reestimate_run(run, user=request.user):
+            messages.success(request, f"Run #{run.pk} is being estimated again with the checks recorded so far.")
+        else:
+            messages.error(
+                request,
+                f"Run #{run.pk} is being estimated right now (or you are at your run limit): try again when it ends.",
+            )
+        return redirect("run-checks", pk=run.pk)
     if request.method == "POST":
         try:
             query_id = int(request.POST.get("query", ""))
@@ -235,15 +244,22 @@ def run_checks(request: HttpRequest, pk: int) -> HttpResponse:
             errors = {"query": ["Choose a query of this run's checks."]}
         else:
             try:
-                record_check(run, query_id, request.POST.get("answer", ""), user=request.user)
+                started = record_check(run, query_id, request.POST.get("answer", ""), user=request.user)
             except ValidationError as exc:
                 errors = exc.message_dict if hasattr(exc, "error_dict") else {"answer": exc.messages}
             else:
-                messages.success(
-                    request,
-                    f"Recorded as the right answer; run #{run.pk} is being estimated again with it (its page shows "
-                    "the new estimate in a few seconds).",
-                )
+                if started:
+                    messages.success(
+                        request,
+                        f"Recorded as the right answer; run #{run.pk} is being estimated again with it (its page "
+                        "shows the new estimate in a few seconds).",
+                    )
+                else:
+                    messages.warning(
+                        request,
+                        f"Recorded as the right answer. Run #{run.pk} is being estimated right now (or you are at "
+                        'your run limit): press "Estimate again" when it ends so this answer counts.',
+                    )
                 return redirect("run-checks", pk=run.pk)
     view = identification_view(run)
     status = 400 if errors else 200

@@ -76,7 +76,7 @@ def test_a_minority_copier_bloc_is_flagged_too_and_one_check_on_its_disputed_que
     assert found.estimate_side == [0, 1, 2, 3, 4, 5]
     assert found.checks and all(labels[q, 6] == labels[q, 7] == labels[q, 8] for q in found.checks)
     gold = {found.checks[0]: true_label(raw, labels, found.checks[0])}
-    settled = identify(labels, estimator.estimate(labels, gold=gold), gold_rows=gold)
+    settled = identify(labels, estimator.estimate(labels, gold=gold), gold=gold)
     assert settled.identified and settled.settled_by_gold == 1
     assert equalise(result, settled, scheme="log-odds").weights == result.weights  # identified: unchanged
 
@@ -95,7 +95,7 @@ def test_the_proposed_checks_settle_a_colluding_majority_and_a_contrary_check_is
     before = identify(labels, estimator.estimate(labels))
     gold = {q: true_label(raw, labels, q) for q in before.checks[:3]}
     after = estimator.estimate(labels, gold=gold)
-    found = identify(labels, after, gold_rows=gold)
+    found = identify(labels, after, gold=gold)
     right = np.mean([after.answers[q] == true_label(raw, labels, q) for q in range(len(raw))])
     assert right >= 0.7  # was 0.0
     assert found.identified
@@ -105,7 +105,7 @@ def test_the_proposed_checks_settle_a_colluding_majority_and_a_contrary_check_is
     one = {before.checks[0]: true_label(raw, labels, before.checks[0])}
     still = get_estimator("iwmv").estimate(labels, gold=one)
     assert np.mean([still.answers[q] == true_label(raw, labels, q) for q in range(len(raw))]) < 0.5
-    verdict = identify(labels, still, gold_rows=one)
+    verdict = identify(labels, still, gold=one)
     assert not verdict.identified and "side with the group the estimate rejects" in verdict.reason
 
 
@@ -114,5 +114,28 @@ def test_checks_on_queries_where_the_groups_agree_settle_nothing() -> None:
     raw[:12, 4:] = BLOC
     labels = labels_of(raw)
     gold = {q: 0 for q in range(12, 20)}  # both groups answer these alike
-    found = identify(labels, get_estimator("accucopy").estimate(labels, gold=gold), gold_rows=gold)
+    found = identify(labels, get_estimator("accucopy").estimate(labels, gold=gold), gold=gold)
     assert not found.identified and found.settled_by_gold == 0
+
+
+def test_checks_whose_reference_matches_no_answer_settle_nothing() -> None:
+    """A typed reference that no source gave (GOLD_NONE) says both groups were wrong there,
+    not which one to trust: with such checks on half the disputed queries, the rest stay
+    disputed and the run stays unidentified."""
+    raw = np.zeros((20, 7), dtype=np.int64)
+    raw[:12, 4:] = BLOC
+    labels = labels_of(raw)
+    gold = {q: GOLD_NONE for q in range(6)}
+    found = identify(labels, get_estimator("accucopy").estimate(labels, gold=gold), gold=gold)
+    assert not found.identified and found.settled_by_gold == 0
+    assert found.contested == list(range(6, 12))
+
+
+def test_checks_that_side_with_the_smaller_group_on_every_disputed_query_identify_it() -> None:
+    raw = np.zeros((20, 7), dtype=np.int64)
+    raw[:12, :4] = BLOC  # the larger group (4) is the one that repeats a wrong answer
+    labels = labels_of(raw)
+    gold = {q: int(labels[q, 4]) for q in range(12)}  # the smaller group's answer
+    result = get_estimator("accucopy").estimate(labels, gold=gold)
+    found = identify(labels, result, gold=gold)
+    assert found.identified and found.settled_by_gold == 12 and found.estimate_side == [4, 5, 6]

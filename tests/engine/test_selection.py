@@ -55,3 +55,24 @@ def test_sources_tied_with_the_kappa_th_are_all_asked_and_kept_so_list_order_nev
     assert [s.id for s in kappa_rss(fresh, 2)] == [0, 1]
     selection, _ = kappa_rrss(fresh, 2, lambda b: [f"a{s.id}" for s in b], lambda r: r == "IDK")
     assert selection.selected == [0, 1] and selection.generator_calls == 2
+
+
+def test_the_tie_extension_is_bounded_and_needs_an_estimated_kappa_th_source() -> None:
+    from core.engine.steps.selection import TIE_LIMIT
+
+    many = [SourceInfo(i, f"s{i}", weight=0.6, answers_count=40) for i in range(200)]
+    batches: list[int] = []
+
+    def answer(batch: list[SourceInfo]) -> list[str]:
+        batches.append(len(batch))
+        return [f"a{s.id}" for s in batch]
+
+    selection, _ = kappa_rrss(many, 4, answer, lambda r: r == "IDK")
+    assert len(selection.selected) == TIE_LIMIT and sum(batches) == TIE_LIMIT
+    assert len(kappa_rss(many, 4)) == TIE_LIMIT
+    # The kappa-th kept source was never estimated: no extension, whatever follows it.
+    mixed = [
+        SourceInfo(0, "fresh", weight=0.6),
+        *[SourceInfo(i, f"s{i}", weight=0.6, answers_count=9) for i in range(1, 6)],
+    ]
+    assert [s.id for s in kappa_rss(mixed, 1)] == [0]

@@ -135,3 +135,31 @@ def test_the_run_page_warns_and_the_checks_page_records_a_curators_one_click(
     assert FactQuery.objects.get(pk=first).reference_answers == [right]
     run.refresh_from_db()
     assert run.state == EstimationRun.State.PENDING  # being estimated again with the check
+
+
+def test_a_check_that_contradicts_a_stored_reference_or_targets_an_outdated_run_is_refused(db, embedder):
+    run, _, _ = collusion_run(estimator="accucopy", gold=10, gold_query_ids=[])
+    finish_run(run)
+    run.refresh_from_db()
+    first = run.identification["checks"][0]
+    _, right, wrong = next(f for f in FACTS if f[0] == FactQuery.objects.get(pk=first).question)
+    with pytest.raises(ValidationError) as contradicted:
+        record_check(run, first, wrong)
+    assert "answer" in contradicted.value.message_dict
+    assert FactQuery.objects.get(pk=first).reference_answers == [right]
+    run.refresh_from_db()
+    assert run.params["gold_query_ids"] == []  # nothing half-stored
+
+    from django.utils import timezone
+
+    from tests.factories import EstimationRunFactory
+
+    EstimationRunFactory(
+        query_set=run.query_set,
+        sources=list(run.sources.all()),
+        state=EstimationRun.State.SUCCEEDED,
+        finished_at=timezone.now(),
+    )
+    with pytest.raises(ValidationError) as outdated:
+        record_check(run, first, right)
+    assert "newer run" in outdated.value.message_dict["run"][0]

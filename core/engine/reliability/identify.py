@@ -39,7 +39,7 @@ than majority vote, until checks arrive.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -111,7 +111,7 @@ def _pair_counts(labels: LabelMatrix, truth: npt.NDArray[np.int64]) -> tuple[np.
                 continue
             block = np.ix_(members, members)
             same[block] += 1
-            if truth[q] != label:
+            if truth[q] != MISSING and truth[q] != label:  # no estimated answer: nothing rejected
                 same_rejected[block] += 1
     np.fill_diagonal(same, 0)
     np.fill_diagonal(same_rejected, 0)
@@ -146,11 +146,14 @@ def _mean_agreement(group: list[int], both: np.ndarray, same: np.ndarray) -> flo
 def identify(
     votes: LabelMatrix,
     result: ReliabilityResult,
-    gold_rows: Collection[int] = (),
+    gold: Mapping[int, int] | Collection[int] = (),
     *,
     checks: int = DEFAULT_CHECKS,
 ) -> Identification:
-    """Whether ``result`` (an estimate of ``votes``) is identified by agreement; see the module."""
+    """Whether ``result`` (an estimate of ``votes``) is identified by agreement; see the module.
+
+    ``gold``: the checked rows, with their gold labels when known (a mapping); a row whose
+    reference answer matches none of the answers (GOLD_NONE, below zero) settles nothing."""
     labels = as_label_matrix(votes)
     n_queries, n_sources = labels.shape
     truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)
@@ -166,11 +169,15 @@ def identify(
 
     in_bloc = np.zeros(n_sources, dtype=bool)
     in_bloc[bloc] = True
-    gold = {int(g) for g in gold_rows}
+    settling = (
+        {int(q) for q, label in gold.items() if int(label) >= 0}
+        if isinstance(gold, Mapping)
+        else {int(q) for q in gold}
+    )
     contested: list[int] = []
     bloc_answer: dict[int, int] = {}
     for q in range(n_queries):
-        if truth[q] == MISSING or q in gold:
+        if truth[q] == MISSING or q in settling:
             continue
         row = labels[q]
         rejected = row[in_bloc & (row != MISSING) & (row != truth[q])]
@@ -180,17 +187,21 @@ def identify(
         if counts.max() >= 2 and (row == truth[q]).any():
             contested.append(q)
             bloc_answer[q] = int(values[np.argmax(counts)])
-    if not contested:
+    checked = sorted(q for q in settling if 0 <= q < n_queries and truth[q] != MISSING)
+    if not contested and not checked:
         return Identification(True, "The sources sharing rejected answers never outvote the estimate together.")
 
     side: list[int] = []
+    basis = contested or checked
     for j in np.flatnonzero(~in_bloc):
-        answered = [q for q in contested if labels[q, j] != MISSING]
+        answered = [q for q in basis if labels[q, j] != MISSING]
         with_estimate = sum(1 for q in answered if labels[q, j] == truth[q])
         if answered and with_estimate * 2 > len(answered):
             side.append(int(j))
     agreement = (_mean_agreement(side, both, same), _mean_agreement(bloc, both, same))
-    for_side, for_bloc = _gold_verdicts(labels, truth, gold, side, bloc)
+    for_side, for_bloc = _gold_verdicts(labels, truth, set(checked), side, bloc)
+    if not contested and not (for_side or for_bloc):
+        return Identification(True, "The sources sharing rejected answers never outvote the estimate together.")
 
     def reach(q: int) -> tuple[int, int, int]:
         row = labels[q]

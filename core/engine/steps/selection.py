@@ -38,18 +38,28 @@ def by_reliability(sources: Sequence[SourceInfo]) -> list[SourceInfo]:
     return sorted(sources, key=lambda s: -s.weight)
 
 
-def tied(source: SourceInfo, weight: float) -> bool:
-    """Whether ``source`` is tied with a kept source of ``weight``: the same weight, from an
-    estimate (it has answers on record). Sources never estimated all sit at the prior: those
-    are cut at kappa in list order as before, kappa being the user's budget of calls."""
-    return source.weight == weight and bool(source.answers_count)
+TIE_LIMIT = 50  # at most this many sources kept in all, ties included (RA-RAG's largest kappa)
+MIN_TIED_WEIGHT = 1e-3  # no extension among sources at the weight floor (they barely vote)
+
+
+def tied(source: SourceInfo, kept: SourceInfo) -> bool:
+    """Whether ``source`` is tied with the kept source ``kept``: the same weight, both from an
+    estimate (answers on record), above the floor. Sources never estimated all sit at the
+    prior: those are cut at kappa in list order as before, kappa being the user's budget."""
+    return (
+        source.weight == kept.weight
+        and kept.weight > MIN_TIED_WEIGHT
+        and bool(source.answers_count)
+        and bool(kept.answers_count)
+    )
 
 
 def kappa_rss(sources: Sequence[SourceInfo], kappa: int) -> list[SourceInfo]:
-    """The kappa most reliable sources, without a relevance check (and those tied with the last)."""
+    """The kappa most reliable sources, without a relevance check (and those tied with the
+    last, up to TIE_LIMIT in all)."""
     ordered = by_reliability(sources)
     cut = max(kappa, 0)
-    while 0 < cut < len(ordered) and tied(ordered[cut], ordered[cut - 1].weight):
+    while 0 < cut < min(len(ordered), max(kappa, TIE_LIMIT)) and tied(ordered[cut], ordered[cut - 1]):
         cut += 1
     return ordered[:cut]
 
@@ -70,15 +80,16 @@ def kappa_rrss(
     ordered = by_reliability(sources)
     selection = Selection(order=[s.id for s in ordered])
     results: dict[int, R] = {}
-    weight = {s.id: s.weight for s in ordered}
+    by_id = {s.id: s for s in ordered}
+    limit = max(kappa, TIE_LIMIT)
     step = max(1, batch_size or kappa)
     position = 0
 
     def keeps(source: SourceInfo) -> bool:
         """Below kappa kept, or tied with the kappa-th kept source (see `tied`)."""
-        return len(selection.selected) < kappa or (
-            bool(selection.selected) and tied(source, weight[selection.selected[-1]])
-        )
+        if len(selection.selected) < kappa:
+            return True
+        return len(selection.selected) < limit and tied(source, by_id[selection.selected[-1]])
 
     while position < len(ordered):
         if len(selection.selected) < kappa:
@@ -87,7 +98,7 @@ def kappa_rrss(
         else:  # kappa kept: the sources tied with the last one kept, all at once
             batch = []
             for source in ordered[position:]:
-                if not keeps(source):
+                if len(batch) >= limit - len(selection.selected) or not keeps(source):
                     break
                 batch.append(source)
             if not batch:

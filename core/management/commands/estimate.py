@@ -39,12 +39,13 @@ class Command(BaseCommand):
             default=None,
             help="reliability estimator (default: the RELIABILITY_ESTIMATOR setting); see docs/architecture.md",
         )
-        parser.add_argument(
+        gold = parser.add_mutually_exclusive_group()
+        gold.add_argument(
             "--no-gold",
             action="store_true",
             help="estimate from agreement alone: ignore the queries' reference answers (gold-checked queries)",
         )
-        parser.add_argument(
+        gold.add_argument(
             "--gold",
             type=int,
             default=None,

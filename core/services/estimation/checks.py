@@ -10,7 +10,8 @@ which sources formed the two groups, the disputed queries and the checks propose
   (one click on an answer, or typed); it is added to the query's reference answers and to
   the run's allowed gold (``gold_query_ids``, when the run lists them), and the run is
   estimated again from its stored responses (no new generation): the run updates online;
-- ``unidentified_note()``: the sentence every answer that relies on an unidentified run shows.
+- ``unsettled_run_of(source_ids)``: the unidentified run behind these sources' current
+  reliabilities, if any; ``unidentified_note()``: the sentence an answer that relies on it shows.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE
-from core.engine.text import answer_contains_gold
+from core.engine.text import answer_contains_gold, is_idk
 from core.forms import validate_question_bytes
 from core.models import EstimationRun, FactQuery, RunResponse
 from core.services.estimation.finish import usable_references
-from core.services.estimation.start import resume_estimation_run
+from core.services.estimation.start import TooManyRuns, resume_estimation_run
 from sources.models import Source
 
-MAX_ANSWER_CHARS = 500
+MAX_ANSWER_CHARS = 2000
 MAX_OPTIONS = 6  # answers offered per query (the most supported first)
 
 
@@ -53,7 +54,7 @@ def _options(run: EstimationRun, query_ids: list[int]) -> dict[int, list[dict[st
         options = []
         for members in clusters.values():
             texts = [m.response.strip() for m in members if m.response.strip()]
-            label = max(set(texts), key=texts.count) if texts else ""
+            label = min(set(texts), key=lambda t: (-texts.count(t), len(t), t)) if texts else ""
             options.append({"answer": label, "sources": sorted(m.source.name for m in members), "count": len(members)})
         out[query_id] = sorted(options, key=lambda o: (-o["count"], o["answer"]))[:MAX_OPTIONS]
     return out
@@ -95,48 +96,91 @@ def unidentified_note() -> str:
     return NOT_IDENTIFIED_MESSAGE
 
 
-def latest_unidentified_run() -> EstimationRun | None:
-    """The latest finished full run, when agreement did not identify its estimate (the
-    sources' current reliabilities then come from it); None otherwise."""
-    latest = (
-        EstimationRun.objects.filter(state=EstimationRun.State.SUCCEEDED, kind=EstimationRun.Kind.FULL)
+def unsettled_run_of(source_ids: list[int]) -> EstimationRun | None:
+    """The unidentified run that set the current reliability of any of these sources (a
+    source's reliability comes from the run that last covered it: its finish time is the
+    source's ``reliability_updated_at``); None when none did."""
+    stamps = [t for t in Source.objects.filter(pk__in=source_ids).values_list("reliability_updated_at", flat=True) if t]
+    if not stamps:
+        return None
+    return (
+        EstimationRun.objects.filter(
+            state=EstimationRun.State.SUCCEEDED,
+            kind=EstimationRun.Kind.FULL,
+            finished_at__in=stamps,
+            identification__identified=False,
+        )
         .order_by("-finished_at", "-pk")
         .only("pk", "identification")
         .first()
     )
-    if latest is None or (latest.identification or {}).get("identified", True):
-        return None
-    return latest
 
 
-def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = None) -> EstimationRun:
+def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = None) -> bool:
     """A curator's reference answer for one of the run's proposed checks; re-estimates the run.
+    Returns whether a re-estimate was started (False: the run is being estimated right now,
+    or the user's concurrent runs are at their cap; the answer is recorded either way and
+    counts at the next re-estimate, `reestimate_run`).
 
-    Raises ValidationError naming the field: an answer that is empty or too long, a query
-    that is not one of the run's proposed checks, a failed run. While the run is being
-    estimated again (an earlier check), the answer is recorded and counts when it finishes."""
+    Raises ValidationError naming the field, storing nothing: an answer that is empty, "I
+    don't know" or too long; a query that is not one of the run's proposed checks (or was
+    deleted); an answer that contradicts the query's stored reference answers (edit those in
+    the admin); a failed run; a run whose sources a newer run has estimated since (its
+    re-estimate would overwrite their current reliabilities)."""
     stored = run.identification or {}
     if int(query_id) not in {int(q) for q in stored.get("checks", [])}:
         raise ValidationError({"query": "This query is not one of the run's proposed checks."})
     text = " ".join(str(answer or "").split())
-    if not text:
+    if not text or is_idk(text):
         raise ValidationError({"answer": "Give the right answer (choose one, or type it)."})
     if len(text) > MAX_ANSWER_CHARS:
         raise ValidationError({"answer": f"An answer is at most {MAX_ANSWER_CHARS} characters."})
     validate_question_bytes(text)
     if run.state == EstimationRun.State.FAILED:
         raise ValidationError({"run": "The run failed: resume it before answering its checks."})
+    if run.finished_at is not None and (
+        EstimationRun.objects.filter(
+            kind=EstimationRun.Kind.FULL,
+            state=EstimationRun.State.SUCCEEDED,
+            finished_at__gt=run.finished_at,
+            sources__in=run.sources.all(),
+        ).exists()
+    ):
+        raise ValidationError(
+            {"run": "A newer run has estimated these sources since: answer the checks of the latest run instead."}
+        )
     with transaction.atomic():
-        query = FactQuery.objects.select_for_update().get(pk=query_id)
+        locked = EstimationRun.objects.select_for_update().get(pk=run.pk)
+        query = FactQuery.objects.select_for_update().filter(pk=query_id).first()
+        if query is None:
+            raise ValidationError({"query": "This query was deleted."})
         references = usable_references(query.reference_answers)
-        if not any(answer_contains_gold(text, ref) or answer_contains_gold(ref, text) for ref in references):
-            query.reference_answers = [*references, text]
+        matches = [r for r in references if answer_contains_gold(text, r) or answer_contains_gold(r, text)]
+        if references and not matches:
+            raise ValidationError(
+                {
+                    "answer": f"This query's reference answer is already recorded ({' / '.join(references)}) and "
+                    "your answer does not match it: correct the query in the admin if the reference is wrong."
+                }
+            )
+        if not references:
+            query.reference_answers = [text]
             query.save(update_fields=["reference_answers"])
-        listed = run.params.get("gold_query_ids")
+        listed = locked.params.get("gold_query_ids")
         if listed is not None and query.pk not in listed:
-            EstimationRun.objects.filter(pk=run.pk).update(params={**run.params, "gold_query_ids": [*listed, query.pk]})
-            run.refresh_from_db()
+            locked.params = {**locked.params, "gold_query_ids": [*listed, query.pk]}
+            locked.save(update_fields=["params"])
+    return reestimate_run(run, user=user)
+
+
+def reestimate_run(run: EstimationRun, *, user: Any = None) -> bool:
+    """Estimate the run again from its stored responses with the checks recorded so far;
+    False (nothing started) while it is being estimated or the user is at the run cap."""
     run = EstimationRun.objects.select_related("job").get(pk=run.pk)
     if run.job is not None and not run.job.finished:
-        return run  # being estimated again already: it reads the reference answers when it finishes
-    return resume_estimation_run(run, user=user, reestimate=True)
+        return False
+    try:
+        resume_estimation_run(run, user=user, reestimate=True)
+    except (TooManyRuns, ValidationError):
+        return False
+    return True

@@ -12,7 +12,7 @@ reference answer is the truth, or none of them) and the run records their ids
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -53,10 +53,11 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
     by_record = {
         id(rec): resp for rec, resp in zip(records, [r for r in responses if r.query_id in index], strict=False)
     }
+    allowed = gold_allowed(run)
     alpha = float(run.params.get("alpha", 1.0))
     beta = float(run.params.get("beta", 1.0))
     gold = (
-        {index[q.pk]: refs for q in queries if (refs := reference_answers(q)) and gold_allowed(run, q.pk)}
+        {index[q.pk]: refs for q in queries if (refs := reference_answers(q)) and allowed(q.pk)}
         if run.params.get("use_gold", True)
         else {}
     )
@@ -222,11 +223,14 @@ def detects_copying(estimator: str) -> bool:
     return bool(declared) if declared is not None else getattr(chosen, "copy", None) is not None
 
 
-def gold_allowed(run: EstimationRun, query_id: int) -> bool:
-    """Whether this query's reference answers may anchor the run: any, unless the run lists
-    the only ones that may (``gold_query_ids``)."""
+def gold_allowed(run: EstimationRun) -> Callable[[int], bool]:
+    """Whether a query's reference answers may anchor the run: any, unless the run lists the
+    only ones that may (``gold_query_ids``)."""
     listed = run.params.get("gold_query_ids")
-    return listed is None or query_id in set(listed)
+    if listed is None:
+        return lambda _query_id: True
+    ids = set(listed)
+    return lambda query_id: query_id in ids
 
 
 def reference_answers(query: FactQuery) -> list[str]:
