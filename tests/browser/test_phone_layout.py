@@ -250,6 +250,12 @@ def test_every_page_fits_a_phone_and_its_menu_opens(browser: Any, world: dict[st
     assert_no_sideways_scroll(browser, "run-list (curator, form open)", PHONE[0])
     small = browser.execute_script(_SMALL_CONTROLS)
     assert not small, f"run form: controls under 44 px high: {small[:4]}"
+    # ... and the checks page of a run agreement did not settle (one click per answer).
+    open_page(browser, base + paths["run-checks"])
+    assert browser.find_elements(By.CSS_SELECTOR, "section.check button")
+    assert_no_sideways_scroll(browser, "run-checks (curator)", PHONE[0])
+    small = browser.execute_script(_SMALL_CONTROLS)
+    assert not small, f"run checks: controls under 44 px high: {small[:4]}"
 
     # The login page, signed out.
     browser.delete_all_cookies()

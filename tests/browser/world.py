@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 from django.utils import timezone
 
+from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE
 from core.models import EstimationRun, ReliabilityScore
 from sources.models import Claim, Source
 from tasks.models import Job
@@ -66,6 +67,7 @@ PAGE_NAMES = (
     "claim-conflict",
     "run-list",
     "run-detail",
+    "run-checks",
     "conflicts",
     "job-list",
     "job-detail",
@@ -263,6 +265,22 @@ def build_world(analyst: Any, curator: Any) -> dict[str, str]:
 
     query_set = QuerySetFactory(name="demo", description="Browser test facts")
     queries = [FactQueryFactory(query_set=query_set, question=q, reference_answers=[a]) for q, a, _ in FACTS]
+    # An older run that agreement did not settle: its checks page (curators).
+    unsettled = _run(sources, queries, query_set, days_ago=3, shift=0.0, user=curator)
+    reliable_ids = [s.pk for s, (_, _, reliable) in zip(sources, SOURCES, strict=True) if reliable]
+    EstimationRun.objects.filter(pk=unsettled.pk).update(
+        gold_queries=[],
+        identification={
+            "identified": False,
+            "reason": NOT_IDENTIFIED_MESSAGE,
+            "estimate_side": reliable_ids,
+            "dissent_bloc": [s.pk for s in sources if s.pk not in reliable_ids],
+            "contested": [q.pk for q in queries],
+            "checks": [q.pk for q in queries],
+            "agreement": [1.0, 1.0],
+            "settled_by_gold": 0,
+        },
+    )
     _run(sources, queries, query_set, days_ago=2, shift=0.0, user=curator)
     run = _run(sources, queries, query_set, days_ago=1, shift=0.04, user=curator)
     for score in ReliabilityScore.objects.filter(run=run):
@@ -311,6 +329,7 @@ def build_world(analyst: Any, curator: Any) -> dict[str, str]:
         "claim-conflict": f"{reverse('claim-conflict')}?{urlencode(item)}",
         "run-list": reverse("run-list"),
         "run-detail": reverse("run-detail", args=[run.pk]),
+        "run-checks": reverse("run-checks", args=[unsettled.pk]),  # curators (analysts get the styled 403)
         "claims-run-detail": reverse("run-detail", args=[claims_run.pk]),
         "conflicts": reverse("conflicts"),
         "conflicts-claims": f"{reverse('conflicts')}?mode=claims",

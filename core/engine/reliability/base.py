@@ -11,13 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-
-if TYPE_CHECKING:
-    from core.engine.reliability.identify import Identification
 
 MISSING = -1  # matrix code for IDK / no answer
 GOLD_NONE = -2  # gold code: the reference answer matches none of the query's answer labels
@@ -71,6 +68,44 @@ class Dependence:
     same_true: float  # expected number of shared answers that are true
     same_false: float  # expected number of shared answers that are false: the evidence of copying
     different: int
+
+
+@dataclass(frozen=True)
+class Identification:
+    """Whether agreement identifies the estimate; column and row indices of the label matrix."""
+
+    identified: bool
+    reason: str
+    estimate_side: list[int] = field(default_factory=list)  # sources giving the estimated answers (A)
+    dissent_bloc: list[int] = field(default_factory=list)  # sources sharing answers the estimate rejects (B)
+    contested: list[int] = field(default_factory=list)  # queries where the two groups disagree
+    checks: list[int] = field(default_factory=list)  # contested queries whose reference answer settles it, best first
+    agreement: tuple[float, float] = (0.0, 0.0)  # mean pairwise agreement within A and within B
+    settled_by_gold: int = 0  # contested queries with a reference answer
+
+    @property
+    def blocs(self) -> list[list[int]]:
+        return [g for g in (self.estimate_side, self.dissent_bloc) if g]
+
+    def as_dict(self, ids: list[int] | None = None, query_ids: list[int] | None = None) -> dict[str, object]:
+        """JSON-ready; columns and rows mapped through ``ids`` / ``query_ids`` when given."""
+
+        def cols(values: list[int]) -> list[int]:
+            return [ids[v] for v in values] if ids is not None else list(values)
+
+        def rows(values: list[int]) -> list[int]:
+            return [query_ids[v] for v in values] if query_ids is not None else list(values)
+
+        return {
+            "identified": self.identified,
+            "reason": self.reason,
+            "estimate_side": cols(self.estimate_side),
+            "dissent_bloc": cols(self.dissent_bloc),
+            "contested": rows(self.contested),
+            "checks": rows(self.checks),
+            "agreement": [round(self.agreement[0], 4), round(self.agreement[1], 4)],
+            "settled_by_gold": self.settled_by_gold,
+        }
 
 
 @dataclass(frozen=True)

@@ -40,12 +40,19 @@ than majority vote, until checks arrive.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
-from core.engine.reliability.base import MISSING, LabelMatrix, ReliabilityResult, as_label_matrix, interval_holding
+from core.engine.reliability.base import (
+    MISSING,
+    Identification,
+    LabelMatrix,
+    ReliabilityResult,
+    as_label_matrix,
+    interval_holding,
+)
 from core.engine.reliability.weights import voting_weight
 
 MIN_SHARED = 3  # at least this many shared rejected answers make a pair dependent ...
@@ -57,44 +64,6 @@ NOT_IDENTIFIED_MESSAGE = (
     "that each agree with themselves, and only the groups' sizes chose between them. "
     "A few checked answers would settle it."
 )
-
-
-@dataclass(frozen=True)
-class Identification:
-    """Whether agreement identifies the estimate; column and row indices of the label matrix."""
-
-    identified: bool
-    reason: str
-    estimate_side: list[int] = field(default_factory=list)  # sources giving the estimated answers (A)
-    dissent_bloc: list[int] = field(default_factory=list)  # sources sharing answers the estimate rejects (B)
-    contested: list[int] = field(default_factory=list)  # queries where the two groups disagree
-    checks: list[int] = field(default_factory=list)  # contested queries whose reference answer settles it, best first
-    agreement: tuple[float, float] = (0.0, 0.0)  # mean pairwise agreement within A and within B
-    settled_by_gold: int = 0  # contested queries with a reference answer
-
-    @property
-    def blocs(self) -> list[list[int]]:
-        return [g for g in (self.estimate_side, self.dissent_bloc) if g]
-
-    def as_dict(self, ids: list[int] | None = None, query_ids: list[int] | None = None) -> dict[str, object]:
-        """JSON-ready; columns and rows mapped through ``ids`` / ``query_ids`` when given."""
-
-        def cols(values: list[int]) -> list[int]:
-            return [ids[v] for v in values] if ids is not None else list(values)
-
-        def rows(values: list[int]) -> list[int]:
-            return [query_ids[v] for v in values] if query_ids is not None else list(values)
-
-        return {
-            "identified": self.identified,
-            "reason": self.reason,
-            "estimate_side": cols(self.estimate_side),
-            "dissent_bloc": cols(self.dissent_bloc),
-            "contested": rows(self.contested),
-            "checks": rows(self.checks),
-            "agreement": [round(self.agreement[0], 4), round(self.agreement[1], 4)],
-            "settled_by_gold": self.settled_by_gold,
-        }
 
 
 def _pair_counts(labels: LabelMatrix, truth: npt.NDArray[np.int64]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -219,19 +188,19 @@ def identify(
         agreement=agreement,
         settled_by_gold=for_side + for_bloc,
     )
-    if for_bloc:
+    if for_bloc >= for_side and for_bloc:
         return replace(
             found,
             identified=False,
             reason=f"Checked answers side with the group the estimate rejects on {for_bloc} of the queries where the groups "
-            f"disagree ({for_side} with the estimate's group): the estimate still follows the larger group. "
-            "More checked answers on the disputed queries would settle it.",
+            f"disagree ({for_side} with the estimate's group). More checked answers on the disputed queries would settle it.",
         )
     if for_side:
         return replace(
             found,
             identified=True,
-            reason=f"Checked answers on {for_side} queries where the groups disagree side with the estimate.",
+            reason=f"Checked answers side with the estimate on {for_side} of the queries where the groups disagree"
+            + (f" (with the other group on {for_bloc})." if for_bloc else "."),
         )
     if not side:
         return replace(
