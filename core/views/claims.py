@@ -4,9 +4,10 @@ core.services.claims_view; these views only read the query string and render."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 
 from core.models import EstimationRun
 from core.services import claims_view
@@ -82,7 +83,10 @@ def claim_conflict(request: HttpRequest) -> HttpResponse:
     subject = request.GET.get("subject", "").strip()
     attribute = request.GET.get("attribute", "").strip()
     if not subject or not attribute:
-        raise Http404("Name a subject and an attribute.")
+        # Reached without an item (a link cut short, the address typed): the claims browser,
+        # where every item links here, says so instead of a bare 404.
+        messages.info(request, "Choose an item (a subject and an attribute) to see how its sources conflict.")
+        return redirect("claim-list")
     view = claims_view.cached_conflict_view(subject, attribute, _chosen_run(request))
     if view is None:
         raise Http404("No claim about this subject and attribute.")

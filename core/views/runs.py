@@ -12,7 +12,7 @@ from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
@@ -81,8 +81,12 @@ def _params(post: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
 
 
 @curator_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def run_start(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        # The form lives on the run list (an address typed or bookmarked, a reload after an
+        # error): go there with it open, never a bare 405.
+        return redirect(reverse("run-list") + "?start=1#start-run")
     params, errors = _params(request.POST)
     picked = request.POST.getlist("sources")
     every = estimation.ALL_SOURCES in picked  # the explicit "every active source" option

@@ -282,7 +282,10 @@ def test_conflict_view_without_a_run_says_so(analyst_client: Any, db: Any) -> No
 
 def test_conflict_view_of_an_unknown_item_answers_404(analyst_client: Any, claim_world: ClaimWorld) -> None:
     assert analyst_client.get(conflict_url(FLIGHT, "colour")).status_code == 404
-    assert analyst_client.get(reverse("claim-conflict"), {"subject": FLIGHT}).status_code == 404
+    # No item named: the claims browser, saying what to choose (not a bare 404).
+    cut_short = analyst_client.get(reverse("claim-conflict"), {"subject": FLIGHT}, follow=True)
+    assert cut_short.redirect_chain == [(reverse("claim-list"), 302)]
+    assert "Choose an item (a subject and an attribute)" in cut_short.content.decode()
     assert analyst_client.get(conflict_url(FLIGHT, ACT) + "&run=abc").status_code == 404
 
 

@@ -23,8 +23,16 @@ def test_a_curator_sees_the_start_form(curator_client: Any, world: Any) -> None:
     assert b'id="run-form"' in curator_client.get(reverse("run-list")).content
 
 
-def test_starting_a_run_needs_post(curator_client: Any, world: Any) -> None:
-    assert curator_client.get(reverse("run-start")).status_code == 405
+def test_opening_the_start_address_leads_to_the_open_form_and_starts_nothing(curator_client: Any, world: Any) -> None:
+    from core.models import EstimationRun
+
+    runs = EstimationRun.objects.count()
+    response = curator_client.get(reverse("run-start"))
+    assert response.status_code == 302 and response["Location"] == reverse("run-list") + "?start=1#start-run"
+    page = curator_client.get(response["Location"]).content.decode()
+    assert '<details open id="start-run">' in page
+    assert EstimationRun.objects.count() == runs
+    assert curator_client.put(reverse("run-start")).status_code == 405
 
 
 def test_anonymous_posts_are_sent_to_login(client: Any, world: Any) -> None:
