@@ -53,6 +53,7 @@ from core.engine.reliability.base import (
     as_label_matrix,
     interval_holding,
 )
+from core.engine.reliability.cells import AnswerCells, FloatArray
 from core.engine.reliability.weights import voting_weight
 
 MIN_SHARED = 3  # at least this many shared rejected answers make a pair dependent ...
@@ -66,24 +67,20 @@ NOT_IDENTIFIED_MESSAGE = (
 )
 
 
-def _pair_counts(labels: LabelMatrix, truth: npt.NDArray[np.int64]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(both answered, same answer, same rejected answer) for every pair of sources."""
-    answered = labels != MISSING
-    both = answered.T.astype(np.int64) @ answered.astype(np.int64)
-    same = np.zeros_like(both)
-    same_rejected = np.zeros_like(both)
-    for q in range(labels.shape[0]):
-        row = labels[q]
-        for label in np.unique(row[row != MISSING]):
-            members = np.flatnonzero(row == label)
-            if len(members) < 2:
-                continue
-            block = np.ix_(members, members)
-            same[block] += 1
-            if truth[q] != MISSING and truth[q] != label:  # no estimated answer: nothing rejected
-                same_rejected[block] += 1
-    np.fill_diagonal(same, 0)
-    np.fill_diagonal(same_rejected, 0)
+def _pair_counts(labels: LabelMatrix, truth: npt.NDArray[np.int64]) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(both answered, same answer, same rejected answer) for every pair of sources, from the
+    one-hot answer cells the estimators use; a query without an estimated answer rejects nothing."""
+    cells = AnswerCells.of(labels)
+    both, same = cells.pair_constants()
+    rejected = np.ones((cells.n_queries, cells.n_labels))
+    estimated = truth != MISSING
+    rejected[~estimated] = 0.0
+    given = estimated & (truth < cells.n_labels)  # an estimated answer nobody gave rejects every answer
+    rejected[np.flatnonzero(given), truth[given]] = 0.0
+    same_rejected = cells.same_weighted(rejected.reshape(-1))
+    same = same.copy()  # the cells cache it
+    np.fill_diagonal(same, 0.0)
+    np.fill_diagonal(same_rejected, 0.0)
     return both, same, same_rejected
 
 

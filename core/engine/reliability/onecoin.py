@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
 
 from core.engine.reliability.base import (
     GOLD_NONE,
@@ -47,6 +46,7 @@ from core.engine.reliability.base import (
     gold_vector,
     source_results,
 )
+from core.engine.reliability.cells import AnswerCells
 from core.engine.reliability.weights import MAX_ACCURACY, TIE_BREAK, log_odds_weights
 
 FloatArray = npt.NDArray[np.float64]
@@ -79,9 +79,8 @@ def one_coin(
     the AccuCopy dependence discount is applied in every E-step."""
     labels = as_label_matrix(votes)
     n_queries, n_sources = labels.shape
-    answered = labels >= 0
-    n_labels = max(int(labels.max()) + 1, 1) if labels.size else 1
-    cells = _Cells(labels, answered, n_labels)
+    cells = AnswerCells.of(labels)
+    n_labels = cells.n_labels
     counts = np.bincount(cells.cell, minlength=n_queries * n_labels).astype(np.float64).reshape(n_queries, n_labels)
     present = counts > 0
     known_k = None if n_candidates is None else np.asarray([k or 0 for k in n_candidates], dtype=np.float64)
@@ -179,7 +178,7 @@ def gold_start(checked: npt.NDArray[np.int64], right: npt.NDArray[np.int64], pri
     return out
 
 
-def answer_weights(accuracy: FloatArray, cells: _Cells, known_k: FloatArray | None) -> FloatArray:
+def answer_weights(accuracy: FloatArray, cells: AnswerCells, known_k: FloatArray | None) -> FloatArray:
     """Per answer: max(0, ln(w / (1 - w)) + ln(K - 1)) where the query's number K of
     candidate answers is known (e.g. 2 for yes/no), max(0, ln(w / (1 - w))) where it is not
     (open-ended answers)."""
@@ -188,52 +187,6 @@ def answer_weights(accuracy: FloatArray, cells: _Cells, known_k: FloatArray | No
         logit = logit + np.log(np.maximum(known_k[cells.query] - 1.0, 1.0))
     out: FloatArray = np.maximum(logit, 0.0) + TIE_BREAK * accuracy[cells.source]
     return out
-
-
-class _Cells:
-    """The answers as sparse cells: answer k is source ``source[k]`` giving label ``label[k]``
-    to query ``query[k]`` (cell ``query * n_labels + label``); ``x`` is the sources x cells
-    one-hot matrix (``xt`` its transpose), ``a`` the sources x queries answered matrix."""
-
-    def __init__(self, labels: LabelMatrix, answered: npt.NDArray[np.bool_], n_labels: int) -> None:
-        n_queries, n_sources = labels.shape
-        self.query, self.source = (np.asarray(a, dtype=np.int64) for a in np.nonzero(answered))
-        self.label = labels[self.query, self.source]
-        self.cell = self.query * n_labels + self.label
-        self.n_queries, self.n_sources, self.n_labels = n_queries, n_sources, n_labels
-        shape = (n_sources, n_queries * n_labels)
-        ones = np.ones(len(self.cell))
-        self.x = sparse.csr_matrix((ones, (self.source, self.cell)), shape=shape)
-        self.a = sparse.csr_matrix((ones, (self.source, self.query)), shape=(n_sources, n_queries))
-        self.xt = self.x.T.tocsr()
-        self._shared: FloatArray | None = None
-        self._same: FloatArray | None = None
-        # A dense copy of x when it is small: BLAS beats sparse-sparse products there.
-        self.dense = self.x.toarray() if n_sources * n_queries * n_labels <= 20_000_000 else None
-
-    def pair_constants(self) -> tuple[FloatArray, FloatArray]:
-        """Queries both sources answered, and answers they share (fixed for the matrix)."""
-        if self._shared is None or self._same is None:
-            self._shared = np.asarray((self.a @ self.a.T).toarray(), dtype=np.float64)
-            if self.dense is not None:
-                self._same = self.dense @ self.dense.T
-            else:
-                self._same = np.asarray((self.x @ self.x.T).toarray(), dtype=np.float64)
-        return self._shared, self._same
-
-    def same_weighted(self, cell_weight: FloatArray) -> FloatArray:
-        """sum over cells of x[s, c] * cell_weight[c] * x[s', c]."""
-        if self.dense is not None:
-            out: FloatArray = (self.dense * cell_weight[None, :]) @ self.dense.T
-            return out
-        weighted = self.x.multiply(cell_weight.reshape(1, -1)).tocsr()
-        return np.asarray((weighted @ self.x.T).toarray(), dtype=np.float64)
-
-    def scores(self, weights: FloatArray, discount: FloatArray) -> FloatArray:
-        """score[q, c] = sum of the (discounted) weights of the answers c to q (one weight per answer)."""
-        flat = np.bincount(self.cell, weights=weights * discount, minlength=self.n_queries * self.n_labels)
-        out: FloatArray = np.asarray(flat, dtype=np.float64).reshape(self.n_queries, self.n_labels)
-        return out
 
 
 def _posterior(score: FloatArray, present: npt.NDArray[np.bool_], other_mass: float) -> FloatArray:
@@ -268,7 +221,7 @@ def _argmax(score: FloatArray, counts: FloatArray, present: npt.NDArray[np.bool_
     return estimate
 
 
-def _pair_counts(cells: _Cells, post: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+def _pair_counts(cells: AnswerCells, post: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Per pair of sources: queries both answered, expected same-and-true, same-and-false, different."""
     shared, same = cells.pair_constants()
     same_true = cells.same_weighted(post.reshape(-1))
@@ -277,7 +230,7 @@ def _pair_counts(cells: _Cells, post: FloatArray) -> tuple[FloatArray, FloatArra
     return shared, same_true, same_false, different
 
 
-def _dependence(cells: _Cells, post: FloatArray, accuracy: FloatArray, copy: CopyModel) -> FloatArray:
+def _dependence(cells: AnswerCells, post: FloatArray, accuracy: FloatArray, copy: CopyModel) -> FloatArray:
     """Posterior probability that each pair of sources is dependent (symmetric, zero diagonal)."""
     _, same_true, same_false, different = _pair_counts(cells, post)
     ai, aj = accuracy[:, None], accuracy[None, :]
@@ -298,7 +251,7 @@ def _dependence(cells: _Cells, post: FloatArray, accuracy: FloatArray, copy: Cop
     return dep
 
 
-def _discount(cells: _Cells, dependence: FloatArray, accuracy: FloatArray, rate: float) -> FloatArray:
+def _discount(cells: AnswerCells, dependence: FloatArray, accuracy: FloatArray, rate: float) -> FloatArray:
     """Per answer: prod (1 - c * P(dep(s, s'))) over the sources s' that gave the same answer
     to the query and come before s in descending accuracy (ties: column order).
 
@@ -324,7 +277,7 @@ def _discount(cells: _Cells, dependence: FloatArray, accuracy: FloatArray, rate:
     return out
 
 
-def _pairs(cells: _Cells, post: FloatArray, dependence: FloatArray) -> list[Dependence]:
+def _pairs(cells: AnswerCells, post: FloatArray, dependence: FloatArray) -> list[Dependence]:
     shared, same_true, same_false, different = _pair_counts(cells, post)
     # Pairs worth reporting: shared answers and a dependence above REPORTED_DEPENDENCE.
     a_idx, b_idx = np.nonzero(np.triu((shared > 0) & (dependence >= REPORTED_DEPENDENCE), k=1))
