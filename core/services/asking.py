@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.engine.params import ParamError, describe, parse_params
+from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE
 from core.engine.strategies import (
     AnswerStrategy,
     SourceEvent,
@@ -31,7 +32,7 @@ from core.engine.strategies.ra_rag import MAX_KAPPA as RA_RAG_MAX_KAPPA
 from core.engine.text import IDK, is_idk
 from core.models import Question, Vote
 from core.services.engine_context import build_context, configured_offers, strategy_defaults
-from core.services.estimation.checks import unidentified_note, unsettled_run_of
+from core.services.estimation.checks import unsettled_run_of
 from core.services.jobs import NullProgress, Progress, dispatch_job
 from core.services.source_selection import SourceChoice, allowed_ids, resolve_sources
 
@@ -164,7 +165,7 @@ def _notes(result: StrategyResult, strategy: AnswerStrategy, n_sources: int) -> 
     notes.extend(result.notes)
     unsettled = unsettled_run_of(sorted({v.source_id for v in result.votes}))
     if unsettled is not None:
-        notes.append(f"{unidentified_note()} (estimation run #{unsettled.pk})")
+        notes.append(f"{NOT_IDENTIFIED_MESSAGE} (estimation run #{unsettled.pk})")
     return notes
 
 

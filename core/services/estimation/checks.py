@@ -11,7 +11,7 @@ which sources formed the two groups, the disputed queries and the checks propose
   the run's allowed gold (``gold_query_ids``, when the run lists them), and the run is
   estimated again from its stored responses (no new generation): the run updates online;
 - ``unsettled_run_of(source_ids)``: the unidentified run behind these sources' current
-  reliabilities, if any; ``unidentified_note()``: the sentence an answer that relies on it shows.
+  reliabilities, if any (an answer that relies on it shows NOT_IDENTIFIED_MESSAGE).
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE
 from core.engine.text import answer_contains_gold, is_idk
 from core.forms import validate_question_bytes
 from core.models import EstimationRun, FactQuery, RunResponse
 from core.services.estimation.finish import usable_references
-from core.services.estimation.start import TooManyRuns, resume_estimation_run
+from core.services.estimation.start import resume_estimation_run
 from sources.models import Source
 
 MAX_ANSWER_CHARS = 2000
@@ -91,18 +90,13 @@ def identification_view(run: EstimationRun) -> dict[str, Any] | None:
     }
 
 
-def unidentified_note() -> str:
-    """What an answer shows when the reliabilities it used rest on an unidentified estimate."""
-    return NOT_IDENTIFIED_MESSAGE
-
-
 def unsettled_run_of(source_ids: list[int]) -> EstimationRun | None:
     """The unidentified run that set the current reliability of any of these sources (a
     source's reliability comes from the run that last covered it: its finish time is the
-    source's ``reliability_updated_at``); None when none did."""
-    stamps = [t for t in Source.objects.filter(pk__in=source_ids).values_list("reliability_updated_at", flat=True) if t]
-    if not stamps:
-        return None
+    source's ``reliability_updated_at``); None when none did. One query."""
+    stamps = Source.objects.filter(pk__in=source_ids, reliability_updated_at__isnull=False).values(
+        "reliability_updated_at"
+    )
     return (
         EstimationRun.objects.filter(
             state=EstimationRun.State.SUCCEEDED,
@@ -181,6 +175,6 @@ def reestimate_run(run: EstimationRun, *, user: Any = None) -> bool:
         return False
     try:
         resume_estimation_run(run, user=user, reestimate=True)
-    except (TooManyRuns, ValidationError):
+    except ValidationError:  # still running after all, or TooManyRuns (a ValidationError)
         return False
     return True
