@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
 from django.db.models import Exists, OuterRef
 from pgvector.django import CosineDistance
 
@@ -33,13 +32,14 @@ from core.engine.claims.normalize import normalize_isbn
 from core.engine.claims.store import KeyMatch, attribute_fit
 from core.engine.claims.types import ClaimRecord
 from core.engine.types import Embedder, Vector
+from core.services.estimation.locks import claim
 from sources.embedding import configured_embedder
 from sources.models import Claim, ClaimKey
 
 MAX_SPAN_WORDS = 6
 MAX_QUESTION_TOKENS = 64
 EMBED_BATCH = 512
-EMBED_LOCK_KEY = 61507 << 32  # advisory lock: one claim-key embedding job at a time
+EMBED_CLAIM = "rrag:embed-claim-keys"  # advisory lock name: one claim-key embedding job at a time
 _EDGE_PUNCTUATION = ".,;:!?\"'`()[]{}<>«»“”‘’"
 _ISBN_RUN = re.compile(r"(?<![0-9A-Za-z])(?:\d[\d\- ]{7,20}[\dXx])(?![0-9A-Za-z])")
 _ATTRIBUTE_VECTORS: dict[tuple[str, str], Vector] = {}
@@ -107,15 +107,10 @@ def embed_claim_keys(
     each at 800k keys); the second now ends at once, and the first, which looks for missing
     keys until there are none, embeds the second load's keys too."""
     if exclusive:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [EMBED_LOCK_KEY])
-            if not cursor.fetchone()[0]:
+        with claim(EMBED_CLAIM) as held:
+            if not held:
                 return {"keys": 0, "skipped": "another job is embedding the claim keys; it embeds these too"}
-        try:
             return embed_claim_keys(embedder, limit=limit, batch=batch, on_batch=on_batch)
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [EMBED_LOCK_KEY])
     embedder = embedder or configured_embedder()
     total: int | None = None
     if on_batch is not None:

@@ -18,8 +18,9 @@ from django.db import connection
 from django.utils import timezone
 
 from core.engine.claims.mapping import ClaimMapping
+from core.services.estimation.locks import lock_key
 from sources import claims as claim_service
-from sources.claim_store import EMBED_LOCK_KEY, embed_claim_keys
+from sources.claim_store import EMBED_CLAIM, embed_claim_keys
 from sources.models import ClaimKey, Source
 from tasks.jobs import reap_stale_jobs
 from tasks.models import Job
@@ -107,10 +108,10 @@ def test_a_second_embedding_job_leaves_the_keys_to_the_one_already_embedding(db,
     def hold_the_lock() -> None:  # another worker's job, embedding right now
         try:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_lock(%s)", [EMBED_LOCK_KEY])
+                cursor.execute("SELECT pg_advisory_lock(%s)", [lock_key(EMBED_CLAIM)])
                 held.set()
                 release.wait(10)
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [EMBED_LOCK_KEY])
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_key(EMBED_CLAIM)])
         finally:
             connection.close()
 
