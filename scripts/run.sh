@@ -2,8 +2,9 @@
 # Install and run the product on its embedded default: PostgreSQL + pgvector (embedded),
 # a Celery worker on the serverless filesystem broker, the web server, the demo data.
 # Environment: PORT (default 8000), HOST (default 127.0.0.1), plus everything in README.
-# LLM=local: the local-LLM profile (README "Run it", docs/models.md): answers come from a
-# real instruction-tuned model on this machine instead of the offline extractive reader.
+# LLM=local (the default): answers come from a real instruction-tuned model on this machine
+# (README "Run it", docs/models.md); LLM=off: the offline extractive reader instead (no model
+# download, answers in milliseconds, but it can only copy a span of a passage).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh requirements.txt
@@ -19,8 +20,10 @@ mkdir -p "$data_dir/log"
 # with llama-cpp-python's OpenAI-compatible server on loopback (LLM_RUNTIME=llama-cpp, when
 # llama-cpp-python[server] is installed). Every answer records the runtime and model as its backend.
 llm_pid=""
-case "${LLM:-}" in
-  "" | off) ;;
+# A GENERATOR_BACKEND set by hand (an OpenAI-compatible server, say) is kept: no local model.
+if [ -n "${LLM:-}" ]; then llm="$LLM"; elif [ -n "${GENERATOR_BACKEND:-}" ]; then llm=off; else llm=local; fi
+case "$llm" in
+  off) ;;
   local)
     llm_key="${LLM_MODEL:-qwen2.5-coder-0.5b-instruct-q4_k_m}"
     gguf_cli=(.venv/bin/python -m core.engine.backends.generation.models_cli)
@@ -98,7 +101,7 @@ case "${LLM:-}" in
     echo "Local LLM: $llm_key through $llm_runtime (GENERATOR_BACKEND=$GENERATOR_BACKEND); CrEst's extra embedders: ${CREST_EXTRA_EMBEDDERS:-none}."
     ;;
   *)
-    echo "LLM must be 'local' or unset, got '${LLM}'." >&2
+    echo "LLM must be 'local' (the default) or 'off' (the offline extractive reader), got '${LLM}'." >&2
     exit 2
     ;;
 esac
@@ -135,7 +138,7 @@ echo "Question worker ${ask_name/\%h/$(hostname)} started (log: $data_dir/log/wo
 $py manage.py load_demo --wait
 has_run='from core.models import EstimationRun as R; import sys; sys.exit(0 if R.objects.filter(state="succeeded").exists() else 1)'
 if ! $py manage.py shell -c "$has_run" 2>/dev/null; then
-  if [ -n "${LLM:-}" ] && [ "${LLM}" != off ]; then
+  if [ "$llm" != off ]; then
     # With a local LLM the first run asks the model every demo query for every source
     # (hundreds of prompts): it runs in the background while the site serves.
     echo "Estimating source reliability with the local LLM in the background (see the Jobs page)..."
