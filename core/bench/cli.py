@@ -57,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "their reference answers; the estimate is redone with them",
     )
     parser.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help="QA datasets with gold: keep the answers' raw probability instead of calibrating it on the "
+        "checked estimation queries (the product's default after a run with checks)",
+    )
+    parser.add_argument(
         "--protocol",
         choices=["truth", "multirag"],
         default="truth",
@@ -162,6 +168,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         estimator=options.get("estimator") or DEFAULT_ESTIMATOR,
         gold_queries=int(options.get("gold_queries") or 0),
         active_gold=int(options.get("active_gold") or 0),
+        calibrate=not options.get("no_calibrate"),
         collude=bool(options.get("collude")),
         max_questions=options.get("max_questions"),
         memo=not options.get("no_memo"),

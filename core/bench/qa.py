@@ -20,7 +20,9 @@ from core.bench.corpus import Corpus, build_corpus, make_sources
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
 from core.bench.metrics import correlations
-from core.engine.reliability import DEFAULT_ESTIMATOR
+from core.engine.estimation import gold_label
+from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE
+from core.engine.steps.calibration import Calibration, calibrate
 from core.engine.strategies.base import Requirement
 from core.engine.text import IDK, answer_contains_gold
 from core.engine.types import Embedder, Passage, SourceInfo
@@ -49,6 +51,9 @@ class QAConfig:
     # chooses this many estimation queries after an unsupervised estimate, and only those get
     # their reference answers; the estimate is then redone with them (no new generation).
     active_gold: int = 0
+    # With gold: fit the answer calibration on the checked estimation queries, as the product
+    # does after a run with checks (core.engine.steps.calibration); False keeps the raw probability.
+    calibrate: bool = True
     collude: bool = False  # the paper: each misinformation source draws its own wrong answer
     max_questions: int | None = None
     memo: bool = True  # share reader and NLI outputs between methods (faster; see docs)
@@ -103,6 +108,7 @@ class SeedRun:
     colluding_pairs: list[tuple[int, int]] = field(default_factory=list)  # the truth, with --collude
     identified: bool = True  # whether agreement identified the estimate (core.engine.reliability.identify)
     gold_used: int = 0  # estimation queries that carried their reference answer (random and active)
+    calibration: dict[str, Any] = field(default_factory=dict)  # the fitted map (empty: none)
 
     @property
     def reliability_correlation(self) -> dict[str, float]:
@@ -278,6 +284,9 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         for s in sources
     ]
 
+    if config.calibrate and gold:
+        ctx.calibration = calibrate_on_checks(estimation, gold, config.kappa, seed)
+
     # Estimation-query votes feed the crowd-kit methods too (they are unsupervised).
     estimation_votes: list[list[tuple[int, str]]] = [[] for _ in estimation_texts]
     for record in estimation.records:
@@ -349,4 +358,22 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         colluding_pairs=colluding,
         identified=identification.identified if identification is not None else True,
         gold_used=len(gold),
+        calibration=ctx.calibration.as_dict() if ctx.calibration.fitted else {},
     )
+
+
+def calibrate_on_checks(estimation: Any, gold: dict[int, list[str]], kappa: int, seed: int) -> Calibration:
+    """The answer calibration the checked estimation queries give (as the product fits it)."""
+    column = {sid: j for j, sid in enumerate(estimation.source_ids)}
+    matrix: list[list[int | None]] = [[None] * len(column) for _ in range(1 + max(gold))]
+    by_query: dict[int, list[Any]] = {}
+    for record in estimation.records:
+        if record.query_index in gold:
+            by_query.setdefault(record.query_index, []).append(record)
+            matrix[record.query_index][column[record.source_id]] = record.cluster
+    truth: dict[int, int | None] = {}
+    for q, references in gold.items():
+        label = gold_label(by_query.get(q, []), references)
+        truth[q] = None if label == GOLD_NONE else label
+    sources = estimation.reliability.sources
+    return calibrate(matrix, truth, [s.accuracy for s in sources], [s.weight for s in sources], kappa, seed=seed)

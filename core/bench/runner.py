@@ -66,6 +66,8 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
             # of sources is right, and both groups got one equal vote).
             "identified_per_seed": [r.identified for r in runs],
             "gold_per_seed": [r.gold_used for r in runs],
+            # The answer calibration fitted on each seed's checked queries ({} without gold).
+            "calibration_per_seed": [r.calibration for r in runs],
             "seconds_per_seed": sum(r.estimation_seconds for r in runs) / len(runs),
         },
         "test_questions_per_seed": runs[0].n_test,

@@ -83,3 +83,37 @@ def test_checked_examples_vote_subsets_and_score_them_against_the_checked_cluste
     assert not any(right for _, right in examples[5:10])  # no cluster was right on query 1
     # On query 3 only the unreliable source answered: wrong, and no more likely right than not.
     assert all(not right and p <= 0.5 for p, right in examples[10:])
+
+
+def test_an_answer_carries_the_calibrated_probability_of_its_context() -> None:
+    from core.engine.backends.generation import ExtractiveReader
+    from core.engine.backends.nli import EmbeddingLexicalNLI
+    from core.engine.params import parse_params
+    from core.engine.steps.memory_retriever import InMemoryRetriever
+    from core.engine.strategies import EngineContext, get_strategy
+    from core.engine.types import SourceInfo
+    from tests.engine.fakes import HashEmbedder
+
+    question = "who recorded i can't help falling in love with you"
+    text = "Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961."
+
+    def answer(calibration: Calibration) -> tuple[str, float]:
+        embedder = HashEmbedder()
+        retriever = InMemoryRetriever()
+        sources = []
+        for i in range(3):
+            retriever.add_texts(i, [text], embedder)
+            sources.append(SourceInfo(i, f"source {i}", weight=2.0, answers_count=20, accuracy=0.9))
+        ctx = EngineContext(
+            retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), sources, calibration=calibration
+        )
+        strategy = get_strategy("ra-rag")
+        result = strategy.answer(question, ctx, parse_params(strategy.Params, {}))
+        return result.answer, result.confidence
+
+    raw_answer, raw = answer(IDENTITY)
+    humbled = Calibration(slope=0.3, intercept=-0.5, queries=20, examples=180)
+    calibrated_answer, calibrated = answer(humbled)
+    assert raw_answer == calibrated_answer and "Elvis" in raw_answer
+    assert raw > 0.99  # three agreeing sources at 0.9, as if independent
+    assert calibrated == pytest.approx(humbled.apply(raw)) and calibrated < raw - 0.1

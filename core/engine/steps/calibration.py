@@ -126,10 +126,11 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
-def fit(examples: Sequence[tuple[float, bool]], queries: int = 0) -> Calibration:
+def fit(examples: Sequence[tuple[float, bool]], queries: int = 0, weight: float = 1.0) -> Calibration:
     """The MAP Platt map for (probability, right) examples; the identity without examples.
-    Examples with probability 0 (no answer) carry no information about confidence and are
-    left out."""
+    Each example counts ``weight`` times in the likelihood (examples drawn from one query are
+    far from independent: together they should count about as one). Examples with
+    probability 0 (no answer) carry no information about confidence and are left out."""
     data = [(_logit(p), 1.0 if right else 0.0) for p, right in examples if p > 0.0]
     if not data:
         return IDENTITY
@@ -140,7 +141,7 @@ def fit(examples: Sequence[tuple[float, bool]], queries: int = 0) -> Calibration
         for x, y in data:
             z = a * x + b
             # log sigmoid(z) for y = 1, log sigmoid(-z) for y = 0, without overflow
-            total -= math.log1p(math.exp(-abs(z))) + max(-z if y else z, 0.0)
+            total -= weight * (math.log1p(math.exp(-abs(z))) + max(-z if y else z, 0.0))
         return total
 
     slope, intercept = 1.0, 0.0
@@ -150,9 +151,9 @@ def fit(examples: Sequence[tuple[float, bool]], queries: int = 0) -> Calibration
         h_aa, h_ab, h_bb = -prior_a, 0.0, -prior_b
         for x, y in data:
             p = _sigmoid(slope * x + intercept)
-            g_a += (y - p) * x
-            g_b += y - p
-            w = p * (1.0 - p)
+            g_a += weight * (y - p) * x
+            g_b += weight * (y - p)
+            w = weight * p * (1.0 - p)
             h_aa -= w * x * x
             h_ab -= w * x
             h_bb -= w
@@ -256,3 +257,18 @@ def _draw(candidates: Sequence[int], accuracies: Sequence[float | None], size: i
     accuracy (as kappa-RRSS prefers reliable sources), by Efraimidis-Spirakis keys."""
     keyed = sorted(candidates, key=lambda j: -(rng.random() ** (1.0 / max(accuracies[j] or 0.0, MIN_DRAW_ODDS))))
     return keyed[:size]
+
+
+def calibrate(
+    matrix: Sequence[Sequence[int | None]],
+    truth: Mapping[int, int | None],
+    accuracies: Sequence[float | None],
+    weights: Sequence[float],
+    kappa: int,
+    *,
+    seed: int = 0,
+) -> Calibration:
+    """The calibration a run's checked queries give: their examples (checked_examples), each
+    query counting as one example in the fit."""
+    examples = checked_examples(matrix, truth, accuracies, weights, kappa, seed=seed)
+    return fit(examples, queries=len(truth), weight=1.0 / (1 + RANDOM_SUBSETS))

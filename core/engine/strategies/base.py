@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from core.engine.backends.generation.base import Capability, Generator
 from core.engine.backends.nli import NLI
 from core.engine.params import NoParams, ParamSet
+from core.engine.steps.calibration import IDENTITY, Calibration
 from core.engine.types import CallStats, Embedder, Passage, Retriever, SourceInfo
 
 JSONValue = Any  # str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]
@@ -103,6 +104,9 @@ class EngineContext:
     # Told of each batch of per-source progress (SourceEvent) while a strategy runs; None:
     # nobody listens. Strategies that ask the sources one by one report; others need not.
     listener: SourceListener | None = None
+    # How the latest estimation's checked answers say answer probabilities relate to being
+    # right (core.engine.steps.calibration); the identity when nothing was checked.
+    calibration: Calibration = IDENTITY
 
     def report(self, events: Sequence[SourceEvent]) -> None:
         """Pass per-source progress to the listener, if any (one call per batch)."""

@@ -198,7 +198,8 @@ def cluster_and_vote(
 ) -> tuple[VoteOutcome, list[ClusterInfo], str]:
     """Cluster the votes' responses in place, run WMV with each vote's weight. The outcome's
     confidence is the answer's probability under the one-coin model (answer_probability),
-    from the sources' estimated accuracies, not the winner's share of the vote."""
+    from the sources' estimated accuracies, not the winner's share of the vote, calibrated
+    on the latest estimation's checked answers where there were some (ctx.calibration)."""
     clustering = cluster_answers(
         [v.response for v in votes],
         ctx.nli,
@@ -211,7 +212,7 @@ def cluster_and_vote(
     outcome = weighted_vote(clustering.labels, [v.weight for v in votes])
     accuracy = {s.id: s.accuracy for s in ctx.sources}
     probability = answer_probability(clustering.labels, [accuracy.get(v.source_id) for v in votes], outcome.winner)
-    outcome = replace(outcome, confidence=probability)
+    outcome = replace(outcome, confidence=ctx.calibration.apply(probability))
     clusters = [
         ClusterInfo(
             id=cid,
