@@ -85,10 +85,12 @@ TERMS: tuple[Term, ...] = (
     Term(
         "confidence",
         "Confidence",
-        "The share of the summed vote weight behind the chosen answer, said in words on the ask page.",
-        "The share of the vote weight behind the answer. The sentence beside it says who agrees and who "
-        "disagrees by reliability tier; an answer resting on few sources or on sources never checked carries "
-        "a low-evidence warning.",
+        "How likely the answer is to be right, from the estimated reliability of the sources that gave it and "
+        "of those that gave another answer.",
+        "The probability that the chosen answer is right, if each source is right as often as its estimated "
+        "reliability says: agreeing reliable sources raise it, sources no better than chance add nothing, and "
+        "one source never checked gives 0.50. The sentence beside it says who agrees and who disagrees by reliability tier; an answer at 0.50 or less, "
+        "resting on few sources or on sources never checked, carries a low-evidence warning.",
     ),
     Term(
         "citation",

@@ -224,7 +224,7 @@ class SourceDependence(models.Model):
         )
 
 
-LOW_EVIDENCE_CONFIDENCE = 0.5  # an answer less likely than this to be right is flagged as low evidence
+LOW_EVIDENCE_CONFIDENCE = 0.5  # an answer no more likely than this to be right is flagged as low evidence
 
 
 class ClaimResolution(models.Model):
@@ -313,7 +313,7 @@ class Question(models.Model):
     @property
     def low_evidence(self) -> bool:
         """An answered question whose answer rests on little evidence: its confidence is
-        below LOW_EVIDENCE_CONFIDENCE (or unknown), or it carries a plain-language caveat
+        at most LOW_EVIDENCE_CONFIDENCE (or unknown), or it carries a plain-language caveat
         (``notes``: the sources behind it were never checked, or on few answers)."""
         if self.answered_at is None or is_idk(self.answer):
             return False  # nothing answered, nothing to warn about
@@ -321,8 +321,10 @@ class Question(models.Model):
 
     @property
     def low_confidence(self) -> bool:
-        """The answer's confidence is known and below LOW_EVIDENCE_CONFIDENCE."""
-        return self.confidence is not None and self.confidence < LOW_EVIDENCE_CONFIDENCE
+        """The answer's confidence is known and at most LOW_EVIDENCE_CONFIDENCE: the answer is
+        no more likely right than wrong (an answer from one unchecked source, or from two
+        sources estimated no better than chance, sits at exactly 0.50)."""
+        return self.confidence is not None and self.confidence <= LOW_EVIDENCE_CONFIDENCE
 
 
 class Vote(models.Model):

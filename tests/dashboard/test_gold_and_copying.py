@@ -142,9 +142,17 @@ def panel(client: Any, question: Question) -> str:
 def test_the_answer_panel_warns_when_the_answer_rests_on_little_evidence(analyst_client: Any, db: Any) -> None:
     unlikely = QuestionFactory(answered=True, confidence=0.32)
     assert "Low evidence" in text_of(panel(analyst_client, unlikely), "low-evidence")
-    assert "0.32, is below 0.50" in text_of(panel(analyst_client, unlikely), "low-evidence")
+    assert "0.32, is 0.50 or less" in text_of(panel(analyst_client, unlikely), "low-evidence")
     note = "This answer rests on 1 source whose reliability has never been checked (wiki)."
-    unchecked = QuestionFactory(answered=True, confidence=0.5, notes=[note])
+    unchecked = QuestionFactory(answered=True, confidence=0.6, notes=[note])
     warning = text_of(panel(analyst_client, unchecked), "low-evidence")
-    assert note in warning and "below" not in warning
+    assert note in warning and "0.50 or less" not in warning
+    # An even chance is no evidence either: 0.50 is flagged (two colluding sources at chance).
+    even = text_of(panel(analyst_client, QuestionFactory(answered=True, confidence=0.5)), "low-evidence")
+    assert "0.50, is 0.50 or less: it is no more likely right than wrong" in even
     assert 'id="low-evidence"' not in panel(analyst_client, QuestionFactory(answered=True, confidence=0.9))
+
+
+def test_the_low_evidence_warning_sits_next_to_the_answer_before_the_citations(analyst_client: Any, db: Any) -> None:
+    content = panel(analyst_client, QuestionFactory(answered=True, confidence=0.2))
+    assert content.index('id="answer"') < content.index('id="low-evidence"') < content.index('id="permalink"')
