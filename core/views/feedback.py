@@ -32,6 +32,11 @@ def status_text(feedback: AnswerFeedback | None) -> str:
     if feedback is None:
         return ""
     if feedback.status == Status.PENDING:
+        if feedback.kind == Kind.ANSWER_WRONG:
+            if feedback.corrected_answer:
+                return "Thanks — a curator will review your correction."
+            # Said on the click, before any correction: ask for it rather than thank for it.
+            return "Marked as wrong; a curator will review it. If you know the right answer, add it below."
         return "Thanks — a curator will review this."
     if feedback.status == Status.REJECTED:
         return "A curator reviewed this and did not accept it."

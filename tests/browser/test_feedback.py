@@ -17,7 +17,8 @@ from tests.browser.conftest import csp_violations, screenshot, watch_csp
 from tests.browser.test_dashboard_flow import WAIT, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
-THANKS = "Thanks — a curator will review this."
+MARKED_WRONG = "Marked as wrong; a curator will review it. If you know the right answer, add it below."
+CORRECTION_THANKS = "Thanks — a curator will review your correction."
 
 
 def pressed(driver: Any, element_id: str) -> str | None:
@@ -51,7 +52,7 @@ def test_an_analyst_calls_an_answer_wrong_and_the_thanks_state_survives_a_reload
     # Keyboard only: focus the button and press Enter.
     browser.execute_script("arguments[0].focus()", wrong)
     browser.switch_to.active_element.send_keys(Keys.ENTER)
-    WebDriverWait(browser, 30).until(lambda d: status(d, question) == THANKS)
+    WebDriverWait(browser, 30).until(lambda d: status(d, question) == MARKED_WRONG)
     assert pressed(browser, wrong_id) == "true" and pressed(browser, f"feedback-right-{question}") == "false"
     assert browser.switch_to.active_element.get_attribute("id") == wrong_id  # focus stays on the button
     feedback = AnswerFeedback.objects.get(question_id=question)
@@ -71,7 +72,7 @@ def test_an_analyst_calls_an_answer_wrong_and_the_thanks_state_survives_a_reload
     WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith(f"/questions/{question}/"))
     browser.refresh()
     WebDriverWait(browser, 30).until(ec.presence_of_element_located((By.ID, wrong_id)))
-    assert status(browser, question) == THANKS
+    assert status(browser, question) == CORRECTION_THANKS
     assert pressed(browser, wrong_id) == "true"
     assert (
         browser.find_element(By.ID, f"feedback-corrected-{question}").get_attribute("value") == "Champ de Mars, Paris"

@@ -20,6 +20,8 @@ from tests.factories import CuratorFactory, QuestionFactory
 
 HTMX = {"HX-Request": "true"}
 THANKS = "Thanks — a curator will review this."
+MARKED_WRONG = "Marked as wrong; a curator will review it. If you know the right answer, add it below."
+CORRECTION_THANKS = "Thanks — a curator will review your correction."
 
 
 def page_of(client: Client, world: World) -> str:
@@ -103,15 +105,21 @@ def test_calling_the_answer_wrong_stores_pending_feedback_and_shows_the_thanks_s
     assert 'aria-pressed="false"' in element(swapped, f"feedback-right-{q}")
     # The status line is swapped out of band: the live region stays, its text changes.
     assert 'hx-swap-oob="innerHTML"' in element(swapped, f"feedback-status-{q}")
-    assert status_line(swapped, f"feedback-status-{q}") == THANKS
+    assert status_line(swapped, f"feedback-status-{q}") == MARKED_WRONG  # no thanks before the correction
     assert f'id="feedback-corrected-{q}"' in swapped  # now it asks for the right answer
     feedback = AnswerFeedback.objects.get()
     assert (feedback.user, feedback.question_id, feedback.kind) == (analyst, q, "answer_wrong")
     assert (feedback.status, feedback.answer, feedback.source) == ("pending", "paris", None)
 
     page = page_of(analyst_client, world)
-    assert status_line(page, f"feedback-status-{q}") == THANKS
+    assert status_line(page, f"feedback-status-{q}") == MARKED_WRONG
     assert 'aria-pressed="true"' in element(page, f"feedback-wrong-{q}")
+
+    # Sending the right answer thanks for it.
+    sent = analyst_client.post(
+        feedback_url(world), {"kind": "answer_wrong", "corrected_answer": "Lyon"}, headers=HTMX
+    ).content.decode()
+    assert status_line(sent, f"feedback-status-{q}") == CORRECTION_THANKS
 
 
 def test_a_second_click_updates_the_feedback_and_a_bare_click_keeps_the_right_answer_given(
