@@ -89,7 +89,9 @@ TERMS: tuple[Term, ...] = (
         "of those that gave another answer.",
         "The probability that the chosen answer is right, if each source is right as often as its estimated "
         "reliability says: agreeing reliable sources raise it, sources no better than chance add nothing, and "
-        "one source never checked gives 0.50. The sentence beside it says who agrees and who disagrees by reliability tier; an answer at 0.50 or less, "
+        "one source never checked gives 0.50. Where the latest estimation run had checked queries, "
+        "the probability is calibrated on them (its page shows how often answers of each confidence were "
+        "right there). The sentence beside it says who agrees and who disagrees by reliability tier; an answer at 0.50 or less, "
         "resting on few sources or on sources never checked, carries a low-evidence warning.",
     ),
     Term(

@@ -109,6 +109,10 @@ class EstimationRun(models.Model):
     # Whether agreement identified the estimate (core.engine.reliability.identify, as_dict with
     # source and query ids): {} for runs before it, claim runs and updates.
     identification = models.JSONField(default=dict, blank=True)
+    # How answer probabilities relate to being right on the run's checked queries
+    # (core.engine.steps.calibration.Calibration.as_dict): {} when it had none; answers asked
+    # after it are calibrated with it (core.services.engine_context.latest_calibration).
+    calibration = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -20,9 +20,8 @@ from core.bench.corpus import Corpus, build_corpus, make_sources
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
 from core.bench.metrics import correlations
-from core.engine.estimation import gold_label
-from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE
-from core.engine.steps.calibration import Calibration, calibrate
+from core.engine.estimation import calibration_from_records
+from core.engine.reliability import DEFAULT_ESTIMATOR
 from core.engine.strategies.base import Requirement
 from core.engine.text import IDK, answer_contains_gold
 from core.engine.types import Embedder, Passage, SourceInfo
@@ -285,7 +284,9 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     ]
 
     if config.calibrate and gold:
-        ctx.calibration = calibrate_on_checks(estimation, gold, config.kappa, seed)
+        ctx.calibration = calibration_from_records(
+            estimation.records, estimation.source_ids, estimation.reliability, gold, config.kappa, seed
+        )
 
     # Estimation-query votes feed the crowd-kit methods too (they are unsupervised).
     estimation_votes: list[list[tuple[int, str]]] = [[] for _ in estimation_texts]
@@ -360,20 +361,3 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         gold_used=len(gold),
         calibration=ctx.calibration.as_dict() if ctx.calibration.fitted else {},
     )
-
-
-def calibrate_on_checks(estimation: Any, gold: dict[int, list[str]], kappa: int, seed: int) -> Calibration:
-    """The answer calibration the checked estimation queries give (as the product fits it)."""
-    column = {sid: j for j, sid in enumerate(estimation.source_ids)}
-    matrix: list[list[int | None]] = [[None] * len(column) for _ in range(1 + max(gold))]
-    by_query: dict[int, list[Any]] = {}
-    for record in estimation.records:
-        if record.query_index in gold:
-            by_query.setdefault(record.query_index, []).append(record)
-            matrix[record.query_index][column[record.source_id]] = record.cluster
-    truth: dict[int, int | None] = {}
-    for q, references in gold.items():
-        label = gold_label(by_query.get(q, []), references)
-        truth[q] = None if label == GOLD_NONE else label
-    sources = estimation.reliability.sources
-    return calibrate(matrix, truth, [s.accuracy for s in sources], [s.weight for s in sources], kappa, seed=seed)

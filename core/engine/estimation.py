@@ -17,6 +17,7 @@ from core.engine.backends.nli import NLI
 from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE, Prior, ReliabilityResult, get_estimator, to_matrix
 from core.engine.reliability.identify import equalise, identify
 from core.engine.steps.alignment import align_many, support_texts
+from core.engine.steps.calibration import Calibration, calibrate
 from core.engine.steps.clustering import cluster_answers, clustering_texts
 from core.engine.strategies.base import EngineContext
 from core.engine.text import answer_contains_gold
@@ -201,3 +202,33 @@ def estimate(
         questions, source_ids, records, ctx.nli, ctx.params.strict_clustering, estimator=estimator, gold=gold
     )
     return EstimationResult(records, result, source_ids, stats)
+
+
+def calibration_from_records(
+    records: Sequence[ResponseRecord],
+    source_ids: Sequence[int],
+    result: ReliabilityResult,
+    gold: Mapping[int, Sequence[str]],
+    kappa: int,
+    seed: int = 0,
+) -> Calibration:
+    """How answer probabilities relate to being right on the checked queries (``gold``: query
+    index -> reference answers) of an estimate: core.engine.steps.calibration over the
+    records' clusters (set by estimate_from_records) and the estimate's accuracies and
+    weights. The identity when nothing was checked."""
+    if not gold:
+        return Calibration()
+    column = {sid: j for j, sid in enumerate(source_ids)}
+    rows = 1 + max(gold)
+    matrix: list[list[int | None]] = [[None] * len(column) for _ in range(rows)]
+    by_query: dict[int, list[ResponseRecord]] = {}
+    for record in records:
+        if record.query_index in gold and record.source_id in column:
+            by_query.setdefault(record.query_index, []).append(record)
+            matrix[record.query_index][column[record.source_id]] = record.cluster
+    truth: dict[int, int | None] = {}
+    for q, references in gold.items():
+        label = gold_label(by_query.get(q, []), references)
+        truth[q] = None if label == GOLD_NONE else label
+    accuracies: list[float | None] = [s.accuracy for s in result.sources]
+    return calibrate(matrix, truth, accuracies, [s.weight for s in result.sources], kappa, seed=seed)

@@ -37,8 +37,10 @@ from core.engine.backends.generation import (
 from core.engine.backends.nli import NLI, CrossEncoderNLI, EmbeddingLexicalNLI
 from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
+from core.engine.steps.calibration import Calibration
 from core.engine.strategies.base import EngineContext, EngineParams, Requirement, SourceListener, offers_of
 from core.engine.types import Embedder, SourceInfo
+from core.models import EstimationRun
 from sources.claim_store import PgClaimStore
 from sources.embedding import configured_embedder
 from sources.models import Claim, Source
@@ -240,4 +242,17 @@ def build_context(
         claims=PgClaimStore(embedder) if has_claims else None,
         claim_sources=claim_source_infos(source_ids, among=among) if has_claims else [],
         listener=listener,
+        calibration=latest_calibration(),
     )
+
+
+def latest_calibration() -> Calibration:
+    """The answer calibration of the latest finished full estimation run (fitted on its checked
+    queries; the identity when it had none, or when no run has finished)."""
+    stored = (
+        EstimationRun.objects.filter(state=EstimationRun.State.SUCCEEDED, kind=EstimationRun.Kind.FULL)
+        .order_by("-finished_at", "-id")
+        .values_list("calibration", flat=True)
+        .first()
+    )
+    return Calibration.from_dict(stored)

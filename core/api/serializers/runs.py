@@ -109,6 +109,9 @@ class RunSerializer(serializers.ModelSerializer):
             "parent",
             "gold_queries",
             "identification",
+            # How answer probabilities relate to being right on the run's checked queries
+            # (slope, intercept, queries, examples, ece_before, ece_after, diagram); {} without checks.
+            "calibration",
         ]
         read_only_fields = fields
 

@@ -20,8 +20,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.engine.estimation import ResponseRecord, estimate_from_records
+from core.engine.estimation import ResponseRecord, calibration_from_records, estimate_from_records
+from core.engine.params import parse_params
 from core.engine.reliability import ReliabilityResult, get_estimator
+from core.engine.strategies import get_strategy
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
 from core.services.engine_context import configured_nli
 from core.services.estimation.coordinate import RunProgress, run_layout, run_pairs
@@ -37,6 +39,13 @@ class RunEnded(Exception):
 def _representative(responses: list[str]) -> str:
     counts = Counter(r.strip() for r in responses)
     return max(counts, key=lambda text: (counts[text], -responses.index(text) if text in responses else 0))
+
+
+def default_kappa() -> int:
+    """How many sources an answer consults by default (RA-RAG's kappa): the size of the source
+    groups whose votes the calibration on checked queries looks at."""
+    strategy = get_strategy("ra-rag")
+    return int(getattr(parse_params(strategy.Params, {}), "kappa", 4))
 
 
 def finish_run(run: EstimationRun) -> dict[str, Any]:
@@ -72,6 +81,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         estimator=str(run.params.get("estimator", settings.RELIABILITY_ESTIMATOR)),
         gold=gold,
     )
+    calibration = calibration_from_records(records, source_ids, result, gold, default_kappa(), seed=run.pk or 0)
     weight = dict(zip(source_ids, result.weights, strict=False))
     answers = []
     for q, query in enumerate(queries):
@@ -140,6 +150,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
                 if result.identification is not None
                 else {}
             ),
+            calibration=calibration.as_dict() if calibration.fitted else {},
         )
     names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
     return {
@@ -152,6 +163,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         "gold_queries": len(gold),
         "identified": result.identification.identified if result.identification is not None else True,
         "dependent_pairs": sum(1 for d in dependences if d.probability >= DEPENDENT),
+        "calibrated_on": calibration.queries,
         "scores": [
             {
                 "source": names[sid],
