@@ -72,3 +72,10 @@ def test_estimate_gold_n_uses_the_reference_answers_of_only_n_queries_spread_ove
     assert EstimationRun.objects.latest("pk").params["gold_query_ids"] == []
     with pytest.raises(CommandError, match="gold"):
         call_command("estimate", "--queries", "demo", "--gold", "-1")
+
+
+def test_estimate_claims_refuses_query_set_options_and_says_when_there_are_no_claims(db):
+    with pytest.raises(CommandError, match="--gold does not go with --claims"):
+        call_command("estimate", "--claims", "--gold", "3")
+    with pytest.raises(CommandError, match="There are no claims to estimate"):
+        call_command("estimate", "--claims")

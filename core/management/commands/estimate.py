@@ -1,4 +1,5 @@
 """python manage.py estimate [--queries SET] [--sources NAME ...] [--estimator NAME] [--no-gold | --gold N] [--wait] [--timeout S] [--json]
+python manage.py estimate --claims [--sources NAME ...] [--estimator NAME] [--wait] [--timeout S] [--json]
 python manage.py estimate --resume RUN_ID [--reestimate] [--wait] [--timeout S] [--json]"""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from core.services.estimation import (
     resume_estimation_run,
     run_scores,
     sources_for_names,
+    start_claim_run,
     start_estimation_run,
 )
 from core.services.estimation.finish import usable_references
@@ -54,6 +56,12 @@ class Command(BaseCommand):
             "estimated from agreement alone, and a curator can add checks on the run's page",
         )
         parser.add_argument(
+            "--claims",
+            action="store_true",
+            help="a claim-level run: resolve every (subject, attribute) of the sources' claims and estimate the "
+            "sources from them (default sources: every active source that holds claims)",
+        )
+        parser.add_argument(
             "--resume",
             type=int,
             default=None,
@@ -71,8 +79,9 @@ class Command(BaseCommand):
         run = self.resume(opts) if opts["resume"] is not None else self.start(opts)
         if not opts["json"]:
             verb = "resumed" if opts["resume"] is not None else "queued"
+            scope = "claims" if run.kind == EstimationRun.Kind.CLAIMS else f"query set {run.query_set}"
             self.stdout.write(
-                f"Estimation run {run.pk} {verb} (job {run.job_id}): query set {run.query_set}, {run.sources.count()} source(s)."
+                f"Estimation run {run.pk} {verb} (job {run.job_id}): {scope}, {run.sources.count()} source(s)."
             )
         if not (opts["wait"] or opts["json"]):
             return
@@ -92,6 +101,8 @@ class Command(BaseCommand):
     def start(self, opts: dict[str, Any]) -> EstimationRun:
         if opts["reestimate"]:
             raise CommandError("--reestimate goes with --resume RUN_ID.")
+        if opts["claims"]:
+            return self.start_claims(opts)
         try:
             query_set = None
             if opts["queries"]:
@@ -112,6 +123,18 @@ class Command(BaseCommand):
                     raise ValidationError({"gold": "--gold must be 0 or more."})
                 params["gold_query_ids"] = spread_gold(query_set or default_query_set(), opts["gold"])
             return start_estimation_run(query_set=query_set, sources=sources, params=params)
+        except ValidationError as exc:
+            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
+
+    def start_claims(self, opts: dict[str, Any]) -> EstimationRun:
+        for option in ("queries", "batch_size", "no_gold", "gold"):
+            if opts[option]:
+                raise CommandError(
+                    f"--{option.replace('_', '-')} does not go with --claims (claim runs have no query set)."
+                )
+        try:
+            source_ids = [s.pk for s in sources_for_names(opts["sources"])] if opts["sources"] else None
+            return start_claim_run(source_ids=source_ids, estimator=opts["estimator"])
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
 

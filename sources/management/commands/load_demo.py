@@ -1,4 +1,5 @@
-"""python manage.py load_demo [--wait]: the demo sources, their documents and a query set."""
+"""python manage.py load_demo [--wait]: the demo sources, their documents and a query set, and the
+demo's structured data (a slice of the Flights data set) as claims, with their keys embedded."""
 
 from __future__ import annotations
 
@@ -9,13 +10,18 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from core.engine.claims.mapping import ClaimMapping
 from core.models import FactQuery, QuerySet
 from core.services.jobs import wait_for
-from sources.models import Source
+from sources.claims import load_claims, start_claim_key_embedding
+from sources.models import Claim, Source
 from sources.services import start_ingest_job
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo_data"
 DEMO_QUERY_SET = "demo"
+# The structured demo (scripts/build_demo_claims.py): 25 flights as listed by 10 flight sites.
+DEMO_CLAIMS = "flights.csv"
+DEMO_CLAIMS_MAPPING = "flights-mapping.json"
 
 
 class Command(BaseCommand):
@@ -49,6 +55,16 @@ class Command(BaseCommand):
                     name=entry["name"], defaults={"kind": entry["kind"], "description": entry["description"]}
                 )
                 jobs.append(start_ingest_job(source, [DEMO_DIR / entry["file"]]))
+        claims = load_claims(
+            [(DEMO_CLAIMS, (DEMO_DIR / DEMO_CLAIMS).read_bytes())],
+            ClaimMapping.from_json(json.loads((DEMO_DIR / DEMO_CLAIMS_MAPPING).read_text())),
+        )
+        # Embed the claims' (subject, attribute) keys, so that questions find them (multirag).
+        embedding = start_claim_key_embedding() if claims.created else None
+        self.stdout.write(
+            f"Demo claims: {Claim.objects.count()} claims from {DEMO_CLAIMS} "
+            f"({claims.created} new){f'; key embedding job {embedding.pk} queued' if embedding else ''}."
+        )
         self.stdout.write(
             f"Demo: {len(jobs)} sources, query set {DEMO_QUERY_SET!r} with {query_set.queries.count()} queries "
             f"({query_set.queries.exclude(reference_answers=[]).count()} with reference answers); "
@@ -61,4 +77,11 @@ class Command(BaseCommand):
             if job.state != job.State.SUCCEEDED:
                 raise CommandError(f"ingestion job {job.pk} did not succeed ({job.state}): {job.error or job.message}")
             self.stdout.write(f"  {job.params['source']}: {job.result.get('documents', 0)} new documents")
+        if embedding is not None:
+            embedding = wait_for(embedding, timeout=opts["timeout"])
+            if embedding.state != embedding.State.SUCCEEDED:
+                raise CommandError(
+                    f"claim key embedding job {embedding.pk} did not succeed ({embedding.state}): "
+                    f"{embedding.error or embedding.message}"
+                )
         self.stdout.write(self.style.SUCCESS("Demo corpus loaded."))
