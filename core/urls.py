@@ -20,6 +20,7 @@ urlpatterns = [
     path("claims/conflict/", claims.claim_conflict, name="claim-conflict"),
     path("runs/", runs.run_list, name="run-list"),
     path("runs/start/", runs.run_start, name="run-start"),
+    path("runs/start-claims/", runs.run_start_claims, name="run-start-claims"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/result/", runs.run_result, name="run-result"),
     path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),

@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from core.models import EstimationRun
+from core.roles import is_curator
 from core.services import claims_view
 from core.views.access import analyst_required
 from sources.models import Source
@@ -54,6 +55,7 @@ def _browser(request: HttpRequest, source: Source | None) -> HttpResponse:
             "choices": claims_view.claim_filter_choices(),
             "query": query.urlencode(),
             "filtered": bool(q or attribute or (source is None and source_id is not None)),
+            "is_curator": is_curator(request.user),
         },
     )
 
@@ -90,4 +92,4 @@ def claim_conflict(request: HttpRequest) -> HttpResponse:
     view = claims_view.cached_conflict_view(subject, attribute, _chosen_run(request))
     if view is None:
         raise Http404("No claim about this subject and attribute.")
-    return render(request, "core/claims_conflict.html", {"view": view})
+    return render(request, "core/claims_conflict.html", {"view": view, "is_curator": is_curator(request.user)})

@@ -22,7 +22,7 @@ from core.services.estimation.checks import identification_view, record_check, r
 from core.services.estimation.start import MIN_SOURCES
 from core.services.insights import agreement_matrix, claim_run_summary, dependence_groups, run_changes
 from core.views.access import analyst_required, curator_required
-from sources.models import Source
+from sources.models import Claim, Source
 from tasks.polling import render_poll
 
 MATRIX_ROWS = 200  # the heat map shows at most this many queries; the API has them all
@@ -39,7 +39,9 @@ def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str
             query_count=Count("queries", distinct=True),
             gold_count=Count("queries", filter=~Q(queries__reference_answers=[]), distinct=True),
         ).order_by("name"),
-        "all_sources": Source.objects.filter(active=True).only("id", "name").order_by("name"),
+        # A run asks the sources' documents: sources that hold only claims have nothing to answer from.
+        "all_sources": Source.objects.filter(active=True, chunk_count__gt=0).only("id", "name").order_by("name"),
+        "claim_count": Claim.objects.count(),
         "form": form or {"params": form_defaults(), "sources": []},
         "default_estimator": settings.RELIABILITY_ESTIMATOR,
         "estimators": available_estimators(),
@@ -123,6 +125,24 @@ def run_start(request: HttpRequest) -> HttpResponse:
     )
     context = {"page": Paginator(runs, 25).get_page(1), "can_start": True, **_form_context(form, errors)}
     return render(request, "core/run_list.html", context, status=400)
+
+
+@curator_required
+@require_http_methods(["GET", "POST"])
+def run_start_claims(request: HttpRequest) -> HttpResponse:
+    """Start a claim-level run over every active source that holds claims (the run list's
+    second form); what is wrong comes back as a message on the run list."""
+    if request.method == "GET":
+        return redirect(reverse("run-list") + "?start=1#start-claims-run")
+    estimator = (request.POST.get("estimator") or "").strip() or None
+    try:
+        run = estimation.start_claim_run(estimator=estimator, user=request.user)
+    except ValidationError as exc:
+        details = exc.message_dict if hasattr(exc, "error_dict") else {"claims": exc.messages}
+        for problem in (m for msgs in details.values() for m in msgs):
+            messages.error(request, problem)
+        return redirect(reverse("run-list") + "?start=1#start-claims-run")
+    return redirect("run-detail", pk=run.pk)
 
 
 def run_url(run: EstimationRun) -> str:
