@@ -7,9 +7,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.utils.dateparse import parse_date, parse_datetime
-from rest_framework import exceptions
+from rest_framework import exceptions, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
 from core.api.parsers import LimitedJSONParser, LimitedMultiPartParser
 from core.api.permissions import RolePermission
@@ -34,6 +36,17 @@ class ApiViewMixin:
 
 
 UPLOAD_PARSERS = [LimitedJSONParser, LimitedMultiPartParser, FormParser]
+
+
+def accepted(
+    request: Any, job_id: int | None, serializer: Any, body: dict[str, Any], context: dict[str, Any] | None = None
+) -> Response:
+    """202 for work started in the background: ``body`` with the job and its ``status_url``
+    (the job to poll, also the Location header; None for work that has no job), through the
+    view's response ``serializer`` class."""
+    status_url = reverse("api:job-detail", args=[job_id], request=request) if job_id else None
+    data = serializer({"job": job_id, "status_url": status_url, **body}, context=context or {}).data
+    return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": status_url} if status_url else {})
 
 
 def _parse_id(value: str) -> int:

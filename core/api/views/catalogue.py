@@ -10,11 +10,10 @@ from django.db import transaction
 from django.db.models import Count, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework import exceptions, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.reverse import reverse
 
 from core.api.exceptions import PayloadTooLarge
 from core.api.serializers.common import ErrorSerializer
@@ -27,7 +26,7 @@ from core.api.serializers.sources import (
     SourceSerializer,
     UploadAcceptedSerializer,
 )
-from core.api.views.base import UPLOAD_PARSERS, ApiViewMixin, filter_by_query
+from core.api.views.base import UPLOAD_PARSERS, ApiViewMixin, accepted, filter_by_query
 from core.services.insights import reliability_history
 from sources.ingest import IngestError
 from sources.models import Document, Source
@@ -112,7 +111,7 @@ DOCUMENT_FILTERS = [
     list=extend_schema(summary="List documents", parameters=DOCUMENT_FILTERS),
     retrieve=extend_schema(summary="A document with its text", responses=DocumentDetailSerializer),
 )
-class DocumentViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
+class DocumentViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
     def get_parsers(self) -> list[Any]:
         return [parser() for parser in UPLOAD_PARSERS]
 
@@ -166,17 +165,8 @@ class DocumentViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
         counts = _validate(blobs, options, field)
         with transaction.atomic():
             job = start_upload_ingest(source, blobs, options=options, user=request.user)
-        status_url = reverse("api:job-detail", args=[job.pk], request=request)
-        body = {
-            "job": job.pk,
-            "status_url": status_url,
-            "source": source.pk,
-            "files": len(blobs),
-            "documents": sum(counts),
-        }
-        return Response(
-            UploadAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers={"Location": status_url}
-        )
+        body = {"source": source.pk, "files": len(blobs), "documents": sum(counts)}
+        return accepted(request, job.pk, UploadAcceptedSerializer, body)
 
 
 def _read_files(files: list[Any]) -> list[tuple[str, bytes]]:

@@ -12,12 +12,11 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework import exceptions, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from core.api.exceptions import TooManyRunsInProgress
@@ -32,7 +31,7 @@ from core.api.serializers.claims import (
     StartClaimRunSerializer,
 )
 from core.api.serializers.common import ErrorSerializer
-from core.api.views.base import ApiViewMixin, filter_by_query, query_param
+from core.api.views.base import ApiViewMixin, accepted, filter_by_query, query_param
 from core.api.views.catalogue import _read_files
 from core.engine.claims.mapping import ClaimMapping, MappingError
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
@@ -56,7 +55,7 @@ CLAIM_FILTERS = [
     list=extend_schema(summary="List claims", parameters=CLAIM_FILTERS),
     retrieve=extend_schema(summary="A claim with its provenance"),
 )
-class ClaimViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
+class ClaimViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
     serializer_class = ClaimSerializer
 
     def get_queryset(self) -> QuerySet[Claim]:
@@ -113,11 +112,7 @@ class ClaimViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixi
         except IngestError as exc:  # every file is parsed first: the file, line and field at fault
             field = "source" if exc.field == "source" and not exc.filename else "files"
             raise exceptions.ValidationError({field: [str(exc) if field == "files" else exc.reason]}) from None
-        status_url = reverse("api:job-detail", args=[job.pk], request=request)
-        body = {"job": job.pk, "status_url": status_url, "files": len(blobs)}
-        return Response(
-            ClaimLoadAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers={"Location": status_url}
-        )
+        return accepted(request, job.pk, ClaimLoadAcceptedSerializer, {"files": len(blobs)})
 
 
 def _mapping_key(exc: MappingError) -> str:
@@ -277,7 +272,7 @@ def latest_claim_run() -> EstimationRun | None:
     retrieve=extend_schema(summary="One resolved item"),
 )
 class ClaimResolutionViewSet(  # type: ignore[misc]
-    ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    ApiViewMixin, viewsets.ReadOnlyModelViewSet
 ):
     serializer_class = ClaimResolutionSerializer
 
@@ -342,7 +337,4 @@ class ClaimRunView(ApiViewMixin, APIView):
             .prefetch_related("sources")
             .get(pk=run.pk)
         )
-        status_url = reverse("api:job-detail", args=[run.job_id], request=request) if run.job_id else None
-        headers = {"Location": status_url} if status_url else {}
-        body = {"run": run, "job": run.job_id, "status_url": status_url}
-        return Response(ClaimRunAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers=headers)
+        return accepted(request, run.job_id, ClaimRunAcceptedSerializer, {"run": run})

@@ -16,7 +16,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework import exceptions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -44,7 +44,7 @@ from core.api.serializers.runs import (
     StartRunSerializer,
 )
 from core.api.throttles import AskThrottle
-from core.api.views.base import ApiViewMixin, filter_by_query, query_param
+from core.api.views.base import ApiViewMixin, accepted, filter_by_query, query_param
 from core.models import EstimationRun, Question, ReliabilityScore, Vote
 from core.services.asking import start_question
 from core.services.estimation import (
@@ -80,7 +80,7 @@ QUESTION_FILTERS = [
     list=extend_schema(summary="Past questions", parameters=QUESTION_FILTERS),
     retrieve=extend_schema(summary="A question with its answer and every source's vote"),
 )
-class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
+class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
     analyst_write_actions = ("create",)
 
     def get_throttles(self) -> list[Any]:
@@ -147,13 +147,8 @@ class QuestionViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelM
                 status=status.HTTP_200_OK,
                 headers={"Location": result_url},
             )
-        status_url = reverse("api:job-detail", args=[job_id], request=request)
-        body = {"question": question, "job": job_id, "status_url": status_url, "result_url": result_url}
-        return Response(
-            QuestionAcceptedSerializer(body, context=self.get_serializer_context()).data,
-            status=status.HTTP_202_ACCEPTED,
-            headers={"Location": status_url},
-        )
+        body = {"question": question, "result_url": result_url}
+        return accepted(request, job_id, QuestionAcceptedSerializer, body, self.get_serializer_context())
 
 
 RUN_FILTERS = [OpenApiParameter("state", OpenApiTypes.STR, enum=EstimationRun.State.values)]
@@ -171,7 +166,7 @@ class RunConflict(exceptions.APIException):
     list=extend_schema(summary="Estimation runs", parameters=RUN_FILTERS),
     retrieve=extend_schema(summary="A run with its per-source scores and the change since the previous run"),
 )
-class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
+class EstimationRunViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
     def get_serializer_class(self) -> Any:
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
@@ -217,10 +212,7 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
 
     def _accepted(self, request: Request, run: EstimationRun) -> Response:
         run = self.get_queryset().get(pk=run.pk)
-        status_url = reverse("api:job-detail", args=[run.job_id], request=request) if run.job_id else None
-        headers = {"Location": status_url} if status_url else {}
-        body = {"run": run, "job": run.job_id, "status_url": status_url}
-        return Response(RunAcceptedSerializer(body).data, status=status.HTTP_202_ACCEPTED, headers=headers)
+        return accepted(request, run.job_id, RunAcceptedSerializer, {"run": run})
 
     @extend_schema(
         summary="Pairwise dependence between the run's sources (copying, collusion)",
@@ -314,7 +306,7 @@ class EstimationRunViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveM
     ),
     retrieve=extend_schema(summary="A job's state, progress, message, error and result"),
 )
-class JobViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
+class JobViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
     serializer_class = JobSerializer
 
     def get_queryset(self) -> QuerySet[Job]:

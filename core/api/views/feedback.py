@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework import exceptions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -44,7 +44,7 @@ FEEDBACK_FILTERS = [
     ),
     retrieve=extend_schema(summary="One feedback item"),
 )
-class FeedbackViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
+class FeedbackViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
     serializer_class = FeedbackSerializer
     queryset = AnswerFeedback.objects.none()  # the schema's path parameter type; get_queryset filters
     analyst_write_actions = ("create",)

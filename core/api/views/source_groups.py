@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import serializers, viewsets
 
 from core.api.views.base import ApiViewMixin
 from core.models import SourceGroup
@@ -34,7 +34,7 @@ class SourceGroupSerializer(serializers.ModelSerializer):
     list=extend_schema(summary="Source groups open to you (shared ones and your own)"),
     retrieve=extend_schema(summary="A source group and its sources"),
 )
-class SourceGroupViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[misc]
+class SourceGroupViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
     """Read-only: groups are edited in the admin."""
 
     serializer_class = SourceGroupSerializer
