@@ -61,6 +61,18 @@ def pytest_configure(config: Any) -> None:
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = f"test_reliability_{os.getpid()}"
 
 
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    """Every test that uses the real worker (the `worker` fixture or the session worker it
+    rests on, directly or through another fixture) carries the `worker` marker, so that
+    `-m "not worker"` leaves them all out; browser tests likewise carry `browser`."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & {"worker", "celery_worker_session"}:
+            item.add_marker(pytest.mark.worker)
+        if "browser" in names:
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(scope="session")
 def celery_worker_session(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Any]:
     from celery.contrib.testing.worker import start_worker
