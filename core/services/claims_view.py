@@ -25,7 +25,7 @@ from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from core.engine.claims.multirag import GroupConfidence, line_graph, score_group
+from core.engine.claims.multirag import GRAPH_THRESHOLD, NODE_THRESHOLD, GroupConfidence, line_graph, score_group
 from core.engine.claims.types import ClaimRecord
 from core.engine.graphs.conflict import cluster_graph
 from core.engine.graphs.palette import rate_colour
@@ -36,8 +36,6 @@ from core.services.insights import dependence_groups
 from sources.links import http_url
 from sources.models import Claim, Source
 
-NODE_THRESHOLD = 0.7  # MultiRAG's defaults (the paper's): a node below is pruned
-GRAPH_THRESHOLD = 0.5  # a homologous group below is pruned
 ALPHA = 0.5
 GRAPH_SOURCES = 60  # the claims conflict graph shows the sources with the most claims, at most this many
 RESOLUTION_SCAN = 50_000  # items of a run read to count source pairs (Books has about 1,300)

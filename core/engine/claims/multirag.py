@@ -50,6 +50,14 @@ from core.engine.claims.normalize import exact_similarity, set_similarity, simil
 from core.engine.claims.types import ClaimRecord
 
 NO_EVIDENCE = 0.5  # consistency and graph confidence of an isolated claim; reliability of an unknown source
+# MultiRAG's defaults (the paper's), the one place they are written: the node confidence
+# (consistency + authority, 0 to 2) a claim needs to be kept, the graph confidence a
+# homologous group needs, and the authority mix (alpha: the LLM's judgement against the
+# source's history; beta: the sigmoid's steepness).
+NODE_THRESHOLD = 0.7
+GRAPH_THRESHOLD = 0.5
+AUTHORITY_ALPHA = 0.5
+AUTHORITY_BETA = 1.0
 _EPS = 1e-9  # threshold comparisons tolerate float rounding (0.2 + 0.5 must pass 0.7)
 
 Item = tuple[str, str]
@@ -224,10 +232,10 @@ def score_group(
     *,
     history: Mapping[int, int] | None = None,
     llm_scores: Mapping[int, float] | None = None,
-    alpha: float = 0.5,
-    beta: float = 1.0,
-    node_threshold: float = 0.7,
-    graph_threshold: float = 0.5,
+    alpha: float = AUTHORITY_ALPHA,
+    beta: float = AUTHORITY_BETA,
+    node_threshold: float = NODE_THRESHOLD,
+    graph_threshold: float = GRAPH_THRESHOLD,
 ) -> GroupConfidence:
     """Graph- and node-level confidence of one homologous group (see the module docstring).
 

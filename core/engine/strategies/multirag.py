@@ -30,6 +30,10 @@ from typing import Any
 
 from core.engine.backends.generation.base import Capability, GenerationRequest
 from core.engine.claims.multirag import (
+    AUTHORITY_ALPHA,
+    AUTHORITY_BETA,
+    GRAPH_THRESHOLD,
+    NODE_THRESHOLD,
     GroupConfidence,
     line_graph,
     llm_authority_prompt,
@@ -66,15 +70,26 @@ RELEVANCE_TIE = 0.02  # match scores this close to the best one's are equally re
 @dataclass(frozen=True)
 class MultiRagParams(ParamSet):
     node_threshold: float = param(
-        0.7, low=0.0, high=2.0, help="node confidence (consistency + authority, 0 to 2) a claim needs to be kept"
+        NODE_THRESHOLD,
+        low=0.0,
+        high=2.0,
+        help="node confidence (consistency + authority, 0 to 2) a claim needs to be kept",
     )
     graph_threshold: float = param(
-        0.5, low=0.0, high=1.0, help="graph confidence (agreement of a group's values, 0 to 1) a group needs"
+        GRAPH_THRESHOLD,
+        low=0.0,
+        high=1.0,
+        help="graph confidence (agreement of a group's values, 0 to 1) a group needs",
     )
     alpha: float = param(
-        0.5, low=0.0, high=1.0, help="weight of the language model's authority judgement against the source's history"
+        AUTHORITY_ALPHA,
+        low=0.0,
+        high=1.0,
+        help="weight of the language model's authority judgement against the source's history",
     )
-    beta: float = param(1.0, low=0.0, high=20.0, help="steepness of the sigmoid turning the LLM's score into authority")
+    beta: float = param(
+        AUTHORITY_BETA, low=0.0, high=20.0, help="steepness of the sigmoid turning the LLM's score into authority"
+    )
     max_items: int = param(3, low=1, high=20, help="how many matching (subject, attribute) items to score")
     min_match: float = param(
         0.5, low=-1.0, high=1.0, help="similarity an item needs when the question names no subject of the claims"
