@@ -233,14 +233,25 @@ def pairwise_disagreement(run: EstimationRun | None = None) -> list[dict[str, An
 
 
 def default_conflict_run(runs: list[EstimationRun]) -> tuple[EstimationRun | None, list[EstimationRun]]:
-    """The run the conflicts views show by default among ``runs`` (newest first): the latest
-    one with something to show, since a run in which no two sources answered a shared query
-    (one over a single source, say) has no conflict graph; else the latest. Also the newer
-    runs passed over."""
+    """The run the conflicts views show by default among ``runs`` (newest first): among those
+    with something to show (a run in which no two sources answered a shared query has no
+    conflict graph), the one that covered the most sources, the latest of them (a small run
+    over three sources must not hide the full picture); else the latest. Also the newer runs
+    passed over."""
     if not runs:
         return None, []
     with_pairs = runs_with_shared_answers(runs)
-    run = next((r for r in runs if r.pk in with_pairs), runs[0])
+    candidates = [r for r in runs if r.pk in with_pairs]
+    if not candidates:
+        return runs[0], []
+    covered = dict(
+        EstimationRun.sources.through.objects.filter(estimationrun_id__in=[r.pk for r in candidates])
+        .values("estimationrun_id")
+        .annotate(n=Count("source_id"))
+        .values_list("estimationrun_id", "n")
+    )
+    widest = max(covered.get(r.pk, 0) for r in candidates)
+    run = next(r for r in candidates if covered.get(r.pk, 0) == widest)
     return run, runs[: runs.index(run)]
 
 
@@ -353,9 +364,37 @@ def run_dependence(run: EstimationRun, min_probability: float = 0.0) -> list[dic
     ]
 
 
+# A pair is shown as copying or colluding only when it shares at least this many false
+# answers: the evidence an analyst can check. The estimator may find two sources dependent
+# from their agreement on true answers alone ("about 0 false answers in common"), which is
+# no sign of collusion to show anyone.
+MIN_SHARED_FALSE = 1.0
+
+
 def dependent_pairs(run: EstimationRun) -> list[dict[str, Any]]:
-    """The pairs detected as copying or colluding: probability >= DEPENDENT (0.5)."""
-    return run_dependence(run, min_probability=DEPENDENT)
+    """The pairs detected as copying or colluding: probability >= DEPENDENT (0.5) and at least
+    MIN_SHARED_FALSE false answers in common."""
+    return [p for p in run_dependence(run, min_probability=DEPENDENT) if p["same_false"] >= MIN_SHARED_FALSE]
+
+
+def latest_collusion() -> dict[int, dict[str, Any]]:
+    """Source id -> the copier pair or bloc it belongs to in the latest finished run with copy
+    detection: {"run_id", "kind", "others": [names], "shared_false", "probability"}. Empty when
+    no such run found any. What the sources list and a source's page badge."""
+    run = next((r for r in finished_full_runs()[:10] if has_copy_detection(r)), None)
+    if run is None:
+        return {}
+    badges: dict[int, dict[str, Any]] = {}
+    for group in dependence_groups(run):
+        for member in group["members"]:
+            badges[member["id"]] = {
+                "run_id": run.pk,
+                "kind": group["kind"],
+                "others": [m["name"] for m in group["members"] if m["id"] != member["id"]],
+                "shared_false": group["shared_false"],
+                "probability": group["probability"],
+            }
+    return badges
 
 
 def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from core.services.insights import reliability_history, source_disagreements, source_overview
+from core.services.insights import latest_collusion, reliability_history, source_disagreements, source_overview
 from core.views.access import analyst_required
 from core.views.charts import reliability_chart, sparkline
 from sources.models import Document, Source
@@ -35,8 +35,10 @@ def source_list(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "reliability")
     sort = sort if sort in SORTS else "reliability"
     sources = sorted_sources(source_overview(), sort)
+    collusion = latest_collusion()
     for s in sources:
         s["spark"] = sparkline(s["trend"])
+        s["collusion"] = collusion.get(s["id"])
     return render(request, "core/source_list.html", {"sources": sources, "sort": sort})
 
 
@@ -60,6 +62,7 @@ def source_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "chart": reliability_chart(history) if history else None,
             "page": page,
             "disagreements": source_disagreements(source, limit=50),
+            "collusion": latest_collusion().get(source.pk),
             # Curators upload in the admin (staff with the right to change sources).
             "can_upload": request.user.is_staff and request.user.has_perm("sources.change_source"),
         },
