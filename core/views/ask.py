@@ -37,6 +37,22 @@ DEFAULT_KAPPA = 4
 MAX_CITATIONS = 8
 
 
+# What each main strategy does, in plain words for the ask page (the papers' terms, kappa-RRSS,
+# f_align, WMV, are in the glossary and in each strategy's technical description, shown in
+# the advanced panel).
+PLAIN_WORDS = {
+    "ra-rag": "Asks the most reliable sources that have something relevant, one by one, drops answers "
+    "their own passages do not support, groups answers that mean the same, and lets reliable sources "
+    "outvote unreliable ones.",
+    "multirag": "Answers from structured data (claims such as a flight's departure time): gathers what every "
+    "source claims about the item, keeps the values the sources agree on, and weighs each source's record.",
+    "astute-rag": "Lets the language model write what it knows, sets it beside the retrieved passages, and "
+    "keeps the answer that the most reliable, consistent group of them supports.",
+    "crest-bbx": "Scores each retrieved passage by how well it agrees with the others, tells the language "
+    "model which passages look credible, and keeps the answer most of its tries agree on.",
+}
+
+
 def strategy_groups(offers: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(product, research): the strategies the configured backends can run, split by their
     ``product`` flag (core.engine.strategies.base.AnswerStrategy), ra-rag first, each with its
@@ -49,6 +65,7 @@ def strategy_groups(offers: Any = None) -> tuple[list[dict[str, Any]], list[dict
         entry = {
             "name": name,
             "description": cls.description,
+            "plain": PLAIN_WORDS.get(name, cls.description),
             "kappa": "kappa" in {f["name"] for f in describe(cls.Params)},
         }
         (product if cls.product else research).append(entry)

@@ -40,8 +40,11 @@ def test_the_form_offers_product_strategies_and_research_baselines_behind_advanc
     assert 'value="vanilla-rag"' in research and 'value="ra-rag"' not in research
     assert page.index('<details class="advanced"') < page.index('id="id_research_strategy"')
     assert "wmv-oracle" not in page  # benchmark only
-    # One-line descriptions, and kappa marked only for strategies that take it.
-    assert "kappa-RRSS source selection" in page
+    # Plain words on the main form; the papers' terms only under Advanced; kappa marked only
+    # for strategies that take it.
+    main = page[page.index('id="product-strategies"') : page.index('<details class="advanced"')]
+    assert "Asks the most reliable sources" in main and "kappa-RRSS" not in main and "WMV" not in main
+    assert "kappa-RRSS source selection" in page[page.index('id="papers-terms"') :]
     assert 'value="vanilla-rag" data-kappa="false"' in research
     assert 'value="ra-rag-rss" data-kappa="true"' in research
 
@@ -270,3 +273,23 @@ def test_the_cluster_graph_details_are_reachable_without_hover(analyst_client: A
     details = content.split('<details class="graph-details">', 1)[1].split("</details>", 1)[0]
     assert "Graph details as text" in details
     assert "Paris" in details and "Atlas" in details and "Gazette" in details
+
+
+def test_a_source_that_said_i_dont_know_shows_no_vote_weight(analyst_client: Any, db: Any) -> None:
+    from tests.factories import QuestionFactory, SourceFactory, VoteFactory
+
+    question = QuestionFactory(answered=True, answer="Paris", confidence=0.9)
+    VoteFactory(question=question, source=SourceFactory(name="sure"), response="Paris", cluster=0, weight=1.7, rank=0)
+    VoteFactory(
+        question=question,
+        source=SourceFactory(name="unsure"),
+        response="I don't know",
+        cluster=None,
+        weight=2.3,
+        rank=1,
+    )
+    page = analyst_client.get(reverse("question-panel", args=[question.pk])).content.decode()
+    table = page[page.index('id="vote-table"') :]
+    unsure = table[table.index(">unsure<") :].split("</tr>", 1)[0]
+    assert "no vote" in unsure and "2.30" not in unsure
+    assert "1.70" in table[table.index(">sure<") :].split("</tr>", 1)[0]
