@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Lower, Trim
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -309,7 +309,8 @@ def history(request: HttpRequest) -> HttpResponse:
         matching = matching.filter(strategy=strategy)
     q = request.GET.get("q", "").strip()[:200]
     if q:
-        matching = matching.filter(text__icontains=q)
+        # The question or its answer: "Frankie Valli" finds the question it answered.
+        matching = matching.filter(Q(text__icontains=q) | Q(answer__icontains=q))
     start, end = _parse_date(request.GET.get("from")), _parse_date(request.GET.get("to"))
     tz = timezone.get_current_timezone()
     if start:

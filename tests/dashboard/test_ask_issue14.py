@@ -262,6 +262,10 @@ def test_history_searches_text_and_groups_repeated_questions(analyst_client: Any
     assert "×2" in page and "vanilla-rag" in page and "Where is Paris?" in page
     found = analyst_client.get(reverse("history"), {"q": "paris"}).content.decode()
     assert "Where is Paris?" in found and "Dracula" not in found
+    # An answer finds its question too.
+    QuestionFactory(text="Who sang it first?", answered=True, answer="Frankie Valli")
+    by_answer = analyst_client.get(reverse("history"), {"q": "valli"}).content.decode()
+    assert "Who sang it first?" in by_answer and "Paris" not in by_answer
     # Grouping follows the filters: with ra-rag only, the earlier asking is the one shown.
     only = analyst_client.get(reverse("history"), {"strategy": "ra-rag"}).content.decode()
     assert reverse("question-detail", args=[first.pk]) in only and "×2" not in only

@@ -80,3 +80,10 @@ def test_history_filters_by_strategy_and_date(analyst_client: Any, world: Any) -
     assert "What is the capital?" in page and "Other strategy?" not in page
     page = analyst_client.get(reverse("history"), {"from": "2999-01-01"}).content.decode()
     assert "What is the capital?" not in page
+
+
+def test_the_navigation_links_the_api_documentation(analyst_client: Any, db: Any) -> None:
+    page = analyst_client.get(reverse("ask")).content.decode()
+    nav = page[page.index('<nav aria-label="Main">') : page.index("</nav>")]
+    assert f'<a href="{reverse("api:docs")}">API</a>' in nav
+    assert analyst_client.get(reverse("api:docs")).status_code == 200
