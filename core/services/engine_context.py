@@ -39,6 +39,7 @@ from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
 from core.engine.steps.calibration import Calibration
 from core.engine.strategies.base import EngineContext, EngineParams, Requirement, SourceListener, offers_of
+from core.engine.strategies.pipeline import FEW_CHECKED_ANSWERS
 from core.engine.types import Embedder, SourceInfo
 from core.models import EstimationRun
 from sources.claim_store import PgClaimStore
@@ -177,11 +178,28 @@ def source_infos(source_ids: list[int] | None = None, *, among: Collection[int] 
     listed = list(rows)
     n = len(listed)
     scheme = weight_scheme()
+    prior = voting_weight(None, n, scheme=scheme)
     infos = [
-        SourceInfo(id=i, name=name, weight=voting_weight(rel, n, scheme=scheme), answers_count=answers, accuracy=rel)
+        SourceInfo(
+            id=i,
+            name=name,
+            weight=explored_weight(voting_weight(rel, n, scheme=scheme), answers, prior),
+            answers_count=answers,
+            accuracy=rel,
+        )
         for i, name, rel, answers in listed
     ]
     return infos
+
+
+def explored_weight(weight: float, answers: int | None, prior: float) -> float:
+    """A source whose reliability rests on fewer than FEW_CHECKED_ANSWERS answers is not written
+    off: its weight is at least the prior's (a never-estimated source's), so kappa-RRSS still
+    asks it and its answer still counts. One off-topic retrieval must not bury a new source that
+    holds the facts (its low estimate stays on show, with the thin-evidence caveat)."""
+    if answers and answers < FEW_CHECKED_ANSWERS:
+        return max(weight, prior)
+    return weight
 
 
 def claim_source_infos(

@@ -70,3 +70,15 @@ def test_an_unknown_estimator_in_the_environment_stops_the_start_naming_the_choi
     )
     assert result.returncode != 0
     assert "RELIABILITY_ESTIMATOR must be one of accucopy, iwmv, onecoin, truthfinder, got 'astrology'" in result.stderr
+
+
+def test_a_source_estimated_on_a_few_answers_is_not_written_off_below_the_prior(db, settings) -> None:
+    settings.RELIABILITY_ESTIMATOR = "iwmv"  # "paper" weights: N * w - 1 (prior 0.5 -> 0.5 with N = 3)
+    SourceFactory(name="new", chunk_count=1, reliability=0.2, reliability_answers=1)  # one off-topic answer
+    SourceFactory(name="known-bad", chunk_count=1, reliability=0.2, reliability_answers=40)
+    SourceFactory(name="unchecked", chunk_count=1, reliability=None, reliability_answers=0)
+    weights = {s.name: s.weight for s in source_infos()}
+    assert weights["new"] == pytest.approx(weights["unchecked"]) == pytest.approx(voting_weight(None, 3))
+    assert weights["known-bad"] < weights["new"]  # forty answers are evidence: written down
+    # The estimate itself stays on show.
+    assert {s.name: s.accuracy for s in source_infos()}["new"] == pytest.approx(0.2)
