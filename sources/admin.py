@@ -76,11 +76,22 @@ class SourceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Activate selected sources")
     def activate(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
-        self.message_user(request, f"Activated {queryset.update(active=True)} source(s).", messages.SUCCESS)
+        changed = self._set_active(request, queryset, True)
+        self.message_user(request, f"Activated {changed} source(s).", messages.SUCCESS)
 
     @admin.action(description="Deactivate selected sources")
     def deactivate(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
-        self.message_user(request, f"Deactivated {queryset.update(active=False)} source(s).", messages.SUCCESS)
+        changed = self._set_active(request, queryset, False)
+        self.message_user(request, f"Deactivated {changed} source(s).", messages.SUCCESS)
+
+    def _set_active(self, request: HttpRequest, queryset: QuerySet[Source], active: bool) -> int:
+        """Switch the sources that are not yet in that state, each with an entry in its admin
+        history (who, when, what), as a change made on its own page would have."""
+        changing = list(queryset.exclude(active=active))
+        Source.objects.filter(pk__in=[s.pk for s in changing]).update(active=active)
+        for source in changing:
+            self.log_change(request, source, [{"changed": {"fields": ["Active"]}}])
+        return len(changing)
 
     @admin.action(description="Re-embed the chunks of selected sources")
     def reembed(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:

@@ -90,3 +90,19 @@ def test_deep_json_in_an_admin_json_field_is_a_form_error_not_a_crash(db: Any, a
     assert "JSON nested deeper than 64 levels (JSON_MAX_DEPTH)" in response.content.decode()
     document.refresh_from_db()
     assert document.metadata == {"lang": "en"}
+
+
+def test_bulk_activation_and_deactivation_leave_an_admin_history_entry_per_source(db: Any, admin_client: Any):
+    from django.contrib.admin.models import CHANGE, LogEntry
+
+    wire, farm, off = SourceFactory(name="wire"), SourceFactory(name="farm"), SourceFactory(name="off", active=False)
+    admin_client.post(
+        "/admin/sources/source/", {"action": "deactivate", "_selected_action": [wire.pk, farm.pk, off.pk]}
+    )
+    assert not Source.objects.filter(active=True).exists()
+    entries = LogEntry.objects.filter(action_flag=CHANGE, content_type__model="source")
+    assert sorted(int(e.object_id) for e in entries) == sorted([wire.pk, farm.pk])  # "off" did not change
+    assert all("Active" in e.get_change_message() for e in entries)
+    admin_client.post("/admin/sources/source/", {"action": "activate", "_selected_action": [wire.pk]})
+    history = admin_client.get(f"/admin/sources/source/{wire.pk}/history/").content.decode()
+    assert history.count("Changed Active.") == 2
