@@ -32,6 +32,7 @@ NOT_PAGES = {
     "question-panel",
     "run-result",
     "run-start",
+    "run-start-claims",
     "run-resume",
     "job-status",
     "question-votes-csv",
@@ -262,6 +263,53 @@ def test_every_page_fits_a_phone_and_its_menu_opens(browser: Any, world: dict[st
     open_page(browser, f"{base}/login/")
     assert_no_sideways_scroll(browser, "login", PHONE[0])
     assert csp_violations(browser) == []
+
+
+_CELLS_ON_SCREEN = """
+const [selector, labels, width] = arguments;
+const row = document.querySelector(selector);
+if (!row) return "no row";
+const out = {};
+for (const label of labels) {
+  const cell = row.querySelector(`td[data-label="${label}"]`);
+  if (!cell) { out[label] = "missing"; continue; }
+  const box = cell.getBoundingClientRect();
+  out[label] = box.width > 0 && box.left >= 0 && box.right <= width + 0.5 ? "ok" : `at ${box.left}-${box.right}`;
+}
+return out;
+"""
+
+
+def test_on_a_phone_the_votes_and_sources_are_cards_that_show_the_key_columns(
+    browser: Any, world: dict[str, Any]
+) -> None:
+    base, paths = world["base"], world["paths"]
+    set_viewport(browser, PHONE, mobile=True)
+    log_in(browser, base, "alice")
+    open_page(browser, base + paths["question-detail"])
+    votes = ["Source", "Reliability", "Said", "Vote weight"]
+    seen = browser.execute_script(_CELLS_ON_SCREEN, "#vote-table tbody tr", votes, PHONE[0])
+    assert seen == {label: "ok" for label in votes}, seen
+    groups = ["Answer", "Share", "Sources behind it"]
+    seen = browser.execute_script(_CELLS_ON_SCREEN, "table.clusters tbody tr", groups, PHONE[0])
+    assert seen == {label: "ok" for label in groups}, seen
+    # Each cell says which column it is (the header row is for screen readers only).
+    label = browser.execute_script(
+        "return getComputedStyle(document.querySelector('#vote-table td[data-label=\"Said\"]'), '::before').content"
+    )
+    assert "Said" in label
+    open_page(browser, base + paths["source-list"])
+    sources = ["Source", "Reliability", "Answers"]
+    seen = browser.execute_script(_CELLS_ON_SCREEN, "#source-table tbody tr", sources, PHONE[0])
+    assert seen == {label: "ok" for label in sources}, seen
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "phone-source-cards.png"))
+    # On a desktop the same tables stay tables.
+    set_viewport(browser, DESKTOP, mobile=False)
+    open_page(browser, base + paths["source-list"])
+    assert browser.execute_script("return getComputedStyle(document.querySelector('#source-table tr')).display") == (
+        "table-row"
+    )
 
 
 def test_every_page_fits_a_desktop_with_the_nav_in_view(browser: Any, world: dict[str, Any]) -> None:
