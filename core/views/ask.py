@@ -175,8 +175,30 @@ def _result_context(question: Question, user: Any) -> dict[str, Any]:
             explanation=explanation,
             citations=citations,
             skipped=skipped,
+            earlier=_earlier_answer(question),
+            can_ask_again=not question.source_selection,
         )
     return context
+
+
+def _earlier_answer(question: Question) -> dict[str, Any] | None:
+    """The latest earlier answer to the same question (same words, case and spaces aside) and
+    whether this one differs from it: after a curator's checks or a new estimation run, asking
+    again shows what changed."""
+    earlier = (
+        Question.objects.annotate(norm=Lower(Trim("text")))
+        .filter(norm=question.text.strip().lower(), created_at__lt=question.created_at)
+        .exclude(pk=question.pk)
+        .exclude(answered_at=None)
+        .order_by("-created_at", "-id")
+        .only("id", "answer", "confidence", "created_at", "strategy")
+        .first()
+    )
+    if earlier is None:
+        return None
+    same = (earlier.answer or "").strip().lower() == (question.answer or "").strip().lower()
+    drift = abs((earlier.confidence or 0.0) - (question.confidence or 0.0))
+    return {"question": earlier, "changed": not same, "confidence_moved": same and drift >= 0.05}
 
 
 def _blank_form() -> dict[str, Any]:

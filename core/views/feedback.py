@@ -43,7 +43,8 @@ def status_text(feedback: AnswerFeedback | None) -> str:
     if feedback.gold_query_id:
         return (
             f"A curator confirmed this: “{feedback.gold_answer}” is now a checked answer that estimation runs "
-            f"over “{FEEDBACK_QUERY_SET}” test the sources against."
+            f"over “{FEEDBACK_QUERY_SET}” test the sources against. Once such a run has finished, "
+            "“Ask again” answers with the updated reliabilities and says what changed."
         )
     return "A curator confirmed this; it is kept as a known wrong answer."
 

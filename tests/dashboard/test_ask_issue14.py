@@ -297,3 +297,34 @@ def test_a_source_that_said_i_dont_know_shows_no_vote_weight(analyst_client: Any
     unsure = table[table.index(">unsure<") :].split("</tr>", 1)[0]
     assert "no vote" in unsure and "2.30" not in unsure
     assert "1.70" in table[table.index(">sure<") :].split("</tr>", 1)[0]
+
+
+def test_asking_again_shows_what_changed_since_the_earlier_answer(analyst_client: Any, db: Any) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from core.models import Question
+    from tests.factories import QuestionFactory
+
+    before = QuestionFactory(
+        text="Who sings Can't Take My Eyes Off You?", answered=True, answer="Love Me Tender", confidence=0.97
+    )
+    Question.objects.filter(pk=before.pk).update(created_at=timezone.now() - timedelta(days=1))
+    now = QuestionFactory(
+        text="who sings can't take my eyes off you? ", answered=True, answer="Frankie Valli", confidence=0.81
+    )
+    page = analyst_client.get(reverse("question-panel", args=[now.pk])).content.decode()
+    note = page[page.index('id="earlier-answer"') :].split("</p>", 1)[0]
+    assert f"#{before.pk}" in note and "Love Me Tender" in note and "0.97" in note
+    assert "The answer has changed since" in note
+    # The earlier question, asked first, has nothing before it.
+    assert 'id="earlier-answer"' not in analyst_client.get(reverse("question-panel", args=[before.pk])).content.decode()
+
+    # "Ask again" asks the same question with the same strategy.
+    form = page[page.index('id="ask-again-form"') :].split("</form>", 1)[0]
+    assert 'name="text" value="who sings can&#x27;t take my eyes off you? "' in form
+    response = analyst_client.post(reverse("ask"), {"text": now.text, "strategy": now.strategy})
+    again = Question.objects.latest("id")
+    assert again.pk != now.pk and again.text == now.text.strip() and again.strategy == now.strategy
+    assert response.status_code == 302 and response["Location"] == reverse("question-detail", args=[again.pk])
