@@ -426,6 +426,9 @@ def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
 
 
 AGREE, DISAGREE, IDK = "agree", "disagree", "idk"
+# Summed vote weight below which the answer groups' shares are not drawn (a source estimated
+# at 0.51 carries a log-odds weight of 0.04; one never checked carries none).
+MEANINGFUL_WEIGHT = 0.05
 
 
 def claim_run_summary(run: EstimationRun, *, limit: int = 20) -> dict[str, Any]:
@@ -603,6 +606,8 @@ def question_clusters(question: Question) -> dict[str, Any]:
     ordered = sorted(clusters.values(), key=lambda c: (-c["weight"], c["id"]))
     total = sum(c["weight"] for c in ordered)
     for c in ordered:
-        c["share"] = c["weight"] / total if total > 0 else 0.0
+        # Shares of (almost) no weight say nothing: sources no better than chance behind every
+        # answer would draw a full bar for whichever answer stood alone. None: "no weight".
+        c["share"] = c["weight"] / total if total >= MEANINGFUL_WEIGHT else None
         c["chosen"] = bool(question.answer) and c is ordered[0]
     return {"question_id": question.pk, "answer": question.answer, "clusters": ordered, "abstained": abstained}

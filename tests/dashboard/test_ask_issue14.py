@@ -328,3 +328,21 @@ def test_asking_again_shows_what_changed_since_the_earlier_answer(analyst_client
     again = Question.objects.latest("id")
     assert again.pk != now.pk and again.text == now.text.strip() and again.strategy == now.strategy
     assert response.status_code == 302 and response["Location"] == reverse("question-detail", args=[again.pk])
+
+
+def test_an_answer_whose_sources_carry_no_weight_draws_no_full_share_bar(analyst_client: Any, db: Any) -> None:
+    from tests.factories import QuestionFactory, SourceFactory, VoteFactory
+
+    question = QuestionFactory(answered=True, answer="Love Me Tender", confidence=0.5)
+    for name in ("farm", "trending"):  # two sources no better than chance, both behind one answer
+        VoteFactory(question=question, source=SourceFactory(name=name), response="Love Me Tender", weight=0.0)
+    page = analyst_client.get(reverse("question-panel", args=[question.pk])).content.decode()
+    groups = page[page.index('class="table clusters') :].split("</table>", 1)[0]
+    assert "no weight" in groups and 'class="bar"' not in groups
+    body = analyst_client.get("/api/conflicts/", {"question": question.pk}).json()
+    assert [c["share"] for c in body["clusters"]] == [None]
+
+    weighty = QuestionFactory(answered=True, answer="Frankie Valli", confidence=0.9)
+    VoteFactory(question=weighty, source=SourceFactory(name="desk"), response="Frankie Valli", weight=2.2)
+    page = analyst_client.get(reverse("question-panel", args=[weighty.pk])).content.decode()
+    assert 'aria-label="100%"' in page[page.index('class="table clusters') :].split("</table>", 1)[0]

@@ -248,7 +248,9 @@ class AnswerClusterSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     label = serializers.CharField(allow_blank=True)
     weight = serializers.FloatField()
-    share = serializers.FloatField()
+    share = serializers.FloatField(
+        allow_null=True, help_text="Its share of the summed vote weight; null when the votes carry (almost) no weight."
+    )
     chosen = serializers.BooleanField()
     sources = ClusterMemberSerializer(many=True)
 
