@@ -111,6 +111,13 @@ def test_an_analyst_checks_a_citation_against_its_passage_and_its_document(
     passage = first.find_element(By.CSS_SELECTOR, "blockquote.passage")
     assert not passage.is_displayed()  # closed until asked for
 
+    # Focusing [1] (by keyboard, or hovering it) previews the cited sentence and its source in place.
+    preview = refs[0].find_element(By.CSS_SELECTOR, ".cite-preview")
+    assert not preview.is_displayed()
+    browser.execute_script("arguments[0].focus()", refs[0])
+    WebDriverWait(browser, 5).until(lambda d: preview.is_displayed())
+    assert "Bram Stoker" in preview.text and refs[0].get_attribute("aria-describedby") == preview.get_attribute("id")
+
     refs[0].click()  # [1] opens its passage, with the supporting sentence highlighted
     WebDriverWait(browser, 5).until(lambda d: passage.is_displayed())
     assert first.find_element(By.TAG_NAME, "details").get_attribute("open") is not None
