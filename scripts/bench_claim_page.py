@@ -17,8 +17,9 @@ named by BENCH_DATABASE_URL (a URL whose database it may drop and recreate):
 
 It then logs an analyst in with Django's test client and requests the page ``--repeat`` times
 after three warm-up requests, printing the median (and min / max) wall time per request, the
-SQL queries per request, and, for comparison, the service alone (core.services.claims_view.
-conflict_view) and the other claims pages on the same data.
+SQL queries per request, and, for comparison, the service alone
+(core.services.pages.claim_conflict.conflict_view, without the links and the value graph
+the view adds) and the other claims pages on the same data.
 """
 
 from __future__ import annotations
@@ -177,7 +178,8 @@ def main() -> None:
     from django.urls import reverse
 
     from core.roles import ANALYST
-    from core.services import claims_view
+    from core.services.pages.claim_conflict import conflict_view
+    from core.views.claim_charts import conflict_url, subject_url
 
     started = time.perf_counter()
     counts = build(args.sources, args.flights)
@@ -187,14 +189,14 @@ def main() -> None:
     client = Client()
     client.force_login(user)
 
-    page = timed(client, claims_view.conflict_url(SUBJECT, ATTRIBUTE), args.repeat)
+    page = timed(client, conflict_url(SUBJECT, ATTRIBUTE), args.repeat)
     service = []
     for _ in range(args.repeat):
         start = time.perf_counter()
-        claims_view.conflict_view(SUBJECT, ATTRIBUTE)
+        conflict_view(SUBJECT, ATTRIBUTE)
         service.append((time.perf_counter() - start) * 1000)
     others = {
-        "subject": timed(client, claims_view.subject_url(SUBJECT), args.repeat),
+        "subject": timed(client, subject_url(SUBJECT), args.repeat),
         "browser": timed(client, reverse("claim-list") + "?q=AA-3859", args.repeat),
         "conflicts_claims_mode": timed(client, reverse("conflicts") + "?mode=claims", args.repeat),
     }

@@ -1,21 +1,29 @@
 """Claims pages: the browser (all claims, or one source's), one subject's attributes with
 their resolved values, and one item's conflict view. The data comes from
-core.services.claims_view; these views only read the query string and render."""
+core.services.pages (claims_browser, claim_subject, claim_conflict), the links and graphs from
+core.views.claim_charts; these views read the query string, link, draw and render."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
+from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from core.models import EstimationRun
-from core.roles import is_curator
-from core.services import claims_view
-from core.views.access import analyst_required
+from core.roles import analyst_required, is_curator
+from core.services.pages.claim_conflict import conflict_version, conflict_view
+from core.services.pages.claim_subject import subject_view
+from core.services.pages.claims_browser import browse_claims, claim_filter_choices, with_resolutions
+from core.services.pages.run_sets import claims_runs, latest_claims_run
+from core.views.claim_charts import conflict_url, link_browser_rows, subject_graph, subject_url, url_maker, value_graph
 from sources.models import Source
 
 PAGE_SIZE = 25
+CONFLICT_CACHE_SECONDS = 3600
 
 
 def _chosen_run(request: HttpRequest) -> EstimationRun | None:
@@ -25,7 +33,26 @@ def _chosen_run(request: HttpRequest) -> EstimationRun | None:
         return None
     if not run_id.isdigit():
         raise Http404("No such claims run.")
-    return get_object_or_404(claims_view.claims_runs(), pk=int(run_id))
+    return get_object_or_404(claims_runs(), pk=int(run_id))
+
+
+def cached_conflict_view(subject: str, attribute: str, run: EstimationRun | None = None) -> dict[str, Any] | None:
+    """The item's conflict view with its links and value graph, kept in the cache (the shared
+    database or Redis cache) under a key that changes whenever the claims, the sources or the
+    run change: a page view does not rebuild the group's confidences and graph while nothing
+    they rest on has changed."""
+    key = f"claims:conflict:{conflict_version(subject, attribute, run)}"
+    view: dict[str, Any] | None = cache.get(key)
+    if view is None:
+        view = conflict_view(subject, attribute, run)
+        if view is not None:
+            source_url = url_maker("source-detail")
+            for claim in view["claims"]:
+                claim["source_url"] = source_url(claim["source_id"])
+            view["graph"] = value_graph(view["values"]) if view["values"] and view["claims"] else None
+            view["subject_url"] = subject_url(subject)
+        cache.set(key, view, CONFLICT_CACHE_SECONDS)
+    return view
 
 
 def _browser(request: HttpRequest, source: Source | None) -> HttpResponse:
@@ -35,10 +62,12 @@ def _browser(request: HttpRequest, source: Source | None) -> HttpResponse:
     chosen = request.GET.get("source", "")
     if source is None and chosen.isdigit():
         source_id = int(chosen)
-    page = Paginator(claims_view.browse_claims(q=q, source_id=source_id, attribute=attribute), PAGE_SIZE).get_page(
+    page = Paginator(browse_claims(q=q, source_id=source_id, attribute=attribute), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
-    run = claims_view.latest_claims_run()
+    run = latest_claims_run()
+    rows = with_resolutions(page.object_list, run)
+    link_browser_rows(rows)
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -46,13 +75,13 @@ def _browser(request: HttpRequest, source: Source | None) -> HttpResponse:
         "core/claims.html",
         {
             "page": page,
-            "rows": claims_view.with_resolutions(page.object_list, run),
+            "rows": rows,
             "run": run,
             "source": source,
             "q": q,
             "attribute": attribute,
             "source_id": source_id,
-            "choices": claims_view.claim_filter_choices(),
+            "choices": claim_filter_choices(),
             "query": query.urlencode(),
             "filtered": bool(q or attribute or (source is None and source_id is not None)),
             "is_curator": is_curator(request.user),
@@ -75,7 +104,10 @@ def claim_subject(request: HttpRequest) -> HttpResponse:
     subject = request.GET.get("subject", "").strip()
     if not subject:
         return render(request, "core/claims_subject.html", {"subject": "", "view": None})
-    view = claims_view.subject_view(subject, _chosen_run(request))
+    view = subject_view(subject, _chosen_run(request))
+    for attribute in view["attributes"]:
+        attribute["url"] = conflict_url(subject, attribute["attribute"])
+    view["graph"] = subject_graph(subject, view["rows"], view["resolved_values"]) if view["rows"] else None
     found = bool(view["attributes"])
     return render(request, "core/claims_subject.html", {"subject": subject, "view": view}, status=200 if found else 404)
 
@@ -89,7 +121,7 @@ def claim_conflict(request: HttpRequest) -> HttpResponse:
         # where every item links here, says so instead of a bare 404.
         messages.info(request, "Choose an item (a subject and an attribute) to see how its sources conflict.")
         return redirect("claim-list")
-    view = claims_view.cached_conflict_view(subject, attribute, _chosen_run(request))
+    view = cached_conflict_view(subject, attribute, _chosen_run(request))
     if view is None:
         raise Http404("No claim about this subject and attribute.")
     return render(request, "core/claims_conflict.html", {"view": view, "is_curator": is_curator(request.user)})

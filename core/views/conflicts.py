@@ -13,16 +13,19 @@ from django.shortcuts import get_object_or_404, render
 
 from core.engine.graphs.conflict import conflict_graph
 from core.models import EstimationRun, Question
-from core.services import claims_view
-from core.services.insights import (
+from core.roles import analyst_required
+from core.services.pages.conflicts import (
+    claim_copy_groups,
+    claim_source_pairs,
+    contested_items,
     default_conflict_run,
-    dependence_groups,
-    finished_full_runs,
-    has_copy_detection,
+    describe_contested,
     pairwise_disagreement,
     runs_with_shared_answers,
 )
-from core.views.access import analyst_required
+from core.services.pages.copying import dependence_groups, has_copy_detection
+from core.services.pages.run_sets import claims_runs, finished_full_runs
+from core.views.claim_charts import link_contested, link_copy_examples
 from sources.models import Source
 
 EDGE_MODES = ("auto", "all", "strong", "conflict", "agreement")
@@ -82,13 +85,9 @@ def conflicts(request: HttpRequest) -> HttpResponse:
 def _claims_mode(request: HttpRequest) -> HttpResponse:
     """The claims run's conflicting items, most contested first, and the sources' conflict graph
     over the values they claim (the GRAPH_SOURCES sources with the most claims)."""
-    runs = list(claims_view.claims_runs().only("id", "created_at", "params")[:30])
+    runs = list(claims_runs().only("id", "created_at", "params")[:30])
     run_id = request.GET.get("run")
-    run = (
-        get_object_or_404(claims_view.claims_runs(), pk=run_id)
-        if run_id and run_id.isdigit()
-        else (runs[0] if runs else None)
-    )
+    run = get_object_or_404(claims_runs(), pk=run_id) if run_id and run_id.isdigit() else (runs[0] if runs else None)
     mode = request.GET.get("edges", "auto")
     mode = mode if mode in EDGE_MODES else "auto"
     context: dict[str, object] = {
@@ -103,7 +102,7 @@ def _claims_mode(request: HttpRequest) -> HttpResponse:
         "copy_detection": False,
     }
     if run is not None:
-        found = claims_view.claim_source_pairs(run)
+        found = claim_source_pairs(run)
         pairs = found["pairs"]
         graph = conflict_graph(pairs, found["sources"], edges=mode) if pairs else None
         for edge in graph["edges"] if graph else []:
@@ -111,12 +110,15 @@ def _claims_mode(request: HttpRequest) -> HttpResponse:
         context["graph"] = graph
         context["pairs"] = sorted(pairs, key=lambda p: (-p["disagreements"], -p["rate"], p["source_a_name"]))[:20]
         context["graph_sources"] = found
-        groups = claims_view.claim_copy_groups(run)
+        groups = claim_copy_groups(run)
+        link_copy_examples(groups)
         context["copy_groups"] = groups
         context["copy_detection"] = bool(groups) or has_copy_detection(run)
-        page = Paginator(claims_view.contested_items(run), CONTESTED_PAGE).get_page(request.GET.get("page"))
+        page = Paginator(contested_items(run), CONTESTED_PAGE).get_page(request.GET.get("page"))
         context["page"] = page
-        context["contested_items"] = claims_view.describe_contested(page.object_list)
+        items = describe_contested(page.object_list)
+        link_contested(items)
+        context["contested_items"] = items
         query = request.GET.copy()
         query.pop("page", None)
         context["query"] = query.urlencode()

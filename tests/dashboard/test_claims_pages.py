@@ -14,7 +14,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.models import EstimationRun
-from core.services import claims_view
+from core.services.pages.claim_conflict import conflict_view
+from core.services.pages.conflicts import claim_source_pairs
+from core.views.claim_charts import conflict_url, subject_url
+from core.views.claims import cached_conflict_view
 from sources.models import Claim, Source
 from tests.factories import (
     ClaimFactory,
@@ -114,10 +117,6 @@ def row_with(page: str, table_id: str, text: str) -> str:
     found = [r for r in rows_of(page, table_id) if text in r]
     assert len(found) == 1, f"{len(found)} rows of #{table_id} contain {text!r}"
     return found[0]
-
-
-def conflict_url(subject: str, attribute: str) -> str:
-    return claims_view.conflict_url(subject, attribute)
 
 
 # --- the browser ------------------------------------------------------------------------------
@@ -232,7 +231,7 @@ def test_conflict_view_confidences_match_the_hand_computation(claim_world: Claim
     their sources' log-odds voting weights (accucopy), max(0, ln(r / (1 - r))) + 0.001 r:
     alpha 2.1972 + 0.0009, bravo 1.3863 + 0.0008, charlie 0.8473 + 0.0007, delta 0.4055 + 0.0006,
     echo 0 + 0.0001; answer share = 4.8393 / 4.8394."""
-    view = claims_view.conflict_view(FLIGHT, ACT)
+    view = conflict_view(FLIGHT, ACT)
     assert view is not None
     assert view["group"]["confidence"] == pytest.approx(0.6)
     assert view["group"]["kept"] is True and view["group"]["answer"] == "07:10"
@@ -331,7 +330,7 @@ def test_conflicts_claims_mode_lists_contested_items_most_contested_first(
 
 
 def test_claims_mode_source_pairs_count_shared_items_and_disagreements(claim_world: ClaimWorld) -> None:
-    found = claims_view.claim_source_pairs(claim_world.run)
+    found = claim_source_pairs(claim_world.run)
     ids = {s.pk: name for name, s in claim_world.sources.items()}
     pairs = {(ids[p["source_a"]], ids[p["source_b"]]): (p["shared"], p["disagreements"]) for p in found["pairs"]}
     pairs = {tuple(sorted(k)): v for k, v in pairs.items()}
@@ -345,7 +344,7 @@ def test_claims_mode_source_pairs_count_shared_items_and_disagreements(claim_wor
 
 def test_claims_mode_keeps_the_graph_to_the_sources_with_most_claims(claim_world: ClaimWorld) -> None:
     # alpha has 3 claims; bravo, charlie and echo 2 (ties: the older source); delta 1.
-    found = claims_view.claim_source_pairs(claim_world.run, top=2)
+    found = claim_source_pairs(claim_world.run, top=2)
     assert [s["name"] for s in found["sources"]] == ["alpha", "bravo"]
     assert [(p["source_a_name"], p["source_b_name"], p["shared"]) for p in found["pairs"]] == [("alpha", "bravo", 2)]
 
@@ -433,7 +432,7 @@ def test_hostile_values_are_escaped(analyst_client: Any, claim_world: ClaimWorld
     for url in (
         f"{reverse('claim-list')}?q=script",
         reverse("source-claims", args=[echo.pk]),
-        claims_view.subject_url(HOSTILE),
+        subject_url(HOSTILE),
         conflict_url(HOSTILE, HOSTILE),
         f"{reverse('conflicts')}?mode=claims",
     ):
@@ -445,22 +444,28 @@ def test_hostile_values_are_escaped(analyst_client: Any, claim_world: ClaimWorld
 def test_the_conflict_view_is_cached_until_its_claims_or_sources_change(
     claim_world: ClaimWorld, django_assert_max_num_queries: Any
 ) -> None:
-    first = claims_view.cached_conflict_view(FLIGHT, ACT)
+    first = cached_conflict_view(FLIGHT, ACT)
     assert first is not None
+    # What is cached is the page's whole view: its links and its value graph too.
+    assert first["subject_url"] == subject_url(FLIGHT) and first["graph"] is not None
+    alpha_id = claim_world.sources["alpha"].pk
+    assert {c["source_url"] for c in first["claims"] if c["source_id"] == alpha_id} == {
+        reverse("source-detail", args=[alpha_id])
+    }
     # A second view of the unchanged item reads only the cache key's aggregates and the cache.
     with django_assert_max_num_queries(4):
-        again = claims_view.cached_conflict_view(FLIGHT, ACT)
+        again = cached_conflict_view(FLIGHT, ACT)
     assert again == first
     echo = Claim.objects.get(subject=FLIGHT, attribute=ACT, source=claim_world.sources["echo"])
     echo.value, echo.raw_value = "07:10", "7:10 a.m."
     echo.save()
-    changed = claims_view.cached_conflict_view(FLIGHT, ACT)
+    changed = cached_conflict_view(FLIGHT, ACT)
     assert changed is not None and [v["value"] for v in changed["values"]][0] == "07:10"
     assert changed["group"]["confidence"] == pytest.approx(1.0)  # every claim now agrees
     Source.objects.filter(pk=claim_world.sources["alpha"].pk).update(
         reliability=0.2, reliability_updated_at=timezone.now() + timedelta(seconds=1)
     )
-    rerated = claims_view.cached_conflict_view(FLIGHT, ACT)
+    rerated = cached_conflict_view(FLIGHT, ACT)
     assert rerated is not None
     alpha = next(c for c in rerated["claims"] if c["source_name"] == "alpha")
     assert alpha["reliability"] == 0.2

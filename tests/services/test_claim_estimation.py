@@ -16,7 +16,7 @@ from core.services.estimation import (
     run_claim_estimation,
     start_claim_run,
 )
-from core.services.insights import run_changes
+from core.services.pages.runs import run_changes
 from sources.models import Claim, Source
 from tasks.engine_tasks import claim_estimation
 from tasks.jobs import wait_for_job

@@ -12,7 +12,7 @@ from django.utils import timezone
 from core.engine.reliability import voting_weight
 from core.models import EstimationRun, FactQuery, ReliabilityScore
 from core.services.estimation import apply_gold_update, finish_run, resume_estimation_run
-from core.services.insights import reliability_history
+from core.services.pages.sources import reliability_history
 from tests.factories import EstimationRunFactory, ReliabilityScoreFactory
 from tests.services.collusion import COLLUDERS, FACTS, HONEST, collusion_run
 

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from core.api.fields import MAX_ID, IdRelatedField, StrictSerializer
 from core.models import EstimationRun, QuerySet, ReliabilityScore
 from core.services.estimation import ALL_SOURCES
-from core.services.insights import run_changes
+from core.services.pages.runs import run_changes
 from sources.models import Source
 
 # --- Estimation runs ------------------------------------------------------------------

@@ -27,7 +27,7 @@ from core.api.serializers.sources import (
     UploadAcceptedSerializer,
 )
 from core.api.views.base import UPLOAD_PARSERS, ApiViewMixin, accepted, filter_by_query
-from core.services.insights import reliability_history
+from core.services.pages.sources import reliability_history
 from sources.ingest import IngestError
 from sources.models import Document, Source
 from sources.services import start_upload_ingest, validate_uploads

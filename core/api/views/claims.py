@@ -36,8 +36,8 @@ from core.api.views.catalogue import _read_files
 from core.engine.claims.mapping import ClaimMapping, MappingError
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
 from core.models import ClaimResolution, EstimationRun
-from core.services import claims_view
 from core.services.estimation import TooManyRuns, start_claim_run
+from core.services.pages.claim_scoring import item_rows, multirag_answer, score_rows
 from sources.claims import start_claim_load
 from sources.ingest import IngestError
 from sources.models import Claim
@@ -152,9 +152,9 @@ def latest_resolution(subject: str, attribute: str) -> ClaimResolution | None:
 
 def claim_group(subject: str, attribute: str) -> dict[str, Any] | None:
     """One homologous group: its values with the sources behind each, the latest resolution
-    and MultiRAG's confidence (as the pages compute it: core.services.claims_view); None when
+    and MultiRAG's confidence (as the pages compute it: core.services.pages.claim_scoring); None when
     no claim is on the item."""
-    rows = claims_view.item_rows(subject, attribute)
+    rows = item_rows(subject, attribute)
     if not rows:
         return None
     values: dict[str, list[dict[str, Any]]] = {}
@@ -167,8 +167,8 @@ def claim_group(subject: str, attribute: str) -> dict[str, Any] | None:
                 "reliability": r["source__reliability"],
             }
         )
-    scored = claims_view.score_rows(rows, subject, attribute)
-    answer, answer_share = claims_view.multirag_answer(scored, rows)
+    scored = score_rows(rows, subject, attribute)
+    answer, answer_share = multirag_answer(scored, rows)
     resolution = latest_resolution(subject, attribute)
     return {
         "subject": subject,

@@ -56,15 +56,10 @@ from core.services.estimation import (
     start_estimation_run,
 )
 from core.services.estimation.finish import DEPENDENT
-from core.services.insights import (
-    default_conflict_run,
-    dependent_pairs,
-    finished_full_runs,
-    has_copy_detection,
-    pairwise_disagreement,
-    question_clusters,
-    run_dependence,
-)
+from core.services.pages.conflicts import default_conflict_run, pairwise_disagreement
+from core.services.pages.copying import dependent_pairs, has_copy_detection, run_dependence
+from core.services.pages.question import question_clusters
+from core.services.pages.run_sets import finished_full_runs
 from core.services.source_selection import SourceChoice
 from tasks.jobs import wait_for_job
 from tasks.models import Job
