@@ -25,10 +25,11 @@ from core.engine.params import parse_params
 from core.engine.reliability import ReliabilityResult, get_estimator
 from core.engine.strategies import get_strategy
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
-from core.services.engine_context import configured_nli
 from core.services.estimation.coordinate import RunProgress, run_layout, run_pairs
-from core.services.estimation.locks import claim, finish_claim_name
-from core.services.jobs import NullProgress, Progress
+from core.services.estimation.locks import finish_claim_name
+from runtime.backends import configured_nli
+from runtime.jobs import NullProgress, Progress
+from runtime.locks import claim
 from sources.models import Source
 
 
@@ -215,6 +216,7 @@ def stored_summary(run: EstimationRun) -> dict[str, Any]:
         "gold_queries": len(run.gold_queries or []),
         "identified": bool((run.identification or {}).get("identified", True)),
         "dependent_pairs": SourceDependence.objects.filter(run=run, probability__gte=DEPENDENT).count(),
+        "calibrated_on": int((run.calibration or {}).get("queries") or 0),
         "scores": [score_row(s) for s in scores],
     }
 
