@@ -4,6 +4,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -15,7 +16,7 @@ from core.admin_numbers import rounded
 from core.forms import JSON_FORMFIELD_OVERRIDES
 from core.roles import is_curator
 from core.services.estimation import start_estimation_run
-from core.services.jobs import dispatch_job
+from runtime.jobs import dispatch_job
 from sources.claims import start_claim_load
 from sources.forms import ClaimLoadForm, DocumentAdminForm, UploadDocumentsForm
 from sources.links import http_url
@@ -139,12 +140,19 @@ class SourceAdmin(admin.ModelAdmin):
         initial = {"source": request.GET.get("source")} if request.GET.get("source") else None
         form = UploadDocumentsForm(request.POST or None, request.FILES or None, initial=initial)
         if request.method == "POST" and form.is_valid():
-            job = start_upload_ingest(
-                form.cleaned_data["source"],
-                form.cleaned_data["blobs"],
-                options={"mapping": form.cleaned_data["csv_mapping"]},
-                user=request.user,
-            )
+            with transaction.atomic():  # a new source exists only with its accepted upload
+                source = form.cleaned_data["source"] or Source.objects.create(
+                    name=form.cleaned_data["new_source"], kind=form.cleaned_data["new_source_kind"] or "other"
+                )
+                if form.cleaned_data["source"] is None:
+                    self.log_addition(request, source, [{"added": {}}])
+                form.cleaned_data["source"] = source
+                job = start_upload_ingest(
+                    source,
+                    form.cleaned_data["blobs"],
+                    options={"mapping": form.cleaned_data["csv_mapping"]},
+                    user=request.user,
+                )
             # Which documents are new is known only once the job has compared them with those
             # held: the start says what was read, the job's headline then says "0 new, 3 already held".
             total = sum(form.cleaned_data["document_counts"])

@@ -35,8 +35,26 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)]
 
 
+def grouped_sources() -> list[tuple[str, Any]]:
+    """The sources as choices grouped by kind (a busy instance holds hundreds: a flat list of
+    them is hard to scan), each group by name; a blank choice first."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for pk, name, kind, active in Source.objects.order_by("name").values_list("pk", "name", "kind", "active"):
+        groups.setdefault(kind, []).append((pk, name if active else f"{name} (inactive)"))
+    labels = dict(Source.Kind.choices)
+    return [("", "---------")] + [(labels.get(kind, kind), groups[kind]) for kind in sorted(groups, key=labels.get)]
+
+
 class UploadDocumentsForm(forms.Form):
-    source = forms.ModelChoiceField(queryset=Source.objects.all())
+    source = forms.TypedChoiceField(
+        coerce=int, required=False, choices=grouped_sources, help_text="An existing source, or name a new one below."
+    )
+    new_source = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="A new source for these documents: created with the upload, only if the files are accepted.",
+    )
+    new_source_kind = forms.ChoiceField(choices=Source.Kind.choices, initial=Source.Kind.OTHER, required=False)
     files = MultipleFileField(help_text="Supported: " + ", ".join(SUPPORTED_EXTENSIONS))
     csv_mapping = forms.CharField(
         required=False,
@@ -57,8 +75,24 @@ class UploadDocumentsForm(forms.Form):
             raise forms.ValidationError("Expected a JSON object of strings")
         return mapping
 
+    def clean_new_source(self) -> str:
+        name = " ".join((self.cleaned_data.get("new_source") or "").split())
+        if "\x00" in name:
+            raise forms.ValidationError("A source name cannot hold a NUL character.")
+        if name and Source.objects.filter(name__iexact=name).exists():
+            raise forms.ValidationError(f"A source named {name!r} exists already: choose it from the list above.")
+        return name
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        chosen, new_name = cleaned.get("source"), cleaned.get("new_source")
+        if chosen and new_name:
+            raise forms.ValidationError("Choose an existing source or name a new one, not both.")
+        if not chosen and not new_name and "new_source" not in self.errors:
+            raise forms.ValidationError("Choose the source of these documents, or name a new one.")
+        cleaned["source"] = Source.objects.filter(pk=chosen).first() if chosen else None
+        if chosen and cleaned["source"] is None:
+            raise forms.ValidationError("That source no longer exists.")
         files = cleaned.get("files") or []
         blobs: list[tuple[str, bytes]] = []
         for upload in files:
