@@ -23,6 +23,8 @@ from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
+from core.error_shape import error_body
+
 LOCKED_OUT_CODE = "locked_out"
 
 
@@ -69,10 +71,6 @@ def lockout_response(
     request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict[str, Any] | None = None
 ) -> HttpResponse:
     if request.path_info.startswith("/api/"):
-        # Imported here: django-axes' system check imports this module early, and the API's
-        # exceptions module must load after DRF's views (its parsers import it back).
-        from core.api.exceptions import error_body
-
         response: HttpResponse = JsonResponse(error_body(LOCKED_OUT_CODE, lockout_message()), status=429)
     else:
         context = {"message": lockout_message(), "minutes": max(1, math.ceil(cooloff_seconds() / 60))}

@@ -59,7 +59,7 @@ def twenty_sources() -> list[tuple[str, str, float, float, str]]:
 
 def load(folder: Path) -> int:
     """Ingest every source of a demo-shaped folder; returns the chunks stored."""
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
     from sources.models import Source
     from sources.services import ingest_files
 
@@ -92,7 +92,7 @@ def ask_cold(
     ask's (sources visited, sources searched), from its trace (κ-RRSS strategies only)."""
     from core.engine.strategies.ra_rag import RaRag
     from core.services import asking, engine_context
-    from core.services.engine_context import configured_nli
+    from runtime.backends import configured_nli
 
     original = engine_context.stored_vector_sink
     engine_context.stored_vector_sink = original if reuse else (lambda nli, embedder: None)  # type: ignore[assignment]

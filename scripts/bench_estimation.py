@@ -57,7 +57,7 @@ BENCH_DB = "bench_estimation"
 def load_demo_corpus() -> tuple[Any, list[Any]]:
     """The demo query set and sources, ingested in this process (as load_demo's jobs would)."""
     from core.models import FactQuery, QuerySet
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
     from sources.management.commands.load_demo import DEMO_DIR
     from sources.models import Source
     from sources.services import ingest_files
@@ -239,7 +239,7 @@ def profile_in_process(sources: list[Any], query_set: Any, params: dict[str, Any
     from core.models import EstimationRun
     from core.services.estimation import batches, finish_run, generate_batch, missing_pairs
     from core.services.estimation.start import default_params
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
 
     configured_embedder().encode(["load the model before profiling"])
     run = EstimationRun.objects.create(query_set=query_set, params={**default_params(), **params})

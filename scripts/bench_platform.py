@@ -80,7 +80,7 @@ def bench_ingestion(texts: list[str], files: int) -> dict:
     from django.conf import settings
 
     from core.engine.chunking import chunk_text
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
     from sources.models import Chunk, Source
     from sources.services import ingest_files
 
@@ -271,7 +271,7 @@ def main() -> int:
     ingestion = bench_ingestion(texts, args.files)
     print(f"  {ingestion}", flush=True)
 
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
     from sources.models import Chunk
 
     embedder = configured_embedder()

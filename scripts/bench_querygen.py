@@ -65,7 +65,7 @@ def main() -> int:
     from core.models import FactQuery, QuerySet
     from core.services.engine_context import build_context
     from core.services.estimation import generate_queries
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
     from sources.models import Document, Source
     from sources.services import ingest_files
 

@@ -162,7 +162,7 @@ def calibrate() -> dict[str, dict[str, float]]:
     from bench_platform import load_texts
 
     from core.bench.embedding_cache import CachedEmbedder
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
 
     passages, questions = load_texts(10**9)
     embedder = CachedEmbedder(configured_embedder(), ROOT / "var" / "bench" / "cache")

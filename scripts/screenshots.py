@@ -186,8 +186,8 @@ def load_world(n_queries: int, n_asked: int) -> dict[str, Any]:
     from core.roles import ANALYST, CURATOR
     from core.services.asking import start_question
     from core.services.estimation import start_estimation_run
-    from core.services.jobs import wait_for
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
+    from runtime.jobs import wait_for
     from sources.ingest import ParsedDocument
     from sources.models import Source
     from sources.services import FileOutcome, store_documents

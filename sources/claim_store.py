@@ -32,8 +32,8 @@ from core.engine.claims.normalize import normalize_isbn
 from core.engine.claims.store import KeyMatch, attribute_fit
 from core.engine.claims.types import ClaimRecord
 from core.engine.types import Embedder, Vector
-from core.services.estimation.locks import claim
-from sources.embedding import configured_embedder
+from runtime.backends import configured_embedder
+from runtime.locks import claim
 from sources.models import Claim, ClaimKey
 
 MAX_SPAN_WORDS = 6

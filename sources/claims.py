@@ -7,7 +7,7 @@ counted ``unchanged``), loading a corrected file updates the claims whose value 
 provenance changed. Long loads run as jobs (``start_claim_load``); the claim keys are then
 embedded by their own job (``start_claim_key_embedding``) for the multirag strategy.
 
-Services never import ``tasks``: jobs are started through core.services.jobs.dispatch_job.
+Services never import ``tasks``: jobs are started through runtime.jobs.dispatch_job.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from core.engine.claims.extraction import parse_triples, triple_prompt
 from core.engine.claims.mapping import ClaimMapping
 from core.engine.claims.normalize import normalize_text
 from core.engine.claims.types import MAX_ATTRIBUTE_CHARS, MAX_SUBJECT_CHARS, ExtractedClaim
-from core.services.engine_context import configured_generator
-from core.services.jobs import KeepAlive, NullProgress, Progress, dispatch_job, heartbeat_interval
+from runtime.backends import configured_generator
+from runtime.jobs import KeepAlive, NullProgress, Progress, dispatch_job, heartbeat_interval
 from sources.ingest import IngestError
 from sources.ingest.claims import parse_claim_bytes
 from sources.models import Chunk, Claim, Document, Source

@@ -16,7 +16,7 @@ from django.utils.text import get_valid_filename
 
 from core.engine.chunking import chunk_text
 from core.engine.types import Embedder
-from core.services.jobs import Progress, dispatch_job
+from runtime.jobs import Progress, dispatch_job
 from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash
 from sources.vector_index import request_build_after_commit

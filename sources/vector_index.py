@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from core.services.jobs import KeepAlive, dispatch_job
+from runtime.jobs import KeepAlive, dispatch_job
 from sources.models import Source, SourceVectorIndex
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from core.services.jobs import set_dispatcher
+from runtime.jobs import set_dispatcher
 
 
 class TasksConfig(AppConfig):
@@ -12,4 +12,4 @@ class TasksConfig(AppConfig):
         from tasks import signals  # noqa: F401  (connects the Celery signal handlers)
         from tasks.jobs import start_job
 
-        set_dispatcher(start_job)  # services start jobs through core.services.jobs.dispatch_job
+        set_dispatcher(start_job)  # services start jobs through runtime.jobs.dispatch_job

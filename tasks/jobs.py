@@ -15,8 +15,8 @@ from django.db.models import QuerySet as DjangoQuerySet
 from django.utils import timezone
 
 from core.services.estimation import fail_runs_of_ended_jobs
-from core.services.jobs import wait_for
 from reliability_site.celery import app
+from runtime.jobs import wait_for
 from tasks.models import Job
 
 
@@ -24,7 +24,7 @@ def start_job(
     kind: str, task: Task | str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
 ) -> Job:
     """Persist a job and enqueue its task (a task or a task name) once the surrounding
-    transaction commits. This is the dispatcher that core.services.jobs.dispatch_job calls."""
+    transaction commits. This is the dispatcher that runtime.jobs.dispatch_job calls."""
     task_name = task if isinstance(task, str) else task.name
     task_id = str(uuid.uuid4())
     job = Job.objects.create(

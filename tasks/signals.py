@@ -80,8 +80,7 @@ def _ready_pool_process(**_: Any) -> None:
 
 def _load_models() -> None:
     try:
-        from core.services.engine_context import configured_nli
-        from sources.embedding import configured_embedder
+        from runtime.backends import configured_embedder, configured_nli
 
         configured_embedder()
         configured_nli()

@@ -7,11 +7,11 @@ from typing import Any
 
 from core.engine.claims.mapping import ClaimMapping, MappingError
 from reliability_site.celery import app
+from runtime.backends import configured_embedder
 from sources.claim_store import embed_claim_keys as embed_keys
 from sources.claims import ClaimExtractionUnavailable, start_claim_key_embedding
 from sources.claims import extract_text_claims as extract_claims
 from sources.claims import load_claims as load
-from sources.embedding import configured_embedder
 from sources.ingest import IngestError, expand_paths
 from sources.models import Source
 from sources.services import IngestInterrupted, ingest_headline, reembed

@@ -10,7 +10,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from core.views.access import analyst_required
+from core.roles import analyst_required
 from tasks.describe import describe_jobs
 from tasks.models import Job
 from tasks.polling import render_poll

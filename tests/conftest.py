@@ -103,7 +103,7 @@ def worker(celery_worker_session: Any, transactional_db: Any) -> Any:
 @pytest.fixture(scope="session")
 def embedder() -> Any:
     """The real offline embedding model (all-MiniLM-L6-v2 from its PyPI package)."""
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
 
     return configured_embedder()
 

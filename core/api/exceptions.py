@@ -1,4 +1,4 @@
-"""One error shape for the whole API: {"error": {"code", "message", "fields"}}.
+"""One error shape for the whole API: {"error": {"code", "message", "fields"}} (core.error_shape).
 
 Clients branch on `code`, show `message`, and point at the input at fault with `fields`
 (dotted paths for nested input, e.g. "documents.3.published").
@@ -16,6 +16,8 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
+
+from core.error_shape import error_body
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -79,10 +81,6 @@ def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     else:
         out[prefix or "non_field_errors"] = [str(detail)]
     return out
-
-
-def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
 
 def _first_code(exc: exceptions.APIException, fallback: str) -> str:

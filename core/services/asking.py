@@ -1,7 +1,7 @@
 """Asking questions: validate and enqueue (web, API), answer through the engine (worker, CLI).
 
 start_question() is what a request calls: it stores the Question and dispatches a job for
-`tasks.answer_question` (core.services.jobs); nothing waits on a model in the request. answer_question() runs
+`tasks.answer_question` (runtime.jobs); nothing waits on a model in the request. answer_question() runs
 the strategy and persists the answer with one Vote per consulted source.
 """
 
@@ -33,8 +33,8 @@ from core.engine.text import IDK, is_idk
 from core.models import Question, Vote
 from core.services.engine_context import build_context, configured_offers, strategy_defaults
 from core.services.estimation.checks import unsettled_run_of
-from core.services.jobs import NullProgress, Progress, dispatch_job
 from core.services.source_selection import SourceChoice, allowed_ids, resolve_sources
+from runtime.jobs import NullProgress, Progress, dispatch_job
 
 MAX_QUESTION_CHARS = 2000
 MAX_PART_DETAIL = 200  # characters of a source's answer shown while the ask runs

@@ -1,6 +1,6 @@
 """Build the engine's context (core.engine.strategies.EngineContext) from Django settings and the database.
 
-Model backends (generator, NLI, embedder) are expensive to load, so they are built once per
+The model backends (generator, NLI, embedder) come from runtime.backends, built once per
 process and cached by their settings. The source list is read fresh for every question or
 batch, so a finished estimation run changes the next answer's weights at once.
 
@@ -19,7 +19,6 @@ both numbers (``weight`` = v_i, ``accuracy`` = w_i).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
@@ -27,14 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Exists, OuterRef
 
-from core.engine.backends.generation import (
-    CTranslate2Generator,
-    ExtractiveReader,
-    Generator,
-    OpenAIChatGenerator,
-    TransformersGenerator,
-)
-from core.engine.backends.nli import NLI, CrossEncoderNLI, EmbeddingLexicalNLI
+from core.engine.backends.nli import NLI
 from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
 from core.engine.steps.calibration import Calibration
@@ -42,96 +34,10 @@ from core.engine.strategies.base import EngineContext, EngineParams, Requirement
 from core.engine.strategies.pipeline import FEW_CHECKED_ANSWERS
 from core.engine.types import Embedder, SourceInfo
 from core.models import EstimationRun
+from runtime.backends import configured_embedder, configured_generator, configured_nli
 from sources.claim_store import PgClaimStore
-from sources.embedding import configured_embedder
 from sources.models import Claim, Source
 from sources.retrieval import PgRetriever
-
-
-class BackendNotConfigured(RuntimeError):
-    """A backend was selected in settings without what it needs (URL, model name)."""
-
-
-@functools.lru_cache(maxsize=4)
-def _generator(
-    backend: str,
-    base_url: str,
-    model: str,
-    api_key: str,
-    timeout: float,
-    retries: int,
-    concurrency: int,
-    max_new_tokens: int = 32,
-    models_dir: str = "",
-    dtype: str = "auto",
-    compute_type: str = "auto",
-    batch_size: int = 0,
-) -> Generator:
-    if backend == "extractive":
-        return ExtractiveReader()
-    if backend == "openai":
-        if not base_url or not model:
-            raise BackendNotConfigured("GENERATOR_BACKEND=openai needs LLM_BASE_URL and LLM_MODEL")
-        return OpenAIChatGenerator(
-            base_url,
-            model,
-            api_key,
-            timeout=timeout,
-            max_retries=retries,
-            concurrency=concurrency,
-            max_tokens=max_new_tokens,
-        )
-    if backend == "transformers":
-        if not model:
-            raise BackendNotConfigured(
-                "GENERATOR_BACKEND=transformers needs LLM_MODEL (a model name or folder, a .gguf file or a known model key)"
-            )
-        # Weights load on the first generation (in the worker), not here: building the
-        # generator is cheap, so the web process can ask it for its capabilities.
-        return TransformersGenerator(model, max_new_tokens=max_new_tokens, models_dir=models_dir or None, dtype=dtype)
-    if backend == "ctranslate2":
-        if not model:
-            raise BackendNotConfigured(
-                "GENERATOR_BACKEND=ctranslate2 needs LLM_MODEL (a known model key, a .gguf file or a model folder)"
-            )
-        return CTranslate2Generator(
-            model,
-            max_new_tokens,
-            models_dir=models_dir or None,
-            compute_type=compute_type,
-            batch_size=batch_size,
-        )
-    raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
-
-
-def configured_generator() -> Generator:
-    return _generator(
-        settings.GENERATOR_BACKEND,
-        settings.LLM_BASE_URL,
-        settings.LLM_MODEL,
-        settings.LLM_API_KEY,
-        settings.LLM_TIMEOUT_SECONDS,
-        settings.LLM_MAX_RETRIES,
-        settings.LLM_CONCURRENCY,
-        settings.LLM_MAX_NEW_TOKENS,
-        str(settings.LLM_MODELS_DIR),
-        settings.LLM_DTYPE,
-        settings.LLM_COMPUTE_TYPE,
-        settings.LLM_BATCH_SIZE,
-    )
-
-
-@functools.lru_cache(maxsize=4)
-def _nli(backend: str, model: str, embedder_name: str) -> NLI:
-    if backend == "cross-encoder":
-        if not model:
-            raise BackendNotConfigured("NLI_BACKEND=cross-encoder needs NLI_MODEL (a model name or path)")
-        return CrossEncoderNLI(model)
-    return EmbeddingLexicalNLI(configured_embedder())
-
-
-def configured_nli() -> NLI:
-    return _nli(settings.NLI_BACKEND, settings.NLI_MODEL, configured_embedder().name)
 
 
 def configured_params(*, k: int | None = None, tau: float | None = None, strict: bool | None = None) -> EngineParams:

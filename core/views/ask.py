@@ -22,12 +22,12 @@ from core.engine.params import describe
 from core.engine.strategies import available_strategies, runnable_strategies, strategy_class
 from core.engine.strategies.base import NO_CHUNK
 from core.models import Question
+from core.roles import analyst_required
 from core.services.asking import MAX_QUESTION_CHARS, start_question, waiting_reason
 from core.services.engine_context import configured_offers
 from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.pages.question import question_clusters
 from core.services.source_selection import describe_selection, selection_seen_by
-from core.views.access import analyst_required
 from core.views.ask_sources import SOURCE_FORM_DEFAULTS, source_choice_from_form, source_picker, source_progress
 from sources.models import Chunk, Source
 from tasks.polling import render_poll

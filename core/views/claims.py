@@ -14,12 +14,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from core.models import EstimationRun
-from core.roles import is_curator
+from core.roles import analyst_required, is_curator
 from core.services.pages.claim_conflict import conflict_version, conflict_view
 from core.services.pages.claim_subject import subject_view
 from core.services.pages.claims_browser import browse_claims, claim_filter_choices, with_resolutions
 from core.services.pages.run_sets import claims_runs, latest_claims_run
-from core.views.access import analyst_required
 from core.views.claim_charts import conflict_url, link_browser_rows, subject_graph, subject_url, url_maker, value_graph
 from sources.models import Source
 

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, render
 
 from core.engine.graphs.conflict import conflict_graph
 from core.models import EstimationRun, Question
+from core.roles import analyst_required
 from core.services.pages.conflicts import (
     claim_copy_groups,
     claim_source_pairs,
@@ -24,7 +25,6 @@ from core.services.pages.conflicts import (
 )
 from core.services.pages.copying import dependence_groups, has_copy_detection
 from core.services.pages.run_sets import claims_runs, finished_full_runs
-from core.views.access import analyst_required
 from core.views.claim_charts import link_contested, link_copy_examples
 from sources.models import Source
 

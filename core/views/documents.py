@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from core.models import EstimationRun, Question
-from core.views.access import analyst_required
+from core.roles import analyst_required
 from sources.models import Chunk, Document, Source
 
 DOCUMENTS_PER_PAGE = 25

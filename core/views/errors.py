@@ -9,7 +9,7 @@ import logging
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.template import loader
 
-from core.api.exceptions import error_body
+from core.error_shape import error_body
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,8 @@ from django.views.decorators.http import require_POST
 
 from core.engine.text import is_idk
 from core.models import MAX_CORRECTED_ANSWER_CHARS, MAX_FEEDBACK_COMMENT_CHARS, AnswerFeedback, Question, Vote
-from core.roles import is_analyst
+from core.roles import analyst_required, is_analyst
 from core.services.feedback import FEEDBACK_QUERY_SET, FeedbackState, feedback_state, record_feedback
-from core.views.access import analyst_required
 from sources.models import Source
 
 MAX_ID = 2**63 - 1

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from core.glossary import TERMS
-from core.views.access import analyst_required
+from core.roles import analyst_required
 
 
 @analyst_required

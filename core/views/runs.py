@@ -16,13 +16,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
-from core.roles import is_curator
+from core.roles import analyst_required, curator_required, is_curator
 from core.services import estimation
 from core.services.estimation.checks import identification_view, record_check, reestimate_run
 from core.services.estimation.start import MIN_SOURCES
 from core.services.pages.copying import dependence_groups
 from core.services.pages.runs import agreement_matrix, claim_run_summary, run_changes
-from core.views.access import analyst_required, curator_required
 from sources.models import Claim, Source
 from tasks.polling import render_poll
 

@@ -12,9 +12,9 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from core.roles import analyst_required
 from core.services.pages.copying import latest_collusion
 from core.services.pages.sources import reliability_history, source_disagreements, source_overview
-from core.views.access import analyst_required
 from core.views.charts import reliability_chart, sparkline
 from sources.models import Document, Source
 

@@ -16,8 +16,8 @@ from django.urls import reverse
 
 from core.models import Question, SourceGroup
 from core.services.asking import answer_question, ask_now, start_question
-from core.services.jobs import NullProgress
 from core.services.source_selection import SourceChoice
+from runtime.jobs import NullProgress
 from sources.models import Source
 from tasks.models import Job
 from tasks.progress import JobProgress

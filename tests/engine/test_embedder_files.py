@@ -383,8 +383,9 @@ def test_an_embedder_neither_prepared_nor_installed_stops_the_start_with_the_fix
 def test_the_setting_refuses_an_unknown_name_when_the_site_starts(tmp_path: Path) -> None:
     env = {**os.environ, "CREST_EXTRA_EMBEDDERS": "all-mpnet-base-v2, mpnet-xl", "DATA_DIR": str(tmp_path)}
     env.update(SECRET_KEY="x" * 50, DATABASE_URL="postgres://nobody:none@127.0.0.1:9/none")  # never connected
+    env["DJANGO_SETTINGS_MODULE"] = "reliability_site.settings"  # CoreConfig.ready checks the setting
     done = subprocess.run(
-        [sys.executable, "-c", "import reliability_site.settings"],
+        [sys.executable, "-c", "import django; django.setup()"],
         cwd=ROOT,
         env=env,
         capture_output=True,

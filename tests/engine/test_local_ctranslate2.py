@@ -35,14 +35,14 @@ KEY = QWEN_05B.key
 def ct2() -> Iterator[CTranslate2Generator]:
     """The configured generator of the local profile's fast runtime, loaded once."""
     require_local_model()
-    from core.services import engine_context
+    from runtime import backends
 
     with override_settings(GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32):
-        generator = engine_context.configured_generator()
+        generator = backends.configured_generator()
         assert isinstance(generator, CTranslate2Generator)
         generator.generate([GenerationRequest(*ANSWERABLE[0][:2])])  # loads it
         yield generator
-        engine_context._generator.cache_clear()
+        backends._generator.cache_clear()
 
 
 def _requests() -> list[GenerationRequest]:

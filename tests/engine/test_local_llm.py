@@ -66,13 +66,13 @@ def llm(llm_settings: dict[str, Any]) -> Iterator[TransformersGenerator]:
     """The configured generator, loaded once for the module (cached per settings by the
     engine context, so the product test below reuses these weights); dropped afterwards
     so the rest of the session does not keep 2.5 GB of weights."""
-    from core.services import engine_context
+    from runtime import backends
 
-    generator = engine_context.configured_generator()
+    generator = backends.configured_generator()
     assert isinstance(generator, TransformersGenerator)
     generator.white_box()
     yield generator
-    engine_context._generator.cache_clear()
+    backends._generator.cache_clear()
 
 
 def test_the_profile_settings_build_a_generator_named_after_the_model_with_a_cached_conversion(

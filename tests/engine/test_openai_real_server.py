@@ -97,8 +97,8 @@ def test_the_server_lists_the_model_under_its_alias(server: LlamaServer) -> None
 
 
 def test_a_question_is_answered_through_the_real_server(server: LlamaServer, db: Any, embedder: Any) -> None:
-    from core.services import engine_context
     from core.services.asking import ask_now
+    from runtime import backends
     from tests.factories import SourceFactory
     from tests.services.corpus import FACTS, store
 
@@ -108,7 +108,7 @@ def test_a_question_is_answered_through_the_real_server(server: LlamaServer, db:
         try:
             question = ask_now("Who painted the Mona Lisa?", strategy="vanilla-rag")
         finally:
-            engine_context._generator.cache_clear()
+            backends._generator.cache_clear()
     question.refresh_from_db()
     assert question.backend == f"openai:{ALIAS}"
     assert answer_contains_gold(question.answer, ["Leonardo da Vinci"]), question.answer

@@ -1,7 +1,14 @@
 """Layering rules, checked by parsing the source (every import, module-level and in functions).
 
 - core/services and sources are the domain: they never import the `tasks` app; they start
-  jobs through core.services.jobs.dispatch_job, which the tasks app wires up.
+  jobs through runtime.jobs.dispatch_job, which the tasks app wires up.
+- runtime (configured backends, the job hook, advisory locks) is neutral: it imports no app,
+  and the sources app takes what it needs from it, never from core.services.
+- No cycle between the apps (core, runtime, sources, tasks, reliability_site), below the
+  entry points; the framework-free engine and benchmark count as a library of their own.
+- Nothing below the entry points (views, API, admin, URL confs, management commands,
+  template tags) imports one, and an app's entry points never import another app's.
+- The settings import no app and no engine module.
 - The first-party import graph has no cycles.
 - core/engine and core/bench stay framework-free: no Django, DRF, Celery or app modules.
 """
@@ -9,12 +16,24 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FIRST_PARTY = ("core", "sources", "tasks", "reliability_site")
+FIRST_PARTY = ("core", "runtime", "sources", "tasks", "reliability_site")
+# The framework-free library every app may use (it imports none: see the last rules).
+LIBRARIES = ("core.engine", "core.bench")
+# The top layer: what a request, a URL conf, the admin or a command calls into. These may call
+# any app's services, and nothing below them imports them.
+ENTRY_POINT = re.compile(r"(^|\.)(views|api|admin|urls|management|templatetags)(\.|$)")
+# Imports of core.services from the sources app, each with its reason.
+SOURCES_TO_CORE_SERVICES = {
+    # The sources admin's "Start an estimation run on the selected sources" action: an entry
+    # point calling core's service, as the page and the API do.
+    ("sources.admin", "core.services.estimation"): "admin action",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -110,6 +129,80 @@ def test_the_services_and_the_sources_app_never_import_the_tasks_app():
     assert _offending(("core.services", "sources"), ("tasks",)) == []
 
 
+def _is_entry_point(module: str) -> bool:
+    return bool(ENTRY_POINT.search(module))
+
+
+def _app(module: str) -> str:
+    """The app a module belongs to: its top-level package, or the engine / benchmark library."""
+    return next((lib for lib in LIBRARIES if _is_within(module, (lib,))), module.split(".")[0])
+
+
+def _app_graph() -> dict[str, set[str]]:
+    """App -> the apps its modules below the entry points import."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in _graph().items():
+        if _is_entry_point(module):
+            continue
+        graph.setdefault(_app(module), set()).update(_app(t) for t in targets if _app(t) != _app(module))
+    for targets in list(graph.values()):
+        for target in targets:
+            graph.setdefault(target, set())
+    return graph
+
+
+def test_the_sources_app_takes_backends_jobs_and_locks_from_runtime_never_from_core_services():
+    found = [
+        (module, target)
+        for module in _modules()
+        if _is_within(module, ("sources",))
+        for target, _ in _imports(module)
+        if _is_within(target, ("core.services",))
+    ]
+    assert found, "the allowed import below is gone: empty SOURCES_TO_CORE_SERVICES"
+    assert sorted(set(found)) == sorted(SOURCES_TO_CORE_SERVICES)
+
+
+def test_runtime_imports_no_app():
+    banned = ("core.models", "core.services", "core.views", "core.api", "sources", "tasks", "reliability_site")
+    assert _offending(("runtime",), banned) == []
+
+
+def test_the_apps_import_each_other_without_a_cycle():
+    graph = _app_graph()
+    assert {"core", "runtime", "sources", "tasks", "reliability_site", "core.engine"} <= set(graph)
+    cycle = _find_cycle(graph)
+    assert cycle is None, "app cycle: " + " -> ".join(cycle or [])
+    assert "core" in graph["tasks"] and "sources" in graph["core"] and "runtime" in graph["sources"]
+
+
+def test_nothing_below_the_entry_points_imports_one():
+    found = [
+        f"{module} (line {line}) imports {target}"
+        for module in _modules()
+        if not _is_entry_point(module)
+        for target, line in _imports(module)
+        if target in _modules() and _is_entry_point(target)
+    ]
+    assert found == []
+
+
+def test_an_app_s_entry_points_import_no_other_app_s_entry_points():
+    """URL confs excepted: the root URL conf routes to every app's views."""
+    found = [
+        f"{module} (line {line}) imports {target}"
+        for module in _modules()
+        if _is_entry_point(module) and not module.endswith(".urls")
+        for target, line in _imports(module)
+        if target in _modules() and _is_entry_point(target) and _app(target) != _app(module)
+    ]
+    assert found == []
+
+
+def test_the_settings_import_no_app_and_no_engine_module():
+    assert _offending(("reliability_site.settings",), ("core", "runtime", "sources", "tasks")) == []
+
+
 def test_the_first_party_import_graph_has_no_cycles():
     cycle = _find_cycle(_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
@@ -156,7 +249,7 @@ def test_every_dispatched_job_names_a_known_kind_and_a_registered_task():
     from tasks import tasks  # noqa: F401  (registers every task of the app)
     from tasks.models import Job
 
-    calls = [call for call in _dispatched_jobs() if call[0] != "core.services.jobs"]
+    calls = [call for call in _dispatched_jobs() if call[0] != "runtime.jobs"]
     assert {call[3] for call in calls} >= {
         "tasks.answer_question",
         "tasks.estimation_run",

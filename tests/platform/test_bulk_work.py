@@ -18,7 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from core.engine.claims.mapping import ClaimMapping
-from core.services.estimation.locks import lock_key
+from runtime.locks import lock_key
 from sources import claims as claim_service
 from sources.claim_store import EMBED_CLAIM, embed_claim_keys
 from sources.models import ClaimKey, Source

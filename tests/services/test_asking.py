@@ -72,8 +72,7 @@ def test_a_started_question_is_answered_by_the_worker_and_linked_to_its_job(work
 def test_an_ask_never_encodes_a_retrieved_passage_again_it_reuses_the_stored_vector(db, embedder, monkeypatch):
     """Passages read for the first time cost no model call: the retriever hands the NLI the
     vectors stored at ingestion, in the same SQL statement, and the scores are the same."""
-    from core.services.engine_context import configured_nli
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder, configured_nli
     from sources.models import Chunk
 
     build_corpus(embedder)
@@ -107,7 +106,7 @@ def test_an_ask_never_encodes_a_retrieved_passage_again_it_reuses_the_stored_vec
 def test_ra_rag_searches_only_the_sources_it_reaches_and_they_read_what_a_full_search_gives(db, embedder):
     """κ-RRSS visits sources by reliability; only those it reaches are searched (in rounds),
     and each of them reads the passages one search over every source would give it."""
-    from sources.embedding import configured_embedder
+    from runtime.backends import configured_embedder
     from sources.models import Source
     from sources.retrieval import PgRetriever
     from tests.factories import SourceFactory

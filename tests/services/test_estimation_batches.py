@@ -21,7 +21,8 @@ from core.services.estimation import (
     generate_batch,
     missing_pairs,
 )
-from core.services.estimation.locks import batch_claim_name, finish_claim_name, lock_key
+from core.services.estimation.locks import batch_claim_name, finish_claim_name
+from runtime.locks import lock_key
 from tasks.models import Job
 from tasks.progress import JobProgress
 from tests.factories import EstimationRunFactory, JobFactory

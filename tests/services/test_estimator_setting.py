@@ -1,5 +1,6 @@
 """RELIABILITY_ESTIMATOR: the estimator of runs that name none, the weight scheme of every
-source's voting weight, and an unknown name stops the start with a clear error."""
+source's voting weight, and an unknown name fails the system check (core.E001) with a clear
+error, so every manage.py command, scripts/run.sh's migrate first, stops."""
 
 from __future__ import annotations
 
@@ -51,7 +52,35 @@ def test_voting_weights_follow_the_configured_estimator_s_weight_scheme(db: Any,
     assert log_odds == pytest.approx({"good": math.log(9), "fair": math.log(1.5)}, abs=0.01)
 
 
-def test_an_unknown_estimator_in_the_environment_stops_the_start_naming_the_choices(tmp_path: Path) -> None:
+def test_the_system_check_passes_a_registered_estimator_and_names_the_choices_for_another(settings: Any) -> None:
+    from core.checks import reliability_estimator_is_known
+
+    settings.RELIABILITY_ESTIMATOR = "truthfinder"
+    assert reliability_estimator_is_known() == []
+    settings.RELIABILITY_ESTIMATOR = "astrology"
+    [error] = reliability_estimator_is_known()
+    assert error.id == "core.E001" and error.is_serious()
+    assert error.msg == "RELIABILITY_ESTIMATOR must be one of accucopy, iwmv, onecoin, truthfinder, got 'astrology'"
+
+
+def test_loading_the_settings_imports_no_engine_module(tmp_path: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
+        "DATA_DIR": str(tmp_path),
+        "DATABASE_URL": "postgresql://check:check@127.0.0.1:9/unused",  # never connected to
+        "SECRET_KEY": "x" * 50,
+    }
+    code = "import sys, reliability_site.settings; print(sorted(m for m in sys.modules if m.startswith(('core', 'numpy'))))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_an_unknown_estimator_in_the_environment_stops_every_manage_py_command_naming_the_choices(
+    tmp_path: Path,
+) -> None:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
         "DJANGO_SETTINGS_MODULE": "reliability_site.settings",
@@ -61,7 +90,7 @@ def test_an_unknown_estimator_in_the_environment_stops_the_start_naming_the_choi
         "RELIABILITY_ESTIMATOR": "astrology",
     }
     result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
+        [sys.executable, "manage.py", "check"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -69,7 +98,10 @@ def test_an_unknown_estimator_in_the_environment_stops_the_start_naming_the_choi
         timeout=120,
     )
     assert result.returncode != 0
-    assert "RELIABILITY_ESTIMATOR must be one of accucopy, iwmv, onecoin, truthfinder, got 'astrology'" in result.stderr
+    assert (
+        "(core.E001) RELIABILITY_ESTIMATOR must be one of accucopy, iwmv, onecoin, truthfinder, got 'astrology'"
+        in result.stderr
+    )
 
 
 def test_a_source_estimated_on_a_few_answers_is_not_written_off_below_the_prior(db, settings) -> None:

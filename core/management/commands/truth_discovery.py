@@ -28,7 +28,7 @@ from core.engine.claims.mapping import ClaimMapping
 from core.engine.reliability import available_estimators
 from core.models import ClaimResolution, EstimationRun
 from core.services.estimation import start_claim_run
-from core.services.jobs import set_dispatcher
+from runtime.jobs import set_dispatcher
 from sources.claims import load_claims
 from sources.models import Claim, Source
 from tasks.engine_tasks import claim_estimation

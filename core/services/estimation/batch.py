@@ -26,8 +26,9 @@ from core.engine.text import is_idk
 from core.models import EstimationRun, FactQuery, RunResponse
 from core.services.engine_context import build_context
 from core.services.estimation.coordinate import RunProgress, answering_message, run_pairs
-from core.services.estimation.locks import batch_claim_name, claim
-from core.services.jobs import NullProgress, Progress
+from core.services.estimation.locks import batch_claim_name
+from runtime.jobs import NullProgress, Progress
+from runtime.locks import claim
 
 ENDED = (EstimationRun.State.SUCCEEDED, EstimationRun.State.FAILED)
 

@@ -40,7 +40,7 @@ from core.engine.reliability import available_estimators
 from core.models import ClaimResolution, EstimationRun, ReliabilityScore, SourceDependence
 from core.services.estimation.finish import DEPENDENT, MAX_EXAMPLES, UNFINISHED, RunEnded
 from core.services.estimation.start import _check_concurrency
-from core.services.jobs import NullProgress, Progress, dispatch_job
+from runtime.jobs import NullProgress, Progress, dispatch_job
 from sources.models import Claim, Source
 
 CLAIM_TASK = "tasks.claim_estimation"  # the task a claim run's job runs (spelt out in _dispatch for the checks)

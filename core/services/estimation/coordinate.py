@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from core.models import EstimationRun, FactQuery, RunResponse
 from core.services.estimation.start import DEFAULT_PARAMS
-from core.services.jobs import NullProgress, Progress
+from runtime.jobs import NullProgress, Progress
 
 Pair = list[int]  # [query id, source id], as sent to `tasks.generate_batch`
 

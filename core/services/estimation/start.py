@@ -15,8 +15,8 @@ from django.db.models import QuerySet as DjangoQuerySet
 
 from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QuerySet
-from core.services.engine_context import configured_generator
-from core.services.jobs import dispatch_job
+from runtime.backends import configured_generator
+from runtime.jobs import dispatch_job
 from sources.models import Source
 
 # What a run's params default to; the estimator a run names none of is the

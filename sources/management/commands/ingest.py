@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
-from core.services.jobs import wait_for
+from runtime.jobs import wait_for
 from sources.ingest import IngestError, expand_paths, parse_bytes, read_limited
 from sources.models import Source
 from sources.services import start_ingest_job

@@ -1,10 +1,11 @@
 """The services' view of background jobs, free of any job machinery.
 
-Services report progress through `Progress` and start jobs through `dispatch_job`; they never
-import the `tasks` app. The tasks app installs the real dispatcher (tasks.jobs.start_job,
-which stores a Job and enqueues the named Celery task once the transaction commits) in
-TasksConfig.ready(). Job kinds are the values of tasks.models.Job.Kind ("ingest", "reembed",
-"estimate", "ask", "demo", "other"); task names are the Celery task names ("tasks.…").
+A neutral module below both apps: core's services and the sources app report progress
+through `Progress` and start jobs through `dispatch_job`; they never import the `tasks` app.
+The tasks app installs the real dispatcher (tasks.jobs.start_job, which stores a Job and
+enqueues the named Celery task once the transaction commits) in TasksConfig.ready(). Job
+kinds are the values of tasks.models.Job.Kind ("ingest", "reembed", "estimate", "ask",
+"demo", "other"); task names are the Celery task names ("tasks.…").
 """
 
 from __future__ import annotations
