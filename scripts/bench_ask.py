@@ -80,23 +80,19 @@ def ask_cold(
     strategies: list[str],
     reuse: bool,
     kappas: list[int | None] | None = None,
-    lazy: bool = True,
     profiles: dict[str, Any] | None = None,
     sources: dict[str, list[tuple[int, int]]] | None = None,
 ) -> dict[str, list[float]]:
     """Seconds per ask, each strategy on every question, the NLI's vector cache emptied first.
     ra-rag runs once per κ in `kappas` (None: the setting), keyed "ra-rag" or "ra-rag κ=N".
-    ``lazy=False``: κ-RRSS filters each batch with the exact scores, encoding ahead once per
-    batch (the product before the lazy filter). ``profiles``: a cProfile.Profile per key,
+    ``profiles``: a cProfile.Profile per key,
     filled with where each run's asks spent their time (--profile). ``sources``: per key, each
     ask's (sources visited, sources searched), from its trace (κ-RRSS strategies only)."""
-    from core.engine.strategies.ra_rag import RaRag
     from core.services import asking, engine_context
     from runtime.backends import configured_nli
 
     original = engine_context.stored_vector_sink
     engine_context.stored_vector_sink = original if reuse else (lambda nli, embedder: None)  # type: ignore[assignment]
-    RaRag.lazy_filter = lazy  # type: ignore[misc]
     try:
         nli = configured_nli()
         runs: list[tuple[str, str, int | None]] = []
@@ -126,7 +122,6 @@ def ask_cold(
         return seconds
     finally:
         engine_context.stored_vector_sink = original  # type: ignore[assignment]
-        RaRag.lazy_filter = True  # type: ignore[misc]
 
 
 def summary(seconds: dict[str, list[float]], sources: dict[str, list[tuple[int, int]]] | None = None) -> dict[str, Any]:
@@ -157,9 +152,6 @@ def main() -> int:
     parser.add_argument("--kappas", help="comma-separated κ values for ra-rag (default: the setting)")
     parser.add_argument(
         "--only-reuse", action="store_true", help="skip the pass without stored-vector reuse (slow generators)"
-    )
-    parser.add_argument(
-        "--eager", action="store_true", help="also time κ-RRSS with the eager filter (the product before the lazy one)"
     )
     parser.add_argument(
         "--profile",
@@ -200,18 +192,16 @@ def main() -> int:
         asking.ask_now(questions[0], strategy="ra-rag")  # load the models once, outside the timings
         entry: dict[str, Any] = {"chunks": chunks, "load_average_before": os.getloadavg()[0]}
         kappas = [int(k) for k in args.kappas.split(",")] if args.kappas else None
-        passes = [("reuse", True, True)]
-        if args.eager:
-            passes.append(("eager", True, False))
+        passes = [("reuse", True)]
         if not args.only_reuse:
-            passes.append(("no_reuse", False, False))
-        for key, reuse, lazy in passes:
+            passes.append(("no_reuse", False))
+        for key, reuse in passes:
             counts: dict[str, list[tuple[int, int]]] = {}
-            seconds = ask_cold(questions * args.repeat, strategies, reuse, kappas, lazy, sources=counts)
+            seconds = ask_cold(questions * args.repeat, strategies, reuse, kappas, sources=counts)
             entry[key] = summary(seconds, counts)
         if args.profile:
             profiles: dict[str, Any] = {}
-            ask_cold(questions, strategies, True, kappas, True, profiles)
+            ask_cold(questions, strategies, True, kappas, profiles)
             for name, profiler in profiles.items():
                 out = io.StringIO()
                 pstats.Stats(profiler, stream=out).sort_stats(
@@ -233,11 +223,7 @@ def main() -> int:
     )
     print("|---|---:|---|---:|---:|---:|---:|")
     for corpus, entry in result["corpora"].items():
-        for key, label in (
-            ("reuse", "yes, lazy filter (the product)"),
-            ("eager", "yes, eager filter (before)"),
-            ("no_reuse", "no, eager filter"),
-        ):
+        for key, label in (("reuse", "yes (the product)"), ("no_reuse", "no")):
             if key not in entry:
                 continue
             r = entry[key]

@@ -21,7 +21,8 @@ from core.engine.strategies import (
     missing_requirements,
     runnable_strategies,
 )
-from core.engine.strategies.astute_rag import DEFAULT_CONFIDENCE, parse_confidence, parse_final, parse_proposals
+from core.engine.strategies.astute_parsing import parse_confidence, parse_final, parse_proposals
+from core.engine.strategies.astute_rag import DEFAULT_CONFIDENCE
 from core.engine.strategies.base import REQUIREMENT_HELP, Requirement
 from core.engine.strategies.codec import evidence_from_json, evidence_to_json, jsonable
 from core.engine.text import IDK, is_idk

@@ -1,8 +1,9 @@
 """Astute RAG (Wang et al., 2024, Algorithm 1): the model's own knowledge against retrieval.
 
 1. Adaptive internal passages (p_gen): the model writes at most ``m_hat`` passages from its
-   memory, or "I don't know" (zero passages). Parsed strictly: split on "Document <n>:"
-   headers, IDK passages dropped, duplicates dropped, at most ``m_hat``, each bounded.
+   memory, or "I don't know" (zero passages). Parsed strictly (astute_parsing: split on
+   "Document <n>:" headers, IDK passages dropped, duplicates dropped, at most ``m_hat``, each
+   bounded).
 2. Source-aware context: the pooled top-``pooled_k`` retrieved passages (as vanilla-rag) then
    the internal ones (D0 = E + I), numbered, marked "external" (with the source's name) or
    "memory", quoted as untrusted data.
@@ -25,20 +26,30 @@ matching group's answer line; a number in [0, 1] or a percentage), else DEFAULT_
 like every pooled strategy it is then capped when no source behind the answer was ever
 checked (pipeline.caveat_from_evidence). Evidence: every retrieved chunk, used when a chosen
 group cites it (else when it contains the answer).
+
+The prompts are in astute_prompts, the reading of the outputs in astute_parsing; each step
+above is one method of the strategy.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.base import GenerationRequest
 from core.engine.params import ParamSet, param
 from core.engine.reliability.weights import PRIOR_ACCURACY
+from core.engine.strategies.astute_parsing import (
+    FinalAnswer,
+    Group,
+    clean_answer,
+    groups_as_context,
+    parse_final,
+    parse_groups,
+    parse_internal_passages,
+    parse_proposals,
+)
 from core.engine.strategies.astute_prompts import (
     EXTERNAL,
     MEMORY,
@@ -48,27 +59,21 @@ from core.engine.strategies.astute_prompts import (
     consolidation_prompt,
     generation_prompt,
 )
-from core.engine.strategies.base import AnswerStrategy, EngineContext, Evidence, Requirement, StrategyResult
-from core.engine.strategies.pipeline import caveat_from_evidence, record
+from core.engine.strategies.base import Answering, AnswerStrategy, EngineContext, Evidence, Requirement, StrategyResult
+from core.engine.strategies.pipeline import caveat_from_evidence
 from core.engine.strategies.registry import register
 from core.engine.text import IDK, is_idk, normalize_answer
-from core.engine.types import CallStats, Passage
+from core.engine.types import Passage
 
 # A self-reported confidence is missing: an unscored answer is worth a coin flip, the
 # accuracy the product assumes for an unchecked source.
 DEFAULT_CONFIDENCE = PRIOR_ACCURACY
-MAX_INTERNAL_CHARS = 1000  # an internal passage is cut here
-MAX_GROUP_CHARS = 800  # a consolidated group's summary is cut here
-MAX_ANSWER_CHARS = 300
 MAX_RAW_CHARS = 2000  # each raw model output kept in the trace
 MAX_TRACE_TEXT = 300  # each document's text kept in the trace (for the ask page)
-SHORT_REPLY_WORDS = 12  # an untagged one-line reply this short is taken as the answer
-# Output budgets, passed to backends whose GenerationRequest takes ``max_tokens``.
+# Output budgets of the prompts (GenerationRequest.max_tokens).
 GEN_TOKENS_PER_PASSAGE = 200
 CONSOLIDATION_TOKENS = 500
 ANSWER_TOKENS = 600
-
-_REQUEST_FIELDS = {f.name for f in dataclasses.fields(GenerationRequest)}
 
 
 @dataclass(frozen=True)
@@ -94,208 +99,6 @@ class AstuteRagParams(ParamSet):
     )
 
 
-# --- parsing -------------------------------------------------------------------------------
-
-_PREFIX = r"^\s*(?:[-*#>]+\s*)?(?:\*\*)?\s*"
-_GROUP = re.compile(
-    _PREFIX + r"(?:new\s+|consolidated\s+)?(?:group|document)\s*(?P<n>\d+)\s*(?:\*\*)?\s*"
-    r"\(\s*sources?\s*:\s*(?P<origins>[^;)]*?)\s*;\s*(?:original\s+)?(?:document|doc)s?\s*(?:numbers?)?\s*:?\s*"
-    r"(?P<docs>[^)]*?)\s*\)\s*(?:\*\*)?\s*:?\s*(?P<text>.*)$",
-    re.IGNORECASE,
-)
-_PROPOSAL = re.compile(
-    _PREFIX + r"(?:proposed\s+)?answer\s+(?:for|of|to)\s+group\s*(?P<n>\d+)\s*(?:\*\*)?\s*:\s*(?P<answer>.*)$",
-    re.IGNORECASE,
-)
-_STRUCTURE = re.compile(_PREFIX + r"(?:step\s*\d|answer\s+(?:for|of|to)\s+group|final\s+answer)", re.IGNORECASE)
-_CONFIDENCE = re.compile(r"\(?\s*confidence(?:\s+score)?\s*[:=]?\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<pct>%)?\s*\)?", re.I)
-_TAGGED = re.compile(r"<{1,3}\s*answer\s*>{1,3}(?P<body>.*?)<{1,3}\s*/\s*answer\s*>{1,3}", re.IGNORECASE | re.DOTALL)
-_OPEN_TAG = re.compile(r"<{1,3}\s*answer\s*>{1,3}(?P<body>[^\n<]*)", re.IGNORECASE)
-_FINAL_LINE = re.compile(
-    _PREFIX + r"final\s+answer\s*(?:\*\*)?\s*[:\-]\s*(?P<answer>.+)$", re.IGNORECASE | re.MULTILINE
-)
-_DOC_HEADER = re.compile(r"^\s*(?:\*\*)?\s*document\s*\d+\s*(?:\*\*)?\s*:\s*", re.IGNORECASE | re.MULTILINE)
-_RANGE = re.compile(r"(\d+)\s*(?:-|–|to)\s*(\d+)")
-_PLACEHOLDERS = {"your answer", "answer", "short answer", "exact answer"}
-_MEMORY_WORDS = ("memory", "memorized", "internal", "own knowledge")
-_EXTERNAL_WORDS = ("external", "retriev", "web")
-
-
-def parse_confidence(text: str) -> float | None:
-    """A confidence written as a number in [0, 1] or a percentage ("0.8", "80%"; a bare number
-    in (1, 100] is read as a percentage); None when there is none or it is out of range."""
-    match = _CONFIDENCE.search(text)
-    if not match:
-        return None
-    value = float(match.group("value"))
-    if match.group("pct") or value > 1.0:
-        value /= 100.0
-    return value if 0.0 <= value <= 1.0 else None
-
-
-def clean_answer(text: str) -> str:
-    """An answer without markup, surrounding quotes, a trailing period or a confidence remark."""
-    text = _CONFIDENCE.sub(" ", text)
-    text = " ".join(text.replace("*", " ").split()).strip(" \"'`:;,.")
-    if normalize_answer(text) in _PLACEHOLDERS:
-        return ""
-    return bound(text, MAX_ANSWER_CHARS) if text else ""
-
-
-def parse_internal_passages(output: str, m_hat: int) -> list[str]:
-    """The passages of a p_gen output: split on "Document <n>:" headers (the whole output is one
-    passage without them), "I don't know" passages and duplicates dropped, at most ``m_hat``."""
-    if m_hat <= 0:
-        return []
-    parts = [p for p in _DOC_HEADER.split(output) if p.strip()]
-    passages: list[str] = []
-    seen: set[str] = set()
-    for part in parts:
-        text = bound(part, MAX_INTERNAL_CHARS)
-        norm = normalize_answer(text)
-        if not norm or is_idk(text) or norm.startswith(("i dont know", "i do not know")) or norm in seen:
-            continue
-        seen.add(norm)
-        passages.append(text)
-    return passages[:m_hat]
-
-
-def _origins(claimed: str) -> list[str]:
-    low = claimed.lower()
-    out = []
-    if "both" in low or any(w in low for w in _MEMORY_WORDS):
-        out.append(MEMORY)
-    if "both" in low or any(w in low for w in _EXTERNAL_WORDS):
-        out.append(EXTERNAL)
-    return out
-
-
-def _cited(docs: str, count: int) -> tuple[list[int], int]:
-    """The valid document numbers (1..count) a group cites, and how many it cited out of range."""
-    numbers: list[int] = []
-    for a, b in _RANGE.findall(docs):
-        lo, hi = int(a), int(b)
-        if lo <= hi and hi - lo <= count:
-            numbers.extend(range(lo, hi + 1))
-    numbers.extend(int(n) for n in re.findall(r"\d+", _RANGE.sub(" ", docs)))
-    valid = sorted({n for n in numbers if 1 <= n <= count})
-    return valid, len({n for n in numbers if not 1 <= n <= count})
-
-
-@dataclass
-class Group:
-    """One consolidated group: the documents it cites (initial numbering) and their origins."""
-
-    number: int
-    documents: list[int]
-    memory: bool
-    external: bool
-    claimed: list[str]  # the origins the model wrote (the flags above come from the citations)
-    text: str
-    answer: str | None = None
-    confidence: float | None = None
-    chosen: bool = False
-
-    def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def parse_groups(output: str, initial: Sequence[ContextDocument]) -> tuple[list[Group], int]:
-    """The groups of a p_con / p_ans output and how many header lines were rejected (no valid
-    document number). A summary runs from its header to the next header, blank or step line."""
-    origin_of = {d.number: d.origins for d in initial}
-    groups: list[Group] = []
-    rejected = 0
-    current: Group | None = None
-    for line in output.splitlines():
-        match = _GROUP.match(line)
-        if match:
-            current = None
-            docs, _ = _cited(match.group("docs"), len(initial))
-            if not docs:
-                rejected += 1
-                continue
-            origins = {o for n in docs for o in origin_of[n]}
-            current = Group(
-                number=int(match.group("n")),
-                documents=docs,
-                memory=MEMORY in origins,
-                external=EXTERNAL in origins,
-                claimed=_origins(match.group("origins")),
-                text=match.group("text").strip(),
-            )
-            groups.append(current)
-        elif current is not None and line.strip() and not _STRUCTURE.match(line) and not _TAGGED.search(line):
-            current.text = f"{current.text} {line.strip()}"
-        else:
-            current = None
-    for group in groups:
-        group.text = bound(group.text, MAX_GROUP_CHARS)
-    return [g for g in groups if g.text], rejected
-
-
-def parse_proposals(output: str) -> dict[int, tuple[str, float | None]]:
-    """Step 2's "Answer for group <n>: <answer> (confidence: <c>)" lines, by group number."""
-    out: dict[int, tuple[str, float | None]] = {}
-    for line in output.splitlines():
-        match = _PROPOSAL.match(line)
-        if match:
-            body = match.group("answer")
-            out[int(match.group("n"))] = (clean_answer(body), parse_confidence(body))
-    return out
-
-
-@dataclass
-class FinalAnswer:
-    answer: str
-    confidence: float | None
-    tagged: bool  # the answer sat between well-formed tags
-    how: str  # where a fallback took it from ("" when tagged)
-
-
-def _matches(answer: str, other: str) -> bool:
-    a, b = normalize_answer(answer), normalize_answer(other)
-    return bool(a and b) and (a == b or f" {a} " in f" {b} " or f" {b} " in f" {a} ")
-
-
-def parse_final(output: str, proposals: dict[int, tuple[str, float | None]]) -> FinalAnswer:
-    """The final answer of a p_ans output and the confidence the model gave it."""
-    tagged = [m for m in _TAGGED.finditer(output) if clean_answer(m.group("body"))]
-    if tagged:
-        last = tagged[-1]
-        answer = clean_answer(last.group("body"))
-        confidence = parse_confidence(last.group("body"))
-        if confidence is None:
-            confidence = parse_confidence(output[last.end() : last.end() + 120])
-        return FinalAnswer(answer, confidence, True, "")
-    answer, how, confidence = "", "", None
-    opened = [m for m in _OPEN_TAG.finditer(output) if clean_answer(m.group("body"))]
-    final_lines = list(_FINAL_LINE.finditer(output))
-    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
-    scored = [(a, c) for a, c in proposals.values() if a and c is not None]
-    if opened:
-        body = opened[-1].group("body")
-        answer, how, confidence = clean_answer(body), "an unclosed answer tag", parse_confidence(body)
-    elif final_lines:
-        body = final_lines[-1].group("answer")
-        answer, how, confidence = clean_answer(body), 'a "Final answer:" line', parse_confidence(body)
-    elif scored:
-        answer, confidence = max(scored, key=lambda ac: ac[1] or 0.0)
-        how = "the group answer it gave most confidence"
-    elif len(lines) == 1 and len(lines[0].split()) <= SHORT_REPLY_WORDS and not _GROUP.match(lines[0]):
-        answer, how = clean_answer(lines[0]), "its one-line reply"
-    return FinalAnswer(answer or IDK, confidence if answer else None, False, how if answer else "")
-
-
-# --- the strategy --------------------------------------------------------------------------
-
-
-def _request(question: str, prompt: str, max_tokens: int) -> GenerationRequest:
-    """A prompt request; the output budget travels when the request type has room for it."""
-    extra: dict[str, Any] = {"max_tokens": max_tokens} if "max_tokens" in _REQUEST_FIELDS else {}
-    return GenerationRequest(question, (), prompt=prompt, **extra)
-
-
 def _documents(passages: Sequence[Passage], internal: Sequence[str], names: dict[int, str]) -> list[ContextDocument]:
     """D0 = E + I: retrieved passages first, then the internal ones, numbered from 1."""
     docs = [
@@ -306,16 +109,35 @@ def _documents(passages: Sequence[Passage], internal: Sequence[str], names: dict
     return docs
 
 
-def _as_context(groups: Sequence[Group]) -> list[ContextDocument]:
-    return [
-        ContextDocument(
-            i,
-            g.text,
-            tuple(o for o, on in ((MEMORY, g.memory), (EXTERNAL, g.external)) if on),
-            cites=tuple(g.documents),
-        )
-        for i, g in enumerate(groups, start=1)
-    ]
+def _matches(answer: str, other: str) -> bool:
+    a, b = normalize_answer(answer), normalize_answer(other)
+    return bool(a and b) and (a == b or f" {a} " in f" {b} " or f" {b} " in f" {a} ")
+
+
+@dataclass
+class _Consolidation:
+    """What the t - 1 consolidation rounds leave: the last usable context and its groups."""
+
+    last: list[ContextDocument] | None = None
+    groups: list[Group] = field(default_factory=list)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Transcript:
+    """What one answer tells the reader besides the answer: notes, and each raw model output
+    (bounded) for the trace."""
+
+    notes: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(
+        default_factory=lambda: {"generate": None, "consolidate": [], "answer": None, "plain": None}
+    )
+
+
+def _ask(run: Answering, prompt: str, max_tokens: int) -> str:
+    """One prompt to the generator with its output budget; the text it writes."""
+    generations = run.generate([GenerationRequest(run.question, (), prompt=prompt, max_tokens=max_tokens)])
+    return generations[0].text if generations else ""
 
 
 @register("astute-rag")
@@ -329,113 +151,27 @@ class AstuteRagStrategy(AnswerStrategy):
     Params = AstuteRagParams
 
     def answer(self, question: str, ctx: EngineContext, params: AstuteRagParams) -> StrategyResult:
-        started = time.perf_counter()
-        stats = CallStats()
-        notes: list[str] = []
-        raw: dict[str, Any] = {"generate": None, "consolidate": [], "answer": None, "plain": None}
-
-        def ask(prompt: str, max_tokens: int) -> str:
-            generations: list[Generation] = ctx.generator.generate([_request(question, prompt, max_tokens)])
-            record(stats, generations)
-            return generations[0].text if generations else ""
-
-        # 1. Adaptive internal passages.
-        internal: list[str] = []
-        if params.m_hat > 0:
-            output = ask(generation_prompt(question, params.m_hat), GEN_TOKENS_PER_PASSAGE * params.m_hat)
-            raw["generate"] = bound(output, MAX_RAW_CHARS)
-            internal = parse_internal_passages(output, params.m_hat)
-
-        # 2. The source-aware initial context D0.
-        vector = ctx.embedder.encode([question])[0]
-        passages = ctx.retriever.top_k_pooled(vector, params.pooled_k)
-        names = {s.id: s.name for s in ctx.sources}
-        initial = _documents(passages, internal, names)
-
-        # 3. t - 1 consolidations; an unusable output keeps the previous context.
-        last: list[ContextDocument] | None = None
-        last_groups: list[Group] = []
-        rounds: list[dict[str, Any]] = []
-        for iteration in range(1, params.t):
-            output = ask(consolidation_prompt(question, initial, last, params.passage_chars), CONSOLIDATION_TOKENS)
-            raw["consolidate"].append(bound(output, MAX_RAW_CHARS))
-            groups, rejected = parse_groups(output, initial)
-            rounds.append(
-                {"iteration": iteration, "groups": len(groups), "rejected": rejected, "format_ok": bool(groups)}
-            )
-            if groups:
-                for number, group in enumerate(groups, start=1):
-                    group.number = number  # as the next prompt numbers them (Group 1, 2, ...)
-                last, last_groups = _as_context(groups), groups
-            else:
-                notes.append(
-                    f"Consolidation round {iteration}: the model's output had no group in the expected format "
-                    "(Group n (source: ...; documents: ...): ...); the previous context was kept."
-                )
-
-        # 4. Consolidate (unless t = 0) and finalise the answer.
-        output = ask(
-            answer_prompt(question, initial, last, consolidate=params.t > 0, limit=params.passage_chars),
-            ANSWER_TOKENS,
-        )
-        raw["answer"] = bound(output, MAX_RAW_CHARS)
+        run = self.begin(question, ctx)
+        transcript = _Transcript()
+        internal = self.internal_passages(run, params, transcript)
+        passages = run.pooled_passages(params.pooled_k)
+        initial = _documents(passages, internal, {s.id: s.name for s in ctx.sources})
+        consolidation = self.consolidate(run, initial, params, transcript)
+        output = self.finalise(run, initial, consolidation.last, params, transcript)
         groups, _ = parse_groups(output, initial) if params.t > 0 else ([], 0)
         proposals = parse_proposals(output)
-        final = parse_final(output, proposals)
-        if not final.tagged and not final.how and params.plain_fallback:
-            texts = [bound(d.text, params.passage_chars) for d in initial]
-            generations = ctx.generator.generate([GenerationRequest(question, texts)])
-            record(stats, generations)
-            plain = generations[0].text if generations else ""
-            raw["plain"] = bound(plain, MAX_RAW_CHARS)
-            first = next((line for line in plain.splitlines() if line.strip()), "")
-            answer_text = "" if is_idk(first) else clean_answer(first)
-            if answer_text:
-                final = FinalAnswer(answer_text, None, False, "one more call with the plain answer prompt")
-        if not final.tagged:
-            taken = f"the answer was taken from {final.how}" if final.how else "the strategy abstained"
-            notes.append(f"The model did not mark its final answer with <<<ANSWER>>> tags: {taken}.")
+        final = self.final_answer(run, output, proposals, initial, params, transcript)
         answer = IDK if is_idk(final.answer) else final.answer
 
-        shown = groups or last_groups  # the answer's own groups, else the last consolidation's
-        for group in shown:
-            if group.number in proposals:
-                group.answer, group.confidence = proposals[group.number]
-        confidence = final.confidence
-        if not is_idk(answer):
-            for group in shown:
-                group.chosen = bool(group.answer and _matches(answer, group.answer))
-            if not any(g.chosen for g in shown):
-                for group in shown:
-                    group.chosen = _matches(answer, group.text)
-            if confidence is None:
-                scores = [g.confidence for g in shown if g.chosen and g.confidence is not None]
-                confidence = max(scores) if scores else None
-        confidence_source = "model" if confidence is not None else "default"
-        model_confidence = confidence
-
+        shown = groups or consolidation.groups  # the answer's own groups, else the last consolidation's
+        confidence = self.choose_groups(answer, final.confidence, shown, proposals)
         used = self._used(answer, initial, shown)
-        evidence: list[Evidence] = []
-        for i, p in enumerate(passages, start=1):
-            if any(e.chunk_id == p.chunk_id for e in evidence):
-                continue  # one evidence item per chunk
-            evidence.append(
-                Evidence(
-                    chunk_id=p.chunk_id,
-                    source_id=p.source_id,
-                    document_id=p.document_id,
-                    distance=float(p.distance),
-                    used=i in used,
-                )
-            )
-        result = StrategyResult(
-            answer=answer,
-            confidence=0.0 if is_idk(answer) else float(confidence if confidence is not None else DEFAULT_CONFIDENCE),
-            strategy=self.name,
-            backend=ctx.generator.name,
+        evidence = self.evidence(passages, used)
+        result = run.result(
+            answer,
+            0.0 if is_idk(answer) else float(confidence if confidence is not None else DEFAULT_CONFIDENCE),
             evidence=evidence,
-            notes=notes,
-            stats=stats,
+            notes=transcript.notes,
         )
         if not is_idk(answer) and not any(e.used for e in evidence):
             result.notes.append("No retrieved passage supports this answer: it rests on the model's own knowledge.")
@@ -458,17 +194,138 @@ class AstuteRagStrategy(AnswerStrategy):
                     for d in initial
                 ],
                 "groups": [g.as_json() for g in shown],
-                "groups_from": "answer" if groups else ("consolidation" if last_groups else None),
-                "consolidations": rounds,
+                "groups_from": "answer" if groups else ("consolidation" if consolidation.groups else None),
+                "consolidations": consolidation.rounds,
                 "format_ok": final.tagged,
                 "fallback": final.how or None,
-                "answer_confidence": model_confidence,
-                "confidence_source": confidence_source,
-                "raw": raw,
+                "answer_confidence": confidence,
+                "confidence_source": "model" if confidence is not None else "default",
+                "raw": transcript.raw,
             }
         }
-        result.seconds = time.perf_counter() - started
         return result
+
+    @staticmethod
+    def internal_passages(run: Answering, params: AstuteRagParams, transcript: _Transcript) -> list[str]:
+        """Step 1 (p_gen): at most m_hat passages from the model's own memory (none for m_hat = 0)."""
+        if params.m_hat <= 0:
+            return []
+        output = _ask(run, generation_prompt(run.question, params.m_hat), GEN_TOKENS_PER_PASSAGE * params.m_hat)
+        transcript.raw["generate"] = bound(output, MAX_RAW_CHARS)
+        return parse_internal_passages(output, params.m_hat)
+
+    @staticmethod
+    def consolidate(
+        run: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
+    ) -> _Consolidation:
+        """Step 3 (p_con), t - 1 rounds: each usable output's groups become the last context; an
+        unusable one keeps the previous context (with a note)."""
+        done = _Consolidation()
+        for iteration in range(1, params.t):
+            output = _ask(
+                run, consolidation_prompt(run.question, initial, done.last, params.passage_chars), CONSOLIDATION_TOKENS
+            )
+            transcript.raw["consolidate"].append(bound(output, MAX_RAW_CHARS))
+            groups, rejected = parse_groups(output, initial)
+            done.rounds.append(
+                {"iteration": iteration, "groups": len(groups), "rejected": rejected, "format_ok": bool(groups)}
+            )
+            if groups:
+                for number, group in enumerate(groups, start=1):
+                    group.number = number  # as the next prompt numbers them (Group 1, 2, ...)
+                done.last, done.groups = groups_as_context(groups), groups
+            else:
+                transcript.notes.append(
+                    f"Consolidation round {iteration}: the model's output had no group in the expected format "
+                    "(Group n (source: ...; documents: ...): ...); the previous context was kept."
+                )
+        return done
+
+    @staticmethod
+    def finalise(
+        run: Answering,
+        initial: Sequence[ContextDocument],
+        last: Sequence[ContextDocument] | None,
+        params: AstuteRagParams,
+        transcript: _Transcript,
+    ) -> str:
+        """Step 4 (p_ans): consolidate once more (unless t = 0), one answer per group, the final
+        answer between tags; the model's output."""
+        prompt = answer_prompt(run.question, initial, last, consolidate=params.t > 0, limit=params.passage_chars)
+        output = _ask(run, prompt, ANSWER_TOKENS)
+        transcript.raw["answer"] = bound(output, MAX_RAW_CHARS)
+        return output
+
+    @staticmethod
+    def final_answer(
+        run: Answering,
+        output: str,
+        proposals: dict[int, tuple[str, float | None]],
+        initial: Sequence[ContextDocument],
+        params: AstuteRagParams,
+        transcript: _Transcript,
+    ) -> FinalAnswer:
+        """The final answer of the p_ans output, through the parsing fallbacks; when none finds
+        one, the plain answer prompt over the same documents (``plain_fallback``). A final
+        answer without tags is said in a note."""
+        final = parse_final(output, proposals)
+        if not final.tagged and not final.how and params.plain_fallback:
+            texts = [bound(d.text, params.passage_chars) for d in initial]
+            generations = run.generate([GenerationRequest(run.question, texts)])
+            plain = generations[0].text if generations else ""
+            transcript.raw["plain"] = bound(plain, MAX_RAW_CHARS)
+            first = next((line for line in plain.splitlines() if line.strip()), "")
+            answer_text = "" if is_idk(first) else clean_answer(first)
+            if answer_text:
+                final = FinalAnswer(answer_text, None, False, "one more call with the plain answer prompt")
+        if not final.tagged:
+            taken = f"the answer was taken from {final.how}" if final.how else "the strategy abstained"
+            transcript.notes.append(f"The model did not mark its final answer with <<<ANSWER>>> tags: {taken}.")
+        return final
+
+    @staticmethod
+    def choose_groups(
+        answer: str,
+        confidence: float | None,
+        groups: Sequence[Group],
+        proposals: dict[int, tuple[str, float | None]],
+    ) -> float | None:
+        """Give each shown group its proposed answer and mark the groups behind ``answer``
+        (by their answer, else by their summary); the answer's confidence: the model's own
+        for the final answer, else the best of the chosen groups'."""
+        for group in groups:
+            if group.number in proposals:
+                group.answer, group.confidence = proposals[group.number]
+        if is_idk(answer):
+            return confidence
+        for group in groups:
+            group.chosen = bool(group.answer and _matches(answer, group.answer))
+        if not any(g.chosen for g in groups):
+            for group in groups:
+                group.chosen = _matches(answer, group.text)
+        if confidence is None:
+            scores = [g.confidence for g in groups if g.chosen and g.confidence is not None]
+            confidence = max(scores) if scores else None
+        return confidence
+
+    @staticmethod
+    def evidence(passages: Sequence[Passage], used: set[int]) -> list[Evidence]:
+        """One evidence item per retrieved chunk (its first position), used when its document
+        number is among ``used``."""
+        evidence: list[Evidence] = []
+        for i, p in enumerate(passages, start=1):
+            if any(e.chunk_id == p.chunk_id for e in evidence):
+                continue  # one evidence item per chunk
+            evidence.append(
+                Evidence(
+                    chunk_id=p.chunk_id,
+                    source_id=p.source_id,
+                    document_id=p.document_id,
+                    distance=float(p.distance),
+                    used=i in used,
+                )
+            )
+        return evidence
 
     @staticmethod
     def _used(answer: str, initial: Sequence[ContextDocument], groups: Sequence[Group]) -> set[int]:

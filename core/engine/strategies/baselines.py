@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 
 from core.engine.backends.generation.base import Capability, GenerationRequest
 from core.engine.lexical import content_words
 from core.engine.params import NoParams, ParamSet, param
-from core.engine.strategies.base import AnswerStrategy, EngineContext, Evidence, Requirement, StrategyResult
-from core.engine.strategies.pipeline import caveat_from_evidence, passage_evidence, record
+from core.engine.strategies.base import (
+    Answering,
+    AnswerStrategy,
+    EngineContext,
+    Evidence,
+    Requirement,
+    StrategyResult,
+)
+from core.engine.strategies.pipeline import caveat_from_evidence, passage_evidence
 from core.engine.strategies.registry import register
 from core.engine.text import IDK, is_idk, normalize_answer
-from core.engine.types import CallStats
+from core.engine.types import Passage
 
 
 @dataclass(frozen=True)
@@ -27,17 +33,11 @@ class RobustRagParams(PooledParams):
     beta: int = param(3, low=1, high=100, help="... or in at least this many of them")
 
 
-def _result(
-    name: str, ctx: EngineContext, answer: str, stats: CallStats, started: float, conf: float
-) -> StrategyResult:
-    return StrategyResult(
-        answer=answer if not is_idk(answer) else IDK,
-        confidence=conf if not is_idk(answer) else 0.0,
-        strategy=name,
-        backend=ctx.generator.name,
-        stats=stats,
-        seconds=time.perf_counter() - started,
-    )
+def _final(run: Answering, answer: str, confidence: float) -> StrategyResult:
+    """The result of a single answer: an abstention carries no confidence."""
+    if is_idk(answer):
+        return run.result(IDK, 0.0)
+    return run.result(answer, confidence)
 
 
 @register("vanilla-rag")
@@ -46,13 +46,10 @@ class VanillaRag(AnswerStrategy):
     Params = PooledParams
 
     def answer(self, question: str, ctx: EngineContext, params: PooledParams) -> StrategyResult:
-        started = time.perf_counter()
-        stats = CallStats()
-        vector = ctx.embedder.encode([question])[0]
-        passages = ctx.retriever.top_k_pooled(vector, params.pooled_k)
-        generations = ctx.generator.generate([GenerationRequest(question, [p.text for p in passages])])
-        record(stats, generations)
-        result = _result(self.name, ctx, generations[0].text, stats, started, 1.0)
+        run = self.begin(question, ctx)
+        passages = run.pooled_passages(params.pooled_k)
+        generations = run.generate([GenerationRequest(question, [p.text for p in passages])])
+        result = _final(run, generations[0].text, 1.0)
         result.evidence = passage_evidence(passages, used=True)
         caveat_from_evidence(result, ctx.sources)
         return result
@@ -66,11 +63,9 @@ class VanillaLlm(AnswerStrategy):
     Params = NoParams
 
     def answer(self, question: str, ctx: EngineContext, params: NoParams) -> StrategyResult:
-        started = time.perf_counter()
-        stats = CallStats()
-        generations = ctx.generator.generate([GenerationRequest(question, [])])
-        record(stats, generations)
-        return _result(self.name, ctx, generations[0].text, stats, started, 1.0)
+        run = self.begin(question, ctx)
+        generations = run.generate([GenerationRequest(question, [])])
+        return _final(run, generations[0].text, 1.0)
 
 
 def _phrases(answer: str, max_len: int = 3) -> set[str]:
@@ -93,48 +88,53 @@ class RobustRag(AnswerStrategy):
     Params = RobustRagParams
 
     def answer(self, question: str, ctx: EngineContext, params: RobustRagParams) -> StrategyResult:
-        started = time.perf_counter()
-        stats = CallStats()
-        vector = ctx.embedder.encode([question])[0]
-        passages = ctx.retriever.top_k_pooled(vector, params.pooled_k)
-        generations = ctx.generator.generate([GenerationRequest(question, [p.text]) for p in passages])
-        record(stats, generations)
-        answers = [g.text for g in generations if not is_idk(g.text)]
+        run = self.begin(question, ctx)
+        passages = run.pooled_passages(params.pooled_k)
+        isolated = [g.text for g in run.generate([GenerationRequest(question, [p.text]) for p in passages])]
+        answers = [text for text in isolated if not is_idk(text)]
+        kept = self.keywords(answers, params)
+        result = self.aggregate(run, kept, answers) if kept else _final(run, IDK, 0.0)
+        result.evidence = self.evidence(passages, isolated, {p for p, _ in kept})
+        result.trace = {"keywords": [p for p, _ in kept]}
+        caveat_from_evidence(result, ctx.sources)
+        return result
+
+    @staticmethod
+    def keywords(answers: list[str], params: RobustRagParams) -> list[tuple[str, int]]:
+        """The phrases found in at least min(beta, alpha * n) of the n isolated answers
+        (at least one), with their counts."""
         threshold = min(params.beta, params.alpha * len(answers))
         counts: Counter[str] = Counter()
         for text in answers:
             counts.update(_phrases(text))
-        kept = [(p, c) for p, c in counts.items() if c >= max(threshold, 1)]
-        trace: dict[str, object] = {"keywords": [p for p, _ in kept]}
-        # A passage is used when its isolated answer holds a kept keyword.
-        kept_words = {p for p, _ in kept}
+        return [(p, c) for p, c in counts.items() if c >= max(threshold, 1)]
+
+    @staticmethod
+    def evidence(passages: list[Passage], isolated: list[str], kept: set[str]) -> list[Evidence]:
+        """Every pooled passage; used when its isolated answer holds a kept keyword."""
         evidence: list[Evidence] = []
-        for passage, generation in zip(passages, generations, strict=True):
-            used = not is_idk(generation.text) and bool(_phrases(generation.text) & kept_words)
+        for passage, text in zip(passages, isolated, strict=True):
+            used = not is_idk(text) and bool(_phrases(text) & kept)
             evidence.extend(passage_evidence([passage], used=used))
-        if not kept:
-            result = _result(self.name, ctx, IDK, stats, started, 0.0)
-        else:
-            best, support = max(kept, key=lambda pc: (pc[1], len(pc[0].split())))
-            confidence = support / len(answers)
-            if Capability.FREE_TEXT not in ctx.generator.capabilities:
-                # Return the original surface form of the best phrase.
-                surface = next((a for a in answers if best in " ".join(content_words(a))), best)
-                result = _result(
-                    self.name, ctx, surface if normalize_answer(surface) else best, stats, started, confidence
-                )
-            else:
-                hints = ", ".join(p for p, _ in sorted(kept, key=lambda pc: -pc[1]))
-                prompt = (
-                    "Answer the question with a few words, using these keywords gathered from "
-                    f"several independent passages as hints: {hints}.\n"
-                    'If they do not answer the question, say "I don\'t know".\n'
-                    f"Question: {question.strip()}\nAnswer:"
-                )
-                final = ctx.generator.generate([GenerationRequest(question, [], prompt=prompt)])
-                record(stats, final)
-                result = _result(self.name, ctx, final[0].text, stats, started, confidence)
-        result.evidence = evidence
-        result.trace = trace
-        caveat_from_evidence(result, ctx.sources)
-        return result
+        return evidence
+
+    @staticmethod
+    def aggregate(run: Answering, kept: list[tuple[str, int]], answers: list[str]) -> StrategyResult:
+        """The answer from the kept keywords: a span reader returns the best-supported phrase
+        (longest on ties) as an answer wrote it; a free-text model answers once more with the
+        keywords as hints."""
+        best, support = max(kept, key=lambda pc: (pc[1], len(pc[0].split())))
+        confidence = support / len(answers)
+        if Capability.FREE_TEXT not in run.ctx.generator.capabilities:
+            # Return the original surface form of the best phrase.
+            surface = next((a for a in answers if best in " ".join(content_words(a))), best)
+            return _final(run, surface if normalize_answer(surface) else best, confidence)
+        hints = ", ".join(p for p, _ in sorted(kept, key=lambda pc: -pc[1]))
+        prompt = (
+            "Answer the question with a few words, using these keywords gathered from "
+            f"several independent passages as hints: {hints}.\n"
+            'If they do not answer the question, say "I don\'t know".\n'
+            f"Question: {run.question.strip()}\nAnswer:"
+        )
+        final = run.generate([GenerationRequest(run.question, [], prompt=prompt)])
+        return _final(run, final[0].text, confidence)

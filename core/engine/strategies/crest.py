@@ -20,7 +20,6 @@ in ``Evidence.credibility``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
@@ -40,6 +39,7 @@ from core.engine.credibility import (
 from core.engine.lexical import same_answer_text
 from core.engine.params import param
 from core.engine.strategies.base import (
+    Answering,
     AnswerStrategy,
     EngineContext,
     Evidence,
@@ -49,11 +49,11 @@ from core.engine.strategies.base import (
     StrategyUnavailable,
 )
 from core.engine.strategies.baselines import PooledParams
-from core.engine.strategies.pipeline import caveat_from_evidence, passage_evidence, record
+from core.engine.strategies.pipeline import caveat_from_evidence, passage_evidence
 from core.engine.strategies.ra_rag import RaRag, RaRagParams, SourceVotingParams
 from core.engine.strategies.registry import register
 from core.engine.text import IDK, is_idk
-from core.engine.types import CallStats, Passage
+from core.engine.types import Passage
 
 ENSEMBLE_HELP = (
     "embedders whose standardised credibility scores are averaged: context (the retrieval embedder), "
@@ -196,31 +196,17 @@ class CrestBlackBox(AnswerStrategy):
     Params = CrestBbxParams
 
     def answer(self, question: str, ctx: EngineContext, params: CrestBbxParams) -> StrategyResult:
-        started = time.perf_counter()
-        stats = CallStats()
-        vector = ctx.embedder.encode([question])[0]
-        passages = ctx.retriever.top_k_pooled(vector, params.pooled_k)
+        run = self.begin(question, ctx)
+        passages = run.pooled_passages(params.pooled_k)
         estimate = passage_credibility(passages, ctx, params)
-        texts = [p.text for p in passages]
-        sets = _score_sets(estimate)
-        variants = [(i, sets[i % len(sets)]) for i in range(params.prompts)]
-        prompts = [
-            labelled_prompt(question, texts, [credibility_label(s) for s in scores], i) for i, (_, scores) in variants
-        ]
-        generations = ctx.generator.generate([GenerationRequest(question, texts, prompt=p) for p in prompts])
-        record(stats, generations)
-        outputs = [clean_completion(g.text) or IDK for g in generations]
-        agreement = estimate_credibility(
-            outputs, ensemble_embedders(ctx.embedder, params.ensemble), _method(params.method)
-        )
-        best = max(range(len(outputs)), key=lambda i: (agreement.scores[i], -i))
+        variants = self.variants(estimate, params.prompts)
+        outputs = self.prompt_variants(run, passages, variants)
+        agreement, best = self.most_agreed(outputs, ctx, params)
         chosen = IDK if is_idk(outputs[best]) else outputs[best]
         support = sum(1 for o in outputs if not is_idk(o) and same_answer_text(o, chosen)) / len(outputs)
-        result = StrategyResult(
-            answer=chosen,
-            confidence=0.0 if is_idk(chosen) else support,
-            strategy=self.name,
-            backend=ctx.generator.name,
+        result = run.result(
+            chosen,
+            0.0 if is_idk(chosen) else support,
             evidence=credible_evidence(passages, estimate),
             trace={
                 "credibility": credibility_trace(passages, estimate, params, ctx),
@@ -231,15 +217,42 @@ class CrestBlackBox(AnswerStrategy):
                         "output": outputs[i],
                         "agreement": round(agreement.scores[i], 4),
                     }
-                    for i, (name, _) in variants
+                    for i, (name, _) in enumerate(variants)
                 ],
                 "chosen": best,
             },
-            stats=stats,
         )
         caveat_from_evidence(result, ctx.sources)
-        result.seconds = time.perf_counter() - started
         return result
+
+    @staticmethod
+    def variants(estimate: CredibilityEstimate, prompts: int) -> list[tuple[str, tuple[float, ...]]]:
+        """The score set of each prompt variant: variant i uses set i of _score_sets, cycling."""
+        sets = _score_sets(estimate)
+        return [sets[i % len(sets)] for i in range(prompts)]
+
+    @staticmethod
+    def prompt_variants(
+        run: Answering, passages: Sequence[Passage], variants: Sequence[tuple[str, tuple[float, ...]]]
+    ) -> list[str]:
+        """The paper's multiple prompting: one generation per labelled prompt variant, in one
+        batched call; an empty output counts as "I don't know"."""
+        texts = [p.text for p in passages]
+        labelled = [
+            labelled_prompt(run.question, texts, [credibility_label(s) for s in scores], i)
+            for i, (_, scores) in enumerate(variants)
+        ]
+        generations = run.generate([GenerationRequest(run.question, texts, prompt=p) for p in labelled])
+        return [clean_completion(g.text) or IDK for g in generations]
+
+    @staticmethod
+    def most_agreed(outputs: list[str], ctx: EngineContext, params: CrestBbxParams) -> tuple[CredibilityEstimate, int]:
+        """Each output's agreement with the others (the triplet method over the outputs'
+        embeddings) and the index of the most agreed one (the first on ties)."""
+        agreement = estimate_credibility(
+            outputs, ensemble_embedders(ctx.embedder, params.ensemble), _method(params.method)
+        )
+        return agreement, max(range(len(outputs)), key=lambda i: (agreement.scores[i], -i))
 
 
 # --- white box: credibility-scaled attention --------------------------------------------
@@ -339,11 +352,9 @@ class CrestWhiteBox(AnswerStrategy):
     Params = CrestWbxParams
 
     def answer(self, question: str, ctx: EngineContext, params: CrestWbxParams) -> StrategyResult:
-        started = time.perf_counter()
         tokenizer, model = _white_box(ctx.generator)
-        stats = CallStats()
-        vector = ctx.embedder.encode([question])[0]
-        passages = ctx.retriever.top_k_pooled(vector, params.pooled_k)
+        run = self.begin(question, ctx)
+        passages = run.pooled_passages(params.pooled_k)
         estimate = passage_credibility(passages, ctx, params)
         texts = [p.text for p in passages]
         render = getattr(ctx.generator, "render", None)  # the generator's own rendering, when it lends it
@@ -352,24 +363,20 @@ class CrestWhiteBox(AnswerStrategy):
         text, prompt_tokens, completion_tokens, spans = generate_with_credibility(
             tokenizer, model, rendered, texts, estimate.scores, params.max_new_tokens
         )
-        stats.calls, stats.prompt_tokens, stats.completion_tokens = 1, prompt_tokens, completion_tokens
+        run.stats.calls, run.stats.prompt_tokens, run.stats.completion_tokens = 1, prompt_tokens, completion_tokens
         answer = clean_completion(text)
         idk = is_idk(answer) or not answer
         trace = {
             "credibility": credibility_trace(passages, estimate, params, ctx),
             "token_spans": [list(s) for s in spans],
         }
-        result = StrategyResult(
-            answer=IDK if idk else answer,
-            confidence=0.0 if idk else 1.0,
-            strategy=self.name,
-            backend=ctx.generator.name,
+        result = run.result(
+            IDK if idk else answer,
+            0.0 if idk else 1.0,
             evidence=credible_evidence(passages, estimate),
             trace=trace,
-            stats=stats,
         )
         caveat_from_evidence(result, ctx.sources)
-        result.seconds = time.perf_counter() - started
         return result
 
 
@@ -382,18 +389,16 @@ class RaRagCrest(RaRag):
     product = False  # a research combination
     Params = RaRagCrestParams
 
-    def choose(
-        self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
-    ) -> list[SourceVote]:
+    def choose(self, run: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         assert isinstance(params, RaRagCrestParams)
-        votes = super().choose(question, ctx, params, stats, trace)
+        votes = super().choose(run, params, trace)
         passages = list({p.chunk_id: p for v in votes for p in v.passages}.values())
-        estimate = passage_credibility(passages, ctx, params)
+        estimate = passage_credibility(passages, run.ctx, params)
         by_chunk = {p.chunk_id: s for p, s in zip(passages, estimate.scores, strict=True)}
         for vote in votes:
             if vote.passages:
                 vote.weight *= sum(by_chunk[p.chunk_id] for p in vote.passages) / len(vote.passages)
-        trace["credibility"] = credibility_trace(passages, estimate, params, ctx)
+        trace["credibility"] = credibility_trace(passages, estimate, params, run.ctx)
         return votes
 
     def answer(self, question: str, ctx: EngineContext, params: SourceVotingParams) -> StrategyResult:

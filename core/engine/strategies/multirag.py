@@ -18,11 +18,12 @@ a language model, when configured, only judges the claims' authority.
    give; its confidence is the value's share of the group's weight. The
    paper has an LLM phrase the answer from the kept nodes; the resolved value *is* that answer
    for the factual questions claims hold, so no generator call is spent on it.
+
+Each step is one method of the strategy: ``match_items``, ``score_items``, ``prune``, ``elect``.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from core.engine.params import ParamSet, param
 from core.engine.strategies.base import (
     NO_CHUNK,
     AnswerGraph,
+    Answering,
     AnswerStrategy,
     ClusterInfo,
     EngineContext,
@@ -56,10 +58,10 @@ from core.engine.strategies.base import (
     SourceVote,
     StrategyResult,
 )
-from core.engine.strategies.pipeline import evidence_caveat, record
+from core.engine.strategies.pipeline import evidence_caveat
 from core.engine.strategies.registry import register
 from core.engine.text import IDK
-from core.engine.types import CallStats
+from core.engine.types import SourceInfo
 
 MAX_LLM_NODES = 64  # a larger group gets no LLM judgement (one generator request per node)
 MAX_GRAPH_NODES = 200  # claims shown in the answer graph (the answer's group first)
@@ -109,12 +111,7 @@ def _display(claims: Sequence[ClaimRecord]) -> str:
 
 
 def _llm_scores(
-    question: str,
-    ctx: EngineContext,
-    groups: Sequence[list[ClaimRecord]],
-    names: dict[int, str],
-    stats: CallStats,
-    trace: dict[str, Any],
+    run: Answering, groups: Sequence[list[ClaimRecord]], names: dict[int, str], trace: dict[str, Any]
 ) -> dict[int, float]:
     """C_LLM of every claim of the groups small enough, in one batched generator call."""
     claims = [c for group in groups if len(group) <= MAX_LLM_NODES for c in group]
@@ -124,13 +121,12 @@ def _llm_scores(
         return {}
     requests = [
         GenerationRequest(
-            question=question,
+            question=run.question,
             prompt=llm_authority_prompt(c.subject, c.attribute, c.raw_value or c.value, names.get(c.source_id, "")),
         )
         for c in claims
     ]
-    generations = ctx.generator.generate(requests)
-    record(stats, generations)
+    generations = run.generate(requests)
     scores: dict[int, float] = {}
     for claim, generation in zip(claims, generations, strict=True):
         try:
@@ -205,6 +201,23 @@ def _votes_and_clusters(
     return votes, clusters
 
 
+def _claim_evidence(group: GroupConfidence, value: str, voting: set[int], match: KeyMatch) -> list[Evidence]:
+    """The group's claims as evidence, the claims behind the answer first (then by confidence)."""
+    distance = max(0.0, 1.0 - min(match.score, 1.0))
+    return [
+        Evidence(
+            chunk_id=NO_CHUNK,
+            source_id=n.source_id,
+            document_id=None,
+            distance=distance,
+            used=n.claim_id in voting and n.value == value,
+            credibility=min(1.0, max(0.0, n.confidence / 2.0)),
+            claim_id=n.claim_id,
+        )
+        for n in sorted(group.nodes, key=lambda n: (not (n.claim_id in voting and n.value == value), -n.confidence))
+    ]
+
+
 def _graph(
     store: ClaimStore,
     subjects: Sequence[str],
@@ -252,44 +265,87 @@ class MultiRagStrategy(AnswerStrategy):
     Params = MultiRagParams
 
     def answer(self, question: str, ctx: EngineContext, params: MultiRagParams) -> StrategyResult:
-        started = time.perf_counter()
-        stats = CallStats()
-        notes: list[str] = []
+        run = self.begin(question, ctx)
         store: ClaimStore = ctx.claims
         thresholds = {"node": params.node_threshold, "graph": params.graph_threshold}
         trace: dict[str, Any] = {"thresholds": thresholds, "alpha": params.alpha, "beta": params.beta}
-
-        def done(result: StrategyResult) -> StrategyResult:
-            result.seconds = time.perf_counter() - started
-            return result
-
-        def abstain(note: str) -> StrategyResult:
-            return done(
-                StrategyResult(IDK, 0.0, self.name, ctx.generator.name, notes=[*notes, note], trace=trace, stats=stats)
-            )
-
-        vector = ctx.embedder.encode([question])[0]
-        matches = [m for m in store.match_keys(question, vector, params.max_items) if m.score >= params.min_match]
-        trace["matched"] = [
-            {"subject": m.subject, "attribute": m.attribute, "score": round(m.score, 6)} for m in matches
-        ]
         pool = ctx.claim_sources or ctx.sources
         source_ids = [s.id for s in pool]
         names = {s.id: s.name for s in pool}
-        items = [
+
+        items = self.match_items(run, store, source_ids, params, trace)
+        if not items:
+            return run.result(
+                IDK,
+                0.0,
+                notes=[
+                    "No subject or attribute of the claims matches this question closely enough: "
+                    "name the entity (a flight number, an ISBN, ...) as the claims spell it.",
+                ],
+                trace=trace,
+            )
+        notes: list[str] = []
+        scored = self.score_items(run, items, pool, names, params, trace)
+        chosen = self.prune(items, scored, params, notes, trace)
+        answer_group, match = scored[chosen], items[chosen][0]
+        claims = {c.id: c for c in items[chosen][1]}
+        value, confidence, behind = self.elect(answer_group, claims, pool, names, params, notes)
+        voting = {n.claim_id for n in answer_group.voting_nodes}
+        votes, clusters = _votes_and_clusters(answer_group, value, claims, names)
+        subjects = list(dict.fromkeys(m.subject for m, _ in items))
+        trace.update(
+            {
+                "answer_item": {"subject": answer_group.subject, "attribute": answer_group.attribute},
+                "answer_value": value,
+                "answer_share": round(confidence, 6),
+                "vote": params.vote,
+                "pruned_claims": sum(not n.kept for n in answer_group.nodes),
+                "llm_used": answer_group.llm_used,
+            }
+        )
+        return run.result(
+            _display(behind),
+            float(min(1.0, max(0.0, confidence))),
+            votes=votes,
+            clusters=clusters,
+            evidence=_claim_evidence(answer_group, value, voting, match),
+            graph=_graph(store, subjects, scored, source_ids, names, answer_group.confidence),
+            notes=notes,
+            trace=trace,
+        )
+
+    @staticmethod
+    def match_items(
+        run: Answering, store: ClaimStore, source_ids: list[int], params: MultiRagParams, trace: dict[str, Any]
+    ) -> list[tuple[KeyMatch, list[ClaimRecord]]]:
+        """Step 1: the items (subject, attribute) the question matches closely enough, best
+        first, each with its homologous group (the claims of ``source_ids``); items without
+        claims are dropped."""
+        vector = run.ctx.embedder.encode([run.question])[0]
+        matches = [m for m in store.match_keys(run.question, vector, params.max_items) if m.score >= params.min_match]
+        trace["matched"] = [
+            {"subject": m.subject, "attribute": m.attribute, "score": round(m.score, 6)} for m in matches
+        ]
+        return [
             (m, group)
             for m in matches[: params.max_items]
             if (group := store.group(m.subject, m.attribute, source_ids))
         ]
-        if not items:
-            return abstain(
-                "No subject or attribute of the claims matches this question closely enough: "
-                "name the entity (a flight number, an ISBN, ...) as the claims spell it."
-            )
 
+    @staticmethod
+    def score_items(
+        run: Answering,
+        items: Sequence[tuple[KeyMatch, list[ClaimRecord]]],
+        pool: Sequence[SourceInfo],
+        names: dict[int, str],
+        params: MultiRagParams,
+        trace: dict[str, Any],
+    ) -> list[GroupConfidence]:
+        """Step 2: each group's graph- and node-level confidence, with the sources' historical
+        authority and, when the generator writes free text, the LLM's authority judgement."""
         llm_scores: dict[int, float] = {}
-        if Capability.FREE_TEXT in ctx.generator.capabilities:
-            llm_scores = _llm_scores(question, ctx, [g for _, g in items], names, stats, trace)
+        if Capability.FREE_TEXT in run.ctx.generator.capabilities:
+            llm_scores = _llm_scores(run, [g for _, g in items], names, trace)
         reliability = {s.id: s.accuracy for s in pool}
         history = {s.id: s.answers_count for s in pool}
         scored = [
@@ -306,6 +362,18 @@ class MultiRagStrategy(AnswerStrategy):
             for _, group in items
         ]
         trace["groups"] = [_group_trace(m, g) for (m, _), g in zip(items, scored, strict=True)]
+        return scored
+
+    @staticmethod
+    def prune(
+        items: Sequence[tuple[KeyMatch, list[ClaimRecord]]],
+        scored: Sequence[GroupConfidence],
+        params: MultiRagParams,
+        notes: list[str],
+        trace: dict[str, Any],
+    ) -> int:
+        """Step 3: the index of the item that answers: the first one as relevant as the best
+        match (RELEVANCE_TIE) whose group survives pruning, else the best match (low confidence)."""
         # Candidates: the items as relevant as the best one. A less relevant item is context
         # (trace, graph), never the answer: pruning a contested group must not turn a question
         # about one attribute into an answer about another.
@@ -321,75 +389,41 @@ class MultiRagStrategy(AnswerStrategy):
                     f"An equally matching item ({top_group.subject} / {top_group.attribute}) was pruned: its sources "
                     f"agree too little (graph confidence {top_group.confidence:.2f} < {params.graph_threshold:.2f})."
                 )
-        else:
-            chosen = 0
-            notes.append(
-                f"Low confidence: the sources disagree on {scored[0].subject} / {scored[0].attribute} "
-                f"(graph confidence {scored[0].confidence:.2f}, below the threshold {params.graph_threshold:.2f})."
-            )
-        answer_group, match = scored[chosen], items[chosen][0]
-        claims = {c.id: c for c in items[chosen][1]}
+            return chosen
+        notes.append(
+            f"Low confidence: the sources disagree on {scored[0].subject} / {scored[0].attribute} "
+            f"(graph confidence {scored[0].confidence:.2f}, below the threshold {params.graph_threshold:.2f})."
+        )
+        return 0
+
+    @staticmethod
+    def elect(
+        group: GroupConfidence,
+        claims: dict[int, ClaimRecord],
+        pool: Sequence[SourceInfo],
+        names: dict[int, str],
+        params: MultiRagParams,
+        notes: list[str],
+    ) -> tuple[str, float, list[ClaimRecord]]:
+        """Step 4: the value the kept claims elect (``vote``), its confidence (capped for an
+        uncorroborated claim and for unchecked sources) and the claims behind it."""
         if params.vote == "weight":
-            value, confidence = answer_group.weighted_answer({s.id: s.weight for s in pool})
+            value, confidence = group.weighted_answer({s.id: s.weight for s in pool})
         else:
-            value, confidence = answer_group.answer, answer_group.answer_share
-        voting = {n.claim_id for n in answer_group.voting_nodes}
-        behind = [claims[n.claim_id] for n in answer_group.nodes if n.claim_id in voting and n.value == value]
-        answer = _display(behind)
-        if answer_group.isolated:
+            value, confidence = group.answer, group.answer_share
+        voting = {n.claim_id for n in group.voting_nodes}
+        behind = [claims[n.claim_id] for n in group.nodes if n.claim_id in voting and n.value == value]
+        if group.isolated:
             confidence = min(confidence, ISOLATED_CAP)
             notes.append(
                 f"Only one source states this ({names.get(behind[0].source_id, behind[0].source_id)}): nothing "
                 f"corroborates or contradicts it, so its confidence is capped at {ISOLATED_CAP:.2f}."
             )
-        if not any(n.kept for n in answer_group.nodes):
+        if not any(n.kept for n in group.nodes):
             notes.append(
                 f"No claim reached the node threshold ({params.node_threshold:.2f}); every claim of the group voted."
             )
         confidence, caveat = evidence_caveat(confidence, [c.source_id for c in behind], pool)
         if caveat:
             notes.append(caveat)
-
-        distance = max(0.0, 1.0 - min(match.score, 1.0))
-        evidence = [
-            Evidence(
-                chunk_id=NO_CHUNK,
-                source_id=n.source_id,
-                document_id=None,
-                distance=distance,
-                used=n.claim_id in voting and n.value == value,
-                credibility=min(1.0, max(0.0, n.confidence / 2.0)),
-                claim_id=n.claim_id,
-            )
-            for n in sorted(
-                answer_group.nodes, key=lambda n: (not (n.claim_id in voting and n.value == value), -n.confidence)
-            )
-        ]
-        votes, clusters = _votes_and_clusters(answer_group, value, claims, names)
-        subjects = list(dict.fromkeys(m.subject for m, _ in items))
-        pruned_nodes = sum(not n.kept for n in answer_group.nodes)
-        trace.update(
-            {
-                "answer_item": {"subject": answer_group.subject, "attribute": answer_group.attribute},
-                "answer_value": value,
-                "answer_share": round(confidence, 6),
-                "vote": params.vote,
-                "pruned_claims": pruned_nodes,
-                "llm_used": answer_group.llm_used,
-            }
-        )
-        return done(
-            StrategyResult(
-                answer=answer,
-                confidence=float(min(1.0, max(0.0, confidence))),
-                strategy=self.name,
-                backend=ctx.generator.name,
-                votes=votes,
-                clusters=clusters,
-                evidence=evidence,
-                graph=_graph(store, subjects, scored, source_ids, names, answer_group.confidence),
-                notes=notes,
-                trace=trace,
-                stats=stats,
-            )
-        )
+        return value, confidence, behind

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.base import GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many, support_scores, support_texts
 from core.engine.steps.clustering import answer_texts, cluster_answers, unsettled_texts
@@ -20,6 +20,7 @@ from core.engine.strategies.base import (
     SourceState,
     SourceVote,
     StrategyResult,
+    record,
 )
 from core.engine.text import IDK, is_idk
 from core.engine.types import CallStats, Passage, SourceInfo, Vector
@@ -75,12 +76,6 @@ class PassagesAhead:
         found = self.ctx.retriever.top_k_per_source(self._vector, ids, self.k)
         self.passages.update({sid: list(found.get(sid, [])) for sid in ids})
         return self.passages
-
-
-def record(stats: CallStats, generations: Sequence[Generation]) -> None:
-    stats.calls += len(generations)
-    stats.prompt_tokens += sum(g.prompt_tokens for g in generations)
-    stats.completion_tokens += sum(g.completion_tokens for g in generations)
 
 
 def answer_sources(

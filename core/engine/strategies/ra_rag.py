@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from core.engine.params import ParamSet, param
 from core.engine.steps.selection import by_reliability, kappa_rrss, kappa_rss
 from core.engine.strategies.base import (
+    Answering,
     AnswerStrategy,
     EngineContext,
     Requirement,
@@ -28,7 +29,7 @@ from core.engine.strategies.pipeline import (
 )
 from core.engine.strategies.registry import register
 from core.engine.text import is_idk
-from core.engine.types import CallStats, SourceInfo
+from core.engine.types import Passage, SourceInfo
 
 MAX_KAPPA = 50
 
@@ -56,62 +57,54 @@ class _Voting(AnswerStrategy):
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
         return sources
 
-    def choose(
-        self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
-    ) -> list[SourceVote]:
-        sources = self.weights(ctx, list(ctx.sources))
-        passages = retrieve_per_source(question, ctx, params.k, sources)
-        return answer_sources(question, ctx, sources, passages, stats, params.tau, self.use_filter)
+    def choose(self, run: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
+        """The votes: each chosen source answers from its own passages (f_align filtered)."""
+        sources = self.weights(run.ctx, list(run.ctx.sources))
+        passages = retrieve_per_source(run.question, run.ctx, params.k, sources)
+        return answer_sources(run.question, run.ctx, sources, passages, run.stats, params.tau, self.use_filter)
 
     def answer(self, question: str, ctx: EngineContext, params: SourceVotingParams) -> StrategyResult:
-        started = time.perf_counter()
-        stats = CallStats()
+        run = self.begin(question, ctx)
         trace: dict[str, object] = {}
         listed = by_reliability(ctx.sources)  # the order kappa-RRSS and kappa-RSS ask them in
         report_waiting(ctx, listed)
-        votes = self.choose(question, ctx, params, stats, trace)
+        votes = self.choose(run, params, trace)
         report_skipped(ctx, listed, (v.source_id for v in votes))
         outcome, clusters, answer = cluster_and_vote(question, ctx, votes, params.strict_clustering)
         backers = [v.source_id for v in votes if outcome.winner is not None and v.cluster == outcome.winner]
         confidence, caveat = evidence_caveat(outcome.confidence, backers, ctx.sources)
-        return StrategyResult(
-            answer=answer,
-            confidence=confidence,
-            strategy=self.name,
-            backend=ctx.generator.name,
+        return run.result(
+            answer,
+            confidence,
             votes=votes,
             clusters=clusters,
             evidence=vote_evidence(votes, outcome.winner),
             notes=[caveat] if caveat else [],
             trace=trace,
-            stats=stats,
-            seconds=time.perf_counter() - started,
         )
 
 
 @register("ra-rag")
 class RaRag(_Voting):
+    """κ-RRSS asks the sources batch by batch in order of reliability until κ of them give a
+    relevant answer; only the sources it reaches are searched (PassagesAhead).
+
+    Each batch decides its filter from the NLI's bounds where it can, without the embedding
+    model (``answer_batch``); one batched encoding then settles the exact scores of every
+    vote and the clustering's texts (``settle``). The answers are those of filtering each
+    batch on exact scores, with fewer encoder calls (tests/engine/test_lazy_alignment.py)."""
+
     description = "kappa-RRSS source selection, f_align filter, semantic clusters, WMV"
     product = True
     Params = RaRagParams
-    # Each κ-RRSS batch decides its filter from the NLI's bounds where it can, and one batched
-    # encoding settles the exact scores at the end (pipeline.settle_scores). False: each batch
-    # encodes ahead and filters on exact scores (the same answers; the benchmark's baseline).
-    lazy_filter: ClassVar[bool] = True
 
-    def choose(
-        self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
-    ) -> list[SourceVote]:
+    def choose(self, run: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         assert isinstance(params, RaRagParams)
-        # Only the sources κ-RRSS reaches are searched, batch by batch (PassagesAhead).
-        ahead = PassagesAhead(question, ctx, params.k, by_reliability(ctx.sources))
-        lazy = self.lazy_filter
+        ahead = PassagesAhead(run.question, run.ctx, params.k, by_reliability(run.ctx.sources))
         selection, results = kappa_rrss(
-            ctx.sources,
+            run.ctx.sources,
             params.kappa,
-            lambda batch: answer_sources(
-                question, ctx, batch, ahead.cover(batch), stats, params.tau, self.use_filter, lazy=lazy
-            ),
+            lambda batch: self.answer_batch(run, batch, ahead.cover(batch), params),
             lambda vote: is_idk(vote.response),
         )
         trace["searched"] = ahead.searched()
@@ -120,11 +113,22 @@ class RaRag(_Voting):
         trace["selected"] = selection.selected
         # Only the selected sources vote; visited abstainers are kept for display (IDK).
         votes = [results[sid] for sid in selection.visited]
-        # The batches decided their filter without the embedding model where they could: one
-        # batched encoding now gives every vote its exact score and the clustering its texts.
-        if lazy:
-            settle_scores(question, ctx, votes, self.use_filter)
+        self.settle(run, votes)
         return votes
+
+    def answer_batch(
+        self,
+        run: Answering,
+        batch: Sequence[SourceInfo],
+        passages: Mapping[int, list[Passage]],
+        params: SourceVotingParams,
+    ) -> list[SourceVote]:
+        """One κ-RRSS batch answers; its filter decides from the NLI's bounds where it can."""
+        return answer_sources(run.question, run.ctx, batch, passages, run.stats, params.tau, self.use_filter, lazy=True)
+
+    def settle(self, run: Answering, votes: list[SourceVote]) -> None:
+        """One batched encoding gives every vote its exact score and the clustering its texts."""
+        settle_scores(run.question, run.ctx, votes, self.use_filter)
 
 
 @register("ra-rag-rss")
@@ -132,13 +136,11 @@ class RaRagRss(_Voting):
     description = "the kappa most reliable sources (no relevance check), filter, WMV"
     Params = RaRagParams
 
-    def choose(
-        self, question: str, ctx: EngineContext, params: SourceVotingParams, stats: CallStats, trace: dict[str, object]
-    ) -> list[SourceVote]:
+    def choose(self, run: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         assert isinstance(params, RaRagParams)
-        sources = kappa_rss(list(ctx.sources), params.kappa)
-        passages = retrieve_per_source(question, ctx, params.k, sources)
-        return answer_sources(question, ctx, sources, passages, stats, params.tau, self.use_filter)
+        sources = kappa_rss(list(run.ctx.sources), params.kappa)
+        passages = retrieve_per_source(run.question, run.ctx, params.k, sources)
+        return answer_sources(run.question, run.ctx, sources, passages, run.stats, params.tau, self.use_filter)
 
 
 @register("ra-rag-all")

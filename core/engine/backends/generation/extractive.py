@@ -20,221 +20,35 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
+from core.engine.backends.generation.extractive_words import (
+    ADJECTIVE_SUFFIXES,
+    AUX_START,
+    COMPANY_SUFFIXES,
+    CONNECTORS,
+    COPULAS,
+    DEMONYM_SUFFIXES,
+    DISCOURSE_VERBS,
+    MONTHS,
+    NEGATIONS,
+    PLACE_PREPOSITIONS,
+    SCALE,
+    VAGUE,
+)
 from core.engine.backends.generation.prompts import answer_prompt
 from core.engine.lexical import NUMBER_WORDS, STOPWORDS
 from core.engine.text import IDK, normalize_answer, whitespace_tokens
 
 _TOKEN = re.compile(r"\d+(?::\d+)+|\d+/\d+|\$?[\w][\w'’\-.,&]*[\w%]|\$?\w%?|[^\w\s]")
-_MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december"
-    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
-)
 _DATE = re.compile(
-    rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
-    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?,?\s+\d{{4}}"
-    rf"|(?:{_MONTHS})\.?\s+\d{{4}}"
-    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})"
-    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?![\d:])"
+    rf"\b(?:(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTHS})\.?,?\s+\d{{4}}"
+    rf"|(?:{MONTHS})\.?\s+\d{{4}}"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTHS})"
+    rf"|(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?![\d:])"
     rf"|(?:1[0-9]|20)\d{{2}}s?)\b",
     re.IGNORECASE,
 )
-_CONNECTORS = {"of", "the", "de", "da", "von", "van", "del", "la", "le", "and", "&", "for", "on", "at", ":"}
-_STOP_OR_CONNECTOR = STOPWORDS | _CONNECTORS
-# Words that are rarely a short answer on their own: hedges, evaluations, vague quantities.
-_VAGUE = frozenset(
-    {
-        "various",
-        "certain",
-        "unique",
-        "crucial",
-        "popular",
-        "previous",
-        "instead",
-        "recent",
-        "recently",
-        "significant",
-        "typical",
-        "common",
-        "rare",
-        "different",
-        "several",
-        "actually",
-        "surprisingly",
-        "interestingly",
-        "notable",
-        "notably",
-        "famous",
-        "renowned",
-        "known",
-        "belief",
-        "beliefs",
-        "fact",
-        "facts",
-        "part",
-        "parts",
-        "role",
-        "roles",
-        "way",
-        "ways",
-        "thing",
-        "things",
-        "type",
-        "types",
-        "kind",
-        "sort",
-        "example",
-        "instance",
-        "case",
-        "cases",
-        "world",
-        "time",
-        "times",
-        "year",
-        "years",
-        "day",
-        "days",
-        "people",
-        "person",
-        "place",
-        "places",
-        "area",
-        "region",
-        "key",
-        "main",
-        "major",
-        "minor",
-        "primary",
-        "important",
-        "essential",
-        "vital",
-        "new",
-        "old",
-        "great",
-        "good",
-        "best",
-        "well",
-        "however",
-        "rather",
-        "indeed",
-        "even",
-        "still",
-        "yet",
-        "often",
-        "usually",
-        "generally",
-        "widely",
-        "commonly",
-        "contrary",
-        "according",
-        "due",
-        "because",
-        "although",
-        "though",
-        "despite",
-        "unlike",
-        "like",
-        "reality",
-        "truth",
-        "matter",
-        "regard",
-        "terms",
-        "aspect",
-        "aspects",
-        "feature",
-        "features",
-        "factor",
-        "factors",
-        "effect",
-        "effects",
-        "impact",
-        "lesser",
-        "greater",
-        "higher",
-        "lower",
-        "numerous",
-        "multiple",
-        "single",
-        "specific",
-        "particular",
-        "general",
-        "overall",
-        "total",
-        "whole",
-        "entire",
-        "full",
-        "half",
-        "among",
-        "within",
-        "without",
-        "across",
-        "around",
-        "toward",
-        "towards",
-        "upon",
-        "whereas",
-        "thus",
-        "hence",
-        "therefore",
-        "found",
-    }
-)
-_ADJECTIVE_SUFFIXES = ("ous", "ive", "ful", "able", "ible", "ical", "less", "ary", "ish")
-_PLACE_PREPOSITIONS = {"in", "at", "to", "from", "near", "within", "into", "on", "towards", "toward", "inside"}
-_DEMONYM_SUFFIXES = ("an", "ese", "ish", "ian")
-_COMPANY_SUFFIXES = {"Inc", "Ltd", "Co", "Corp", "LLC", "Jr", "Sr", "PLC"}
-_NEGATIONS = {
-    "not",
-    "no",
-    "never",
-    "neither",
-    "nor",
-    "none",
-    "cannot",
-    "isn't",
-    "aren't",
-    "wasn't",
-    "weren't",
-    "doesn't",
-    "don't",
-    "didn't",
-    "hasn't",
-    "haven't",
-    "lacks",
-}
-_AUX_START = {
-    "is",
-    "are",
-    "was",
-    "were",
-    "do",
-    "does",
-    "did",
-    "can",
-    "could",
-    "has",
-    "have",
-    "had",
-    "will",
-    "would",
-    "should",
-}
-_SCALE = {"million", "billion", "thousand", "hundred", "trillion", "percent"}
-_DISCOURSE_VERBS = {
-    "known",
-    "born",
-    "made",
-    "became",
-    "called",
-    "named",
-    "considered",
-    "regarded",
-    "located",
-    "based",
-    "renowned",
-    "famous",
-    "notably",
-}
-_COPULAS = {"is", "was", "are", "were", "be", "as", "namely", ":", "by", "to"}
+_STOP_OR_CONNECTOR = STOPWORDS | CONNECTORS
 _TYPE_NOUNS = re.compile(
     r"\b(?:what|which|in what|the)\s+(county|country|city|state|university"
     r"|team|river|band|company|language|province|island|party|film|album)\b"
@@ -299,7 +113,7 @@ def question_type(question: str) -> str:
         q,
     ):
         return "date"
-    if first in _AUX_START and " or " not in q or re.search(r"\btrue or false\b", q):
+    if first in AUX_START and " or " not in q or re.search(r"\btrue or false\b", q):
         return "yesno"
     if re.search(r"\bwho(m|se)?\b", q):
         return "person"
@@ -394,7 +208,7 @@ class ExtractiveReader:
         # A negation in the passages' most relevant sentences answers "no".
         votes = 0.0
         for tokens, rel in zip(tokenized, relevance, strict=True):
-            negated = any(t.text.lower() in _NEGATIONS or t.text.lower().endswith("n't") for t in tokens)
+            negated = any(t.text.lower() in NEGATIONS or t.text.lower().endswith("n't") for t in tokens)
             votes += -rel if negated else rel
         return "yes" if votes >= 0 else "no"
 
@@ -470,7 +284,7 @@ def _head_noun(question: str) -> str | None:
     if m:
         return m.group(1)
     m = re.search(r"\b(?:what|which)\s+(?:kind of\s+|type of\s+)?([a-z]+)\b", question.lower())
-    if m and m.group(1) not in STOPWORDS and m.group(1) not in _AUX_START:
+    if m and m.group(1) not in STOPWORDS and m.group(1) not in AUX_START:
         return m.group(1)
     return None
 
@@ -487,7 +301,7 @@ def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
         t.stem == head_stem and t.sentence == span[0].sentence for t in tokens[max(0, cand.start - 5) : cand.start]
     ):
         factor *= 1.3  # "a county named Summit", "the county is Summit"
-    if before in _COPULAS:
+    if before in COPULAS:
         factor *= 1.2  # answers tend to follow "is", "was", "namely:"
     sentence_initial = cand.start == 0 or tokens[cand.start - 1].sentence != span[0].sentence
     if sentence_initial and len(span) == 1:
@@ -501,9 +315,9 @@ def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
     low = span[0].text.lower()
     if cand.kind == "phrase" and len(content) == 1:
         word = content[0].text.lower()
-        if word in _VAGUE:
+        if word in VAGUE:
             factor *= 0.15
-        elif word.endswith(_ADJECTIVE_SUFFIXES):
+        elif word.endswith(ADJECTIVE_SUFFIXES):
             factor *= 0.5
         elif word.endswith("ing"):
             factor *= 0.6  # gerunds can answer ("mining") but are usually verbs
@@ -518,11 +332,11 @@ def _prior(tokens: list[_Token], cand: _Candidate, q_terms: set[str], kind: str,
         if kind == "place":
             if any(t.text == "," for t in span):
                 factor *= 1.1  # "Birmingham, Alabama" over "Birmingham" from the same place
-            if before in _PLACE_PREPOSITIONS:
+            if before in PLACE_PREPOSITIONS:
                 factor *= 1.4  # "in England", "to Rome"
-            if len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) and not before:
+            if len(span) == 1 and low.endswith(DEMONYM_SUFFIXES) and not before:
                 factor *= 0.5
-            elif len(span) == 1 and low.endswith(_DEMONYM_SUFFIXES) and before not in _PLACE_PREPOSITIONS:
+            elif len(span) == 1 and low.endswith(DEMONYM_SUFFIXES) and before not in PLACE_PREPOSITIONS:
                 nxt = tokens[cand.end].text if cand.end < len(tokens) else ""
                 # "Roman mythology": an adjective before a noun, not the place.
                 factor *= 0.35 if nxt.isalpha() and nxt.islower() else 0.6
@@ -536,24 +350,31 @@ def _is_word(text: str) -> bool:
 
 def _verbish(word: str) -> bool:
     """Adverbs and participles rarely are short answers; they bound phrase candidates."""
-    return word in _DISCOURSE_VERBS or len(word) > 4 and word.endswith(("ly", "ed", "ing"))
+    return word in DISCOURSE_VERBS or len(word) > 4 and word.endswith(("ly", "ed", "ing"))
 
 
 def _is_capital(tok: _Token) -> bool:
     return tok.text[:1].isupper() or tok.text[:1].isdigit() and tok.text[:1] != "$"
 
 
-def _candidates(
-    text: str, tokens: list[_Token], q_terms: set[str], question: str, q_kind: str = "other"
-) -> list[_Candidate]:
-    out: list[_Candidate] = []
-    q_normal = normalize_answer(question.lower())
-    in_date: set[int] = set()
+class _Spans:
+    """The candidate answer spans of one passage, collected kind by kind: dates, numbers with
+    their unit, capitalised names, runs of content words and lone gerunds. A span made only of
+    question words, or found in the question, is never a candidate."""
 
-    def add(kind: str, start: int, end: int) -> None:
+    def __init__(self, text: str, tokens: list[_Token], q_terms: set[str], question: str) -> None:
+        self.text = text
+        self.tokens = tokens
+        self.q_terms = q_terms
+        self.q_normal = normalize_answer(question.lower())
+        self.found: list[_Candidate] = []
+        self.in_date: set[int] = set()  # token indices inside a date
+
+    def add(self, kind: str, start: int, end: int) -> None:
+        """Keep tokens[start:end] as a candidate of ``kind``, unless it restates the question."""
         if start >= end:
             return
-        span = tokens[start:end]
+        span = self.tokens[start:end]
         if kind == "name" and span[-1].text.lower().endswith(("'s", "’s")) and len(span[-1].text) > 2:
             # "Broward's boundaries": the possessive is not part of the name.
             last = span[-1]
@@ -565,119 +386,154 @@ def _candidates(
         if not content:
             return
         # A span made only of question words restates the question, it does not answer it.
-        if all(t.stem in q_terms for t in content):
+        if all(t.stem in self.q_terms for t in content):
             return
-        surface = text[span[0].start : span[-1].end]
+        surface = self.text[span[0].start : span[-1].end]
         normal = normalize_answer(surface)
-        if normal and normal in q_normal:
+        if normal and normal in self.q_normal:
             return
-        out.append(_Candidate(normal, surface, kind, start, end))
+        self.found.append(_Candidate(normal, surface, kind, start, end))
 
-    # Dates first (character regex), mapped back to token spans.
-    for m in _DATE.finditer(text):
-        start = next((i for i, t in enumerate(tokens) if t.end > m.start()), None)
-        end = next((i for i, t in enumerate(tokens) if t.start >= m.end()), len(tokens))
-        if start is not None:
-            add("date", start, end)
-            in_date.update(range(start, end))
+    def dates(self) -> None:
+        """Dates (a character regex), mapped back to token spans."""
+        tokens = self.tokens
+        for m in _DATE.finditer(self.text):
+            start = next((i for i, t in enumerate(tokens) if t.end > m.start()), None)
+            end = next((i for i, t in enumerate(tokens) if t.start >= m.end()), len(tokens))
+            if start is not None:
+                self.add("date", start, end)
+                self.in_date.update(range(start, end))
 
-    i = 0
-    while i < len(tokens):
+    def number_at(self, i: int) -> None:
+        """A number starting at token i, with a fraction, a scale and a unit after it."""
+        tokens = self.tokens
+        if not (any(c.isdigit() for c in tokens[i].text) or tokens[i].text.lower() in NUMBER_WORDS):
+            return
+        end = i + 1
+        if end < len(tokens) and re.fullmatch(r"\d+/\d+", tokens[end].text):
+            end += 1  # "59 1/2"
+        while end < len(tokens) and tokens[end].text.lower() in SCALE:
+            end += 1
+        if (
+            end < len(tokens)
+            and tokens[end].text.isalpha()
+            and tokens[end].text.islower()
+            and tokens[end].text not in STOPWORDS
+        ):
+            end += 1  # the unit ("24 episodes", "5 hours")
+        self.add("number", i, end)
+
+    def name_at(self, i: int, q_kind: str) -> int | None:
+        """A capitalised name starting at token i (and, for a place question, the name with its
+        region); the token after it, or None when token i starts no name."""
+        tokens = self.tokens
+        tok = tokens[i]
+        if not (tok.text[:1].isupper() and tok.text[:1].isalpha()):
+            return None
+        end = i + 1
+        while end < len(tokens):
+            nxt = tokens[end]
+            if nxt.text[:1].isupper() or (nxt.text[:1].isdigit() and end > i):
+                end += 1
+            elif (
+                end + 1 < len(tokens)
+                and tokens[end + 1].text[:1].isupper()
+                and (nxt.text == "." and _ABBREVIATION.match(tokens[end - 1].text) or nxt.text.lower() in CONNECTORS)
+            ):
+                end += 2
+            else:
+                break
+        while end > i + 1 and tokens[end - 1].text in CONNECTORS:
+            end -= 1  # a trailing ":" or "of"
+        if end + 1 < len(tokens) and tokens[end].text == "," and tokens[end + 1].text in COMPANY_SUFFIXES:
+            end += 2  # "Paramount Pictures, Inc."
+            if end < len(tokens) and tokens[end].text == ".":
+                end += 1
+        start = i
+        # Sentence-initial function words are capitalised only by position.
+        while start < end and tokens[start].text.lower() in _STOP_OR_CONNECTOR:
+            start += 1
+        if start in self.in_date:
+            return end  # "July 4" of "July 4, 1965" is a date, not a name
+        self.add("name", start, end)
+        # "Brooklyn, New York", "Canary Islands, Spain": a place and its region.
+        if (
+            q_kind == "place"
+            and end + 1 < len(tokens)
+            and tokens[end].text == ","
+            and tokens[end + 1].text[:1].isupper()
+            and tokens[end + 1].sentence == tokens[end].sentence
+        ):
+            stop = end + 2
+            while stop < len(tokens) and tokens[stop].text[:1].isupper():
+                stop += 1
+            if stop - end - 1 <= 3:
+                self.add("name", start, stop)
+        return end
+
+    def phrase_at(self, i: int) -> int | None:
+        """A run of up to four lower-case content words (joined by "of") starting at token i;
+        the token after it, or None when token i starts no phrase."""
+        tokens = self.tokens
         tok = tokens[i]
         low = tok.text.lower()
-        is_num = any(c.isdigit() for c in tok.text) or low in NUMBER_WORDS
-        if is_num:
-            end = i + 1
-            if end < len(tokens) and re.fullmatch(r"\d+/\d+", tokens[end].text):
-                end += 1  # "59 1/2"
-            while end < len(tokens) and tokens[end].text.lower() in _SCALE:
+        if not (tok.text.isalpha() and low not in STOPWORDS and tok.stem not in self.q_terms and not _verbish(low)):
+            return None
+        end = i + 1
+        while end < len(tokens) and end - i < 4:
+            nxt = tokens[end]
+            if (
+                nxt.text.isalpha()
+                and nxt.text.lower() not in STOPWORDS
+                and nxt.stem not in self.q_terms
+                and not nxt.text[:1].isupper()
+                and not _verbish(nxt.text.lower())
+            ):
                 end += 1
-            if (
-                end < len(tokens)
-                and tokens[end].text.isalpha()
-                and tokens[end].text.islower()
-                and tokens[end].text not in STOPWORDS
-            ):
-                end += 1  # the unit ("24 episodes", "5 hours")
-            add("number", i, end)
-        if tok.text[:1].isupper() and tok.text.isascii() is not None and tok.text[:1].isalpha():
-            end = i + 1
-            while end < len(tokens):
-                nxt = tokens[end]
-                if nxt.text[:1].isupper() or (nxt.text[:1].isdigit() and end > i):
-                    end += 1
-                elif (
-                    end + 1 < len(tokens)
-                    and tokens[end + 1].text[:1].isupper()
-                    and (
-                        nxt.text == "." and _ABBREVIATION.match(tokens[end - 1].text) or nxt.text.lower() in _CONNECTORS
-                    )
-                ):
-                    end += 2
-                else:
-                    break
-            while end > i + 1 and tokens[end - 1].text in _CONNECTORS:
-                end -= 1  # a trailing ":" or "of"
-            if end + 1 < len(tokens) and tokens[end].text == "," and tokens[end + 1].text in _COMPANY_SUFFIXES:
-                end += 2  # "Paramount Pictures, Inc."
-                if end < len(tokens) and tokens[end].text == ".":
-                    end += 1
-            start = i
-            # Sentence-initial function words are capitalised only by position.
-            while start < end and tokens[start].text.lower() in _STOP_OR_CONNECTOR:
-                start += 1
-            if start in in_date:
-                i = end  # "July 4" of "July 4, 1965" is a date, not a name
-                continue
-            add("name", start, end)
-            # "Brooklyn, New York", "Canary Islands, Spain": a place and its region.
-            if (
-                q_kind == "place"
+            elif (
+                nxt.text.lower() == "of"
                 and end + 1 < len(tokens)
-                and tokens[end].text == ","
-                and tokens[end + 1].text[:1].isupper()
-                and tokens[end + 1].sentence == tokens[end].sentence
+                and tokens[end + 1].text.isalpha()
+                and tokens[end + 1].text.lower() not in STOPWORDS
             ):
-                stop = end + 2
-                while stop < len(tokens) and tokens[stop].text[:1].isupper():
-                    stop += 1
-                if stop - end - 1 <= 3:
-                    add("name", start, stop)
-            i = end
-            continue
-        if tok.text.isalpha() and low not in STOPWORDS and tok.stem not in q_terms and not _verbish(low):
-            end = i + 1
-            while end < len(tokens) and end - i < 4:
-                nxt = tokens[end]
-                if (
-                    nxt.text.isalpha()
-                    and nxt.text.lower() not in STOPWORDS
-                    and nxt.stem not in q_terms
-                    and not nxt.text[:1].isupper()
-                    and not _verbish(nxt.text.lower())
-                ):
-                    end += 1
-                elif (
-                    nxt.text.lower() == "of"
-                    and end + 1 < len(tokens)
-                    and tokens[end + 1].text.isalpha()
-                    and tokens[end + 1].text.lower() not in STOPWORDS
-                ):
-                    end += 2
-                else:
-                    break
-            if not (end == i + 1 and (low in _DISCOURSE_VERBS or len(low) > 4 and low.endswith(("ed", "ly")))):
-                add("phrase", i, end)
-            i = end
-            continue
+                end += 2
+            else:
+                break
+        if not (end == i + 1 and (low in DISCOURSE_VERBS or len(low) > 4 and low.endswith(("ed", "ly")))):
+            self.add("phrase", i, end)
+        return end
+
+    def gerund_at(self, i: int) -> None:
+        """A lone gerund at token i: it can be an answer ("mining"); _prior discounts it."""
+        tok = self.tokens[i]
+        low = tok.text.lower()
         if (
             tok.text.isalpha()
             and len(low) > 5
             and low.endswith("ing")
             and low not in STOPWORDS
-            and tok.stem not in q_terms
-            and low not in _DISCOURSE_VERBS
+            and tok.stem not in self.q_terms
+            and low not in DISCOURSE_VERBS
         ):
-            add("phrase", i, i + 1)  # gerunds can be answers ("mining"); _prior discounts them
-        i += 1
-    return out
+            self.add("phrase", i, i + 1)
+
+
+def _candidates(
+    text: str, tokens: list[_Token], q_terms: set[str], question: str, q_kind: str = "other"
+) -> list[_Candidate]:
+    """Every candidate span of a passage: its dates first, then, token by token, a number
+    starting there and a name, else a phrase, else a gerund (a name or a phrase is skipped
+    over as a whole)."""
+    spans = _Spans(text, tokens, q_terms, question)
+    spans.dates()
+    i = 0
+    while i < len(tokens):
+        spans.number_at(i)
+        after = spans.name_at(i, q_kind)
+        if after is None:
+            after = spans.phrase_at(i)
+        if after is None:
+            spans.gerund_at(i)
+            after = i + 1
+        i = after
+    return spans.found
