@@ -229,14 +229,14 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     from core.engine.estimation import EstimationResult, estimate, estimate_from_records
     from core.engine.params import parse_params
     from core.engine.reliability.identify import proposed_checks
-    from core.engine.strategies import EngineContext, EngineParams, ensure_runnable, get_strategy
+    from core.engine.strategies import EngineContext, EstimationParams, ensure_runnable, get_strategy
 
     methods = config.resolved_methods()
     sources = make_sources(config.prior, config.sources, config.adversaries, config.coverage, seed)
     corpus = build_corpus(questions, sources, seed, config.estimation_queries, config.collude, config.max_questions)
     retriever = build_retriever(corpus, embedder)
     true = corpus.true_reliability
-    params = EngineParams(k=config.k, tau=config.tau)
+    params = EstimationParams(k=config.k, tau=config.tau)
     defaults = {"kappa": config.kappa, "k": config.k, "tau": config.tau}
     generator: Any = bench_generator(config)
     nli: Any = EmbeddingLexicalNLI(embedder)

@@ -3,8 +3,8 @@
 answer_pairs() answers a batch of (query, source) pairs (one retrieval per query for all
 its sources, one batched generator call, f_align); the caller may persist the records.
 estimate_from_records() clusters each query's stored responses, builds the queries x
-sources vote matrix and runs a registered estimator (IWMV by default, see
-core.engine.reliability). estimate() chains both for in-memory use.
+sources vote matrix and runs a registered estimator (DEFAULT_ESTIMATOR, AccuCopy, unless
+one is named; see core.engine.reliability). estimate() chains both for in-memory use.
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def estimate(
     estimator: str = DEFAULT_ESTIMATOR,
     gold: Mapping[int, Sequence[str]] | None = None,
 ) -> EstimationResult:
-    """Every question against every source, then the named estimator (IWMV by default)."""
+    """Every question against every source, then the named estimator (AccuCopy by default)."""
     get_estimator(estimator)  # an unknown name fails before any generator call
     stats = CallStats()
     source_ids = [s.id for s in ctx.sources]

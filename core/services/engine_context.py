@@ -30,7 +30,7 @@ from core.engine.backends.nli import NLI
 from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
 from core.engine.steps.calibration import Calibration
-from core.engine.strategies.base import EngineContext, EngineParams, Requirement, SourceListener, offers_of
+from core.engine.strategies.base import EngineContext, EstimationParams, Requirement, SourceListener, offers_of
 from core.engine.strategies.pipeline import FEW_CHECKED_ANSWERS
 from core.engine.types import Embedder, SourceInfo
 from core.models import EstimationRun
@@ -40,9 +40,11 @@ from sources.models import Claim, Source
 from sources.retrieval import PgRetriever
 
 
-def configured_params(*, k: int | None = None, tau: float | None = None, strict: bool | None = None) -> EngineParams:
+def configured_params(
+    *, k: int | None = None, tau: float | None = None, strict: bool | None = None
+) -> EstimationParams:
     """Retrieval and filtering settings of reliability estimation (settings, then overrides)."""
-    base = EngineParams(k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU)
+    base = EstimationParams(k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU)
     overrides = {"k": k, "tau": tau, "strict_clustering": strict}
     return replace(base, **{name: v for name, v in overrides.items() if v is not None})
 

@@ -2,10 +2,11 @@
 
 - ``base``: the :class:`Estimator` protocol, its result types, the label-matrix helpers;
 - ``weights``: the one place where an accuracy w_i becomes a voting weight v_i;
+- ``accucopy``: the default estimator (DEFAULT_ESTIMATOR): Bayes-optimal one-coin EM with
+  log-odds weights and AccuCopy's copy / collusion detection and vote discounting
+  ("accucopy"), and the same EM without the dependence detection ("onecoin");
 - ``iwmv``: iterative weighted majority voting (RA-RAG's estimator, kept for the reproduction);
-- ``truthfinder``: TruthFinder, on generic claims and as an estimator;
-- ``onecoin``: Bayes-optimal one-coin EM with log-odds weights ("onecoin"), and with
-  AccuCopy's copy / collusion detection and vote discounting ("accucopy").
+- ``truthfinder``: TruthFinder, on generic claims and as an estimator.
 
 Estimators are registered by name; ``get_estimator("iwmv")`` returns a fresh one.
 A new estimator plugs in with ``register_estimator(name, factory)``.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from core.engine.reliability.accucopy import AccuCopy, CopyModel, OneCoin
 from core.engine.reliability.base import (
     GOLD_NONE,
     MISSING,
@@ -29,7 +31,6 @@ from core.engine.reliability.base import (
     wilson_interval,
 )
 from core.engine.reliability.iwmv import IWMV
-from core.engine.reliability.onecoin import AccuCopy, CopyModel, OneCoin
 from core.engine.reliability.truthfinder import TruthFinderEstimator
 from core.engine.reliability.weights import voting_weight
 

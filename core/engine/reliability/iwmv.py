@@ -1,4 +1,5 @@
-"""How a source's reliability is estimated: iterative weighted majority voting (IWMV).
+"""Iterative weighted majority voting (IWMV), RA-RAG's reliability estimator ("iwmv"), kept
+for the paper's reproduction; the product's default is AccuCopy (accucopy.py).
 
 Li & Yu (2014), as used by RA-RAG (eq. 3-4): start every weight at v_i = 1; estimate each
 query's answer by WMV over the sources that did not abstain; a source's accuracy w_i is
@@ -102,7 +103,7 @@ def iwmv(
     weights = np.ones(n_sources)
     accuracy = np.full(n_sources, alpha / (alpha + beta) if alpha + beta > 0 else 0.5)
     checked, right = gold_counts(labels, gold_labels)
-    if checked.any():  # start from the gold-checked accuracies (see onecoin.gold_start)
+    if checked.any():  # start from the gold-checked accuracies (see accucopy.gold_start)
         weights = voting_weights((right + alpha) / (checked + alpha + beta), n_sources, min_weight)
     estimate = np.full(n_queries, MISSING, dtype=np.int64)
     converged, iterations = False, 0

@@ -1,4 +1,6 @@
-"""Bayes-optimal one-coin estimation, alone ("onecoin") and dependence-aware ("accucopy").
+"""How a source's reliability is estimated by default: AccuCopy ("accucopy", the
+DEFAULT_ESTIMATOR), Bayes-optimal one-coin estimation that detects copying; without the
+dependence detection, the same EM is the "onecoin" estimator.
 
 The one-coin model: source i answers a query right with probability w_i, and otherwise gives
 one of the wrong answers. Given the accuracies, the posterior of a query's truth weighs each

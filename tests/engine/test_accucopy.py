@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.engine.reliability import GOLD_NONE, MISSING, UNIFORM_PRIOR, available_estimators, get_estimator
-from core.engine.reliability.onecoin import CopyModel, one_coin
+from core.engine.reliability.accucopy import CopyModel, one_coin
 from core.engine.reliability.weights import log_odds_weight, voting_weight
 from core.engine.steps.voting import answer_probability
 
