@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from core.engine.backends.generation.base import Capability, Generator
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator
 from core.engine.backends.nli import NLI
 from core.engine.params import NoParams, ParamSet
 from core.engine.steps.calibration import IDENTITY, Calibration
@@ -209,7 +209,6 @@ class StrategyResult:
     notes: list[str] = field(default_factory=list)  # plain-language remarks for the reader
     trace: dict[str, JSONValue] = field(default_factory=dict)  # how the answer was reached (visit order, keywords)
     stats: CallStats = field(default_factory=CallStats)
-    seconds: float = 0.0
 
     @property
     def chunk_ids(self) -> list[int]:
@@ -217,8 +216,67 @@ class StrategyResult:
         return list(dict.fromkeys(e.chunk_id for e in self.evidence if e.claim_id is None))
 
 
+def record(stats: CallStats, generations: Sequence[Generation]) -> None:
+    """Count generator calls and their tokens in ``stats``."""
+    stats.calls += len(generations)
+    stats.prompt_tokens += sum(g.prompt_tokens for g in generations)
+    stats.completion_tokens += sum(g.completion_tokens for g in generations)
+
+
+@dataclass
+class Answering:
+    """One question being answered by one strategy: the steps every strategy takes the same
+    way. Generator calls go through :meth:`generate`, which counts them in ``stats``;
+    :meth:`pooled_passages` is the pooled retrieval of vanilla-rag, Astute RAG and CrEst;
+    :meth:`result` fills the fields every result carries (the strategy, the backend, the
+    call statistics). Strategies do not time themselves: the caller times ``answer``."""
+
+    strategy: str
+    question: str
+    ctx: EngineContext
+    stats: CallStats = field(default_factory=CallStats)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """One batched generator call, counted."""
+        generations = self.ctx.generator.generate(requests)
+        record(self.stats, generations)
+        return generations
+
+    def pooled_passages(self, k: int) -> list[Passage]:
+        """The question's k nearest passages over all sources together (one encoding, one search)."""
+        vector = self.ctx.embedder.encode([self.question])[0]
+        return self.ctx.retriever.top_k_pooled(vector, k)
+
+    def result(
+        self,
+        answer: str,
+        confidence: float,
+        *,
+        votes: list[SourceVote] | None = None,
+        clusters: list[ClusterInfo] | None = None,
+        evidence: list[Evidence] | None = None,
+        graph: AnswerGraph | None = None,
+        notes: list[str] | None = None,
+        trace: dict[str, JSONValue] | None = None,
+    ) -> StrategyResult:
+        return StrategyResult(
+            answer=answer,
+            confidence=confidence,
+            strategy=self.strategy,
+            backend=self.ctx.generator.name,
+            votes=votes if votes is not None else [],
+            clusters=clusters if clusters is not None else [],
+            evidence=evidence if evidence is not None else [],
+            graph=graph,
+            notes=notes if notes is not None else [],
+            trace=trace if trace is not None else {},
+            stats=self.stats,
+        )
+
+
 class AnswerStrategy(ABC):
-    """Subclass, set ``description``, ``requires`` and ``Params``, implement ``answer``."""
+    """Subclass, set ``description``, ``requires`` and ``Params``, implement ``answer``
+    (usually opening with ``run = self.begin(question, ctx)``: see :class:`Answering`)."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -238,6 +296,10 @@ class AnswerStrategy(ABC):
     @abstractmethod
     def answer(self, question: str, ctx: EngineContext, params: Any) -> StrategyResult:
         """Answer ``question``; ``params`` is an instance of ``self.Params``."""
+
+    def begin(self, question: str, ctx: EngineContext) -> Answering:
+        """The shared state and steps of one answer (call statistics, pooled retrieval, the result)."""
+        return Answering(self.name, question, ctx)
 
 
 def missing_requirements(strategy: AnswerStrategy | type[AnswerStrategy], offers: frozenset[Requirement]) -> list[str]:
