@@ -4,11 +4,13 @@ strategy gets these tests for free."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from core.engine.backends.generation import ExtractiveReader
+from core.engine.backends.generation.base import Generation, GenerationRequest
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.claims.memory_store import MemoryClaimStore
 from core.engine.claims.types import ClaimRecord
@@ -67,6 +69,23 @@ def _context(generator: Any) -> EngineContext:
     )
 
 
+class CountingGenerator:
+    """Passes requests to ``inner`` and counts what it returns: the calls and tokens a
+    strategy's result must account for."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.capabilities = inner.capabilities
+        self.calls = self.tokens = 0
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        generations: list[Generation] = self.inner.generate(requests)
+        self.calls += len(generations)
+        self.tokens += sum(g.prompt_tokens + g.completion_tokens for g in generations)
+        return generations
+
+
 def check_strategy_contract(name: str) -> None:
     """Everything a strategy promises, on a tiny corpus, with every backend kind it can run on."""
     cls = strategy_class(name)
@@ -83,7 +102,7 @@ def check_strategy_contract(name: str) -> None:
 
     ran = 0
     offered: set[Requirement] = set()
-    for generator in (ExtractiveReader(), ScriptedGenerator()):
+    for generator in (CountingGenerator(ExtractiveReader()), CountingGenerator(ScriptedGenerator())):
         ctx = _context(generator)
         offered |= ctx.offers()
         reasons = missing_requirements(strategy, ctx.offers())
@@ -96,6 +115,9 @@ def check_strategy_contract(name: str) -> None:
         assert result.strategy == name and result.backend == generator.name
         assert isinstance(result.answer, str) and result.answer
         assert 0.0 <= result.confidence <= 1.0
+        assert (result.stats.calls, result.stats.tokens) == (generator.calls, generator.tokens), (
+            "the result counts every generator call the strategy made, and its tokens"
+        )
         if is_idk(result.answer):
             assert result.confidence == 0.0, "an abstention carries no confidence"
         source_ids = {s.id for s in ctx.sources}
