@@ -7,8 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count
-from django.db.models import QuerySet as DjangoQuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
@@ -18,7 +17,7 @@ from core.models import (
     AnswerFeedback,
     EstimationRun,
     FactQuery,
-    QuerySet,
+    QueryCollection,
     Question,
     ReliabilityScore,
     SourceDependence,
@@ -59,7 +58,7 @@ class GoldCheckedFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("yes", "With reference answers"), ("no", "Without reference answers")]
 
-    def queryset(self, request: HttpRequest, queryset: DjangoQuerySet[FactQuery]) -> DjangoQuerySet[FactQuery]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[FactQuery]) -> QuerySet[FactQuery]:
         if self.value() == "yes":
             return queryset.exclude(reference_answers=[])
         if self.value() == "no":
@@ -67,13 +66,13 @@ class GoldCheckedFilter(admin.SimpleListFilter):
         return queryset
 
 
-@admin.register(QuerySet)
+@admin.register(QueryCollection)
 class QuerySetAdmin(admin.ModelAdmin):
     list_display = ("name", "query_count", "run_count", "created_at")
     search_fields = ("name", "description", "queries__question")
     inlines = [FactQueryInline]
 
-    def get_queryset(self, request: HttpRequest) -> DjangoQuerySet[QuerySet]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[QueryCollection]:
         return (
             super()
             .get_queryset(request)
@@ -81,11 +80,11 @@ class QuerySetAdmin(admin.ModelAdmin):
         )
 
     @admin.display(description="Queries", ordering="n_queries")
-    def query_count(self, obj: QuerySet) -> int:
+    def query_count(self, obj: QueryCollection) -> int:
         return getattr(obj, "n_queries", 0)
 
     @admin.display(description="Runs", ordering="n_runs")
-    def run_count(self, obj: QuerySet) -> int:
+    def run_count(self, obj: QueryCollection) -> int:
         return getattr(obj, "n_runs", 0)
 
 
@@ -190,7 +189,7 @@ class EstimationRunAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     inlines = [ReliabilityScoreInline, SourceDependenceInline]
 
-    def get_queryset(self, request: HttpRequest) -> DjangoQuerySet[EstimationRun]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[EstimationRun]:
         return super().get_queryset(request).annotate(n_sources=Count("sources", distinct=True))
 
     @admin.display(description="Sources", ordering="n_sources")
@@ -287,7 +286,7 @@ class SourceGroupAdmin(admin.ModelAdmin):
     filter_horizontal = ("sources",)
     fields = ("name", "description", "sources", "owner", "shared")
 
-    def get_queryset(self, request: HttpRequest) -> DjangoQuerySet[SourceGroup]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SourceGroup]:
         return super().get_queryset(request).select_related("owner").annotate(n_sources=Count("sources"))
 
     @admin.display(description="Sources", ordering="n_sources")
@@ -305,9 +304,7 @@ class FeedbackStatusFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("gold", "Became gold"), ("known-wrong", "Known wrong answer (no gold)")]
 
-    def queryset(
-        self, request: HttpRequest, queryset: DjangoQuerySet[AnswerFeedback]
-    ) -> DjangoQuerySet[AnswerFeedback]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AnswerFeedback]) -> QuerySet[AnswerFeedback]:
         confirmed = queryset.filter(status=AnswerFeedback.Status.CONFIRMED)
         if self.value() == "gold":
             return confirmed.filter(gold_query__isnull=False)
@@ -386,7 +383,7 @@ class AnswerFeedbackAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # analysts give feedback from the answer page or the API
 
-    def _review(self, request: HttpRequest, queryset: DjangoQuerySet[AnswerFeedback], confirm: bool) -> None:
+    def _review(self, request: HttpRequest, queryset: QuerySet[AnswerFeedback], confirm: bool) -> None:
         done, gold, refused = 0, 0, []
         for feedback in queryset.select_related("question").order_by("id"):
             try:
@@ -408,9 +405,9 @@ class AnswerFeedbackAdmin(admin.ModelAdmin):
             self.message_user(request, f"Not confirmed, {line}", messages.ERROR)
 
     @admin.action(description="Confirm: a right answer becomes a gold-checked query", permissions=["change"])
-    def confirm(self, request: HttpRequest, queryset: DjangoQuerySet[AnswerFeedback]) -> None:
+    def confirm(self, request: HttpRequest, queryset: QuerySet[AnswerFeedback]) -> None:
         self._review(request, queryset, confirm=True)
 
     @admin.action(description="Reject (takes back gold it made)", permissions=["change"])
-    def reject(self, request: HttpRequest, queryset: DjangoQuerySet[AnswerFeedback]) -> None:
+    def reject(self, request: HttpRequest, queryset: QuerySet[AnswerFeedback]) -> None:
         self._review(request, queryset, confirm=False)

@@ -33,15 +33,19 @@ def graph_field_validator(value: Any) -> None:
     _checked(validate_graph, value)
 
 
-class QuerySet(models.Model):
-    """A curated set of fact-checking queries (admins edit it; runs use it)."""
+class QueryCollection(models.Model):
+    """A query set: a curated collection of fact-checking queries (admins edit it; runs use
+    it). Called a query set in the API (``query_set``, /api/query-sets/) and on the pages; the
+    model's own name keeps clear of Django's QuerySet."""
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "core_queryset"  # the table of the model's former name, QuerySet
         ordering = ["name"]
+        verbose_name = "query set"
 
     def __str__(self) -> str:
         return self.name
@@ -54,7 +58,7 @@ class FactQuery(models.Model):
         YES_NO = "yes-no", "Yes/no claim check"
         FEEDBACK = "feedback", "Analyst feedback confirmed by a curator"
 
-    query_set = models.ForeignKey(QuerySet, on_delete=models.CASCADE, related_name="queries")
+    query_set = models.ForeignKey(QueryCollection, on_delete=models.CASCADE, related_name="queries")
     question = models.TextField()
     reference_answers = models.JSONField(default=list, blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -85,7 +89,7 @@ class EstimationRun(models.Model):
         UPDATE = "update", "Incremental update"
         CLAIMS = "claims", "Claim-level estimation"
 
-    query_set = models.ForeignKey(QuerySet, null=True, on_delete=models.SET_NULL, related_name="runs")
+    query_set = models.ForeignKey(QueryCollection, null=True, on_delete=models.SET_NULL, related_name="runs")
     sources = models.ManyToManyField(Source, related_name="estimation_runs")
     job = models.OneToOneField(
         "tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="estimation_run"

@@ -56,7 +56,7 @@ BENCH_DB = "bench_estimation"
 
 def load_demo_corpus() -> tuple[Any, list[Any]]:
     """The demo query set and sources, ingested in this process (as load_demo's jobs would)."""
-    from core.models import FactQuery, QuerySet
+    from core.models import FactQuery, QueryCollection
     from runtime.backends import configured_embedder
     from sources.management.commands.load_demo import DEMO_DIR
     from sources.models import Source
@@ -64,7 +64,7 @@ def load_demo_corpus() -> tuple[Any, list[Any]]:
 
     manifest = json.loads((DEMO_DIR / "manifest.json").read_text())
     queries = json.loads((DEMO_DIR / "queries.json").read_text())
-    query_set = QuerySet.objects.create(name="demo")
+    query_set = QueryCollection.objects.create(name="demo")
     FactQuery.objects.bulk_create(
         FactQuery(query_set=query_set, question=q["question"], reference_answers=q["reference_answers"])
         for q in queries["estimation"]
@@ -99,9 +99,9 @@ def reuse_database(name: str) -> bool:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from core.models import QuerySet
+    from core.models import QueryCollection
 
-    return QuerySet.objects.filter(name="demo").exists()
+    return QueryCollection.objects.filter(name="demo").exists()
 
 
 def redis_answers(host: str = "127.0.0.1", port: int = 6379) -> bool:
@@ -274,10 +274,10 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.keep_db and reuse_database(args.db):
-        from core.models import QuerySet
+        from core.models import QueryCollection
         from sources.models import Source
 
-        query_set, sources = QuerySet.objects.get(name="demo"), list(Source.objects.order_by("id"))
+        query_set, sources = QueryCollection.objects.get(name="demo"), list(Source.objects.order_by("id"))
         how = f"reused from {args.db}"
     else:
         scratch_db.setup_django(args.db)

@@ -62,7 +62,7 @@ def main() -> int:
 
     from core.engine.backends.generation import TransformersGenerator
     from core.engine.estimation import estimate
-    from core.models import FactQuery, QuerySet
+    from core.models import FactQuery, QueryCollection
     from core.services.engine_context import build_context
     from core.services.estimation import generate_queries
     from runtime.backends import configured_embedder
@@ -90,7 +90,7 @@ def main() -> int:
     generator = TransformersGenerator(
         args.generator, max_new_tokens=64, models_dir=args.models_dir, dtype=args.llm_dtype
     )
-    query_set = QuerySet.objects.create(name="generated")
+    query_set = QueryCollection.objects.create(name="generated")
     started = time.perf_counter()
     generated = generate_queries(documents, query_set, generator)
     generation_s = time.perf_counter() - started

@@ -182,7 +182,7 @@ def load_world(n_queries: int, n_asked: int) -> dict[str, Any]:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from core.models import EstimationRun, QuerySet
+    from core.models import EstimationRun, QueryCollection
     from core.roles import ANALYST, CURATOR
     from core.services.asking import start_question
     from core.services.estimation import start_estimation_run
@@ -214,7 +214,7 @@ def load_world(n_queries: int, n_asked: int) -> dict[str, Any]:
             outcome=FileOutcome(name=entry["file"]),
         )
         print(f"{source.name}: {len(docs)} documents")
-    query_set = QuerySet.objects.create(name="demo", description="Fact-checking queries of the demo corpus.")
+    query_set = QueryCollection.objects.create(name="demo", description="Fact-checking queries of the demo corpus.")
     for item in estimation:
         query_set.queries.create(question=item["question"], reference_answers=item["reference_answers"])
 

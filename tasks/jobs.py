@@ -11,7 +11,7 @@ from typing import Any
 from celery import Task
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet as DjangoQuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.services.estimation import fail_runs_of_ended_jobs
@@ -76,7 +76,7 @@ def remove_orphan_uploads(now: dt.datetime | None = None) -> int:
     return removed
 
 
-def _fail(jobs: DjangoQuerySet[Job], *, error: str, message: str, now: dt.datetime) -> int:
+def _fail(jobs: QuerySet[Job], *, error: str, message: str, now: dt.datetime) -> int:
     """Fail these running jobs and delete their uploads (callers then fail the runs of ended jobs)."""
     ids = list(jobs.filter(state=Job.State.RUNNING).values_list("pk", flat=True))
     if not ids:

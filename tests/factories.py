@@ -20,7 +20,7 @@ from core.models import (
     ClaimResolution,
     EstimationRun,
     FactQuery,
-    QuerySet,
+    QueryCollection,
     Question,
     ReliabilityScore,
     RunAnswer,
@@ -157,7 +157,7 @@ class ChunkFactory(factory.django.DjangoModelFactory):
 
 class QuerySetFactory(factory.django.DjangoModelFactory):
     class Meta:
-        model = QuerySet
+        model = QueryCollection
         django_get_or_create = ("name",)
 
     name = factory.Sequence(lambda n: f"query-set-{n}")
@@ -195,7 +195,7 @@ class EstimationRunFactory(factory.django.DjangoModelFactory):
             self.sources.set(extracted)
 
 
-def _query_of_the_run(query: Any) -> QuerySet:
+def _query_of_the_run(query: Any) -> QueryCollection:
     """The run's own query set, so that a response's query belongs to the run."""
     return query.factory_parent.run.query_set or QuerySetFactory()
 

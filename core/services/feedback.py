@@ -45,7 +45,7 @@ from core.models import (
     MAX_FEEDBACK_COMMENT_CHARS,
     AnswerFeedback,
     FactQuery,
-    QuerySet,
+    QueryCollection,
     Question,
     Vote,
 )
@@ -208,8 +208,8 @@ def gold_answer_of(feedback: AnswerFeedback) -> str | None:
     return feedback.corrected_answer.strip() or None
 
 
-def feedback_query_set() -> QuerySet:
-    query_set, _ = QuerySet.objects.get_or_create(
+def feedback_query_set() -> QueryCollection:
+    query_set, _ = QueryCollection.objects.get_or_create(
         name=FEEDBACK_QUERY_SET, defaults={"description": FEEDBACK_QUERY_SET_DESCRIPTION}
     )
     return query_set

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.engine.reliability import available_estimators
-from core.models import EstimationRun, QuerySet
+from core.models import EstimationRun, QueryCollection
 from core.roles import analyst_required, curator_required, is_curator
 from core.services import estimation
 from core.services.estimation.checks import identification_view, record_check, reestimate_run
@@ -35,7 +35,7 @@ def form_defaults() -> dict[str, Any]:
 
 def _form_context(form: dict[str, Any] | None = None, errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
     return {
-        "query_sets": QuerySet.objects.annotate(
+        "query_sets": QueryCollection.objects.annotate(
             query_count=Count("queries", distinct=True),
             gold_count=Count("queries", filter=~Q(queries__reference_answers=[]), distinct=True),
         ).order_by("name"),
@@ -94,7 +94,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
     every = estimation.ALL_SOURCES in picked  # the explicit "every active source" option
     source_ids = [int(s) for s in picked if s.isdigit()]
     query_set_id = request.POST.get("query_set", "")
-    query_set = QuerySet.objects.filter(pk=query_set_id).first() if query_set_id.isdigit() else None
+    query_set = QueryCollection.objects.filter(pk=query_set_id).first() if query_set_id.isdigit() else None
     if not errors:
         # Nothing chosen is an error (the service says so), never a run over everything.
         sources: Any = estimation.ALL_SOURCES if every else list(Source.objects.filter(pk__in=source_ids)) or None

@@ -112,13 +112,13 @@ def test_an_api_server_error_is_the_api_s_json_error_shape_not_an_html_page(anal
 
 
 def test_a_fact_query_of_long_four_byte_text_is_a_400_naming_the_byte_limit(as_curator):
-    from core.models import FactQuery, QuerySet
+    from core.models import FactQuery, QueryCollection
 
     body = {"name": "emoji", "queries": [{"question": "Is it true? " + "\U0001f600" * 700}]}
     response = as_curator.post("/api/query-sets/", body, format="json")
     assert response.status_code == 400, response.content[:300]
     assert "at most 2400 bytes of UTF-8" in error_of(response)["fields"]["queries.0.question"][0]
-    assert not QuerySet.objects.exists() and not FactQuery.objects.exists()
+    assert not QueryCollection.objects.exists() and not FactQuery.objects.exists()
     ascii_question = {"name": "long", "queries": [{"question": "Is it true that " + "x" * 1900 + "?"}]}
     assert as_curator.post("/api/query-sets/", ascii_question, format="json").status_code == 201
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import EstimationRun, FactQuery, QuerySet
+from core.models import EstimationRun, FactQuery, QueryCollection
 from tests.api.conftest import error_of
 from tests.factories import (
     EstimationRunFactory,
@@ -36,7 +36,7 @@ def test_a_curator_creates_a_query_set_with_reference_answers_and_analysts_read_
     created = response.json()
     assert (created["name"], created["query_count"], created["gold_count"]) == ("capitals", 2, 1)
     assert "queries" not in created
-    query_set = QuerySet.objects.get(name="capitals")
+    query_set = QueryCollection.objects.get(name="capitals")
     assert list(query_set.queries.order_by("id").values_list("question", "reference_answers")) == [
         ("Capital of France?", ["Paris"]),
         ("Capital of Peru?", []),
@@ -55,7 +55,7 @@ def test_a_query_set_repeating_a_question_or_an_existing_name_is_refused_and_not
     assert response.status_code == 400 and "repeats" in error_of(response)["fields"]["queries"][0]
     response = as_curator.post("/api/query-sets/", {"name": "taken"}, format="json")
     assert response.status_code == 400 and "name" in error_of(response)["fields"]
-    assert list(QuerySet.objects.values_list("name", flat=True)) == ["taken"]
+    assert list(QueryCollection.objects.values_list("name", flat=True)) == ["taken"]
 
 
 def test_a_curator_sets_a_query_s_reference_answers_but_not_its_question(as_curator, as_analyst):

@@ -4,13 +4,13 @@ runs in progress."""
 
 from __future__ import annotations
 
-from core.models import EstimationRun, QuerySet
+from core.models import EstimationRun, QueryCollection
 from tasks.models import Job
 from tests.api.conftest import error_of
 from tests.factories import EstimationRunFactory, FactQueryFactory, QuerySetFactory, SourceFactory
 
 
-def demo_query_set() -> QuerySet:
+def demo_query_set() -> QueryCollection:
     query_set = QuerySetFactory(name="demo")
     FactQueryFactory(query_set=query_set, question="Question?")
     return query_set

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.models import EstimationRun, QuerySet
+from core.models import EstimationRun, QueryCollection
 from tasks.models import Job
 from tests.api.conftest import error_of
 from tests.api.test_questions import answered_question
@@ -25,7 +25,7 @@ def finished_run(sources, reliabilities) -> EstimationRun:
     return run
 
 
-def demo_query_set(n: int = 2) -> QuerySet:
+def demo_query_set(n: int = 2) -> QueryCollection:
     query_set = QuerySetFactory(name="demo")
     for i in range(n):
         FactQueryFactory(query_set=query_set, question=f"Question {i}?")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from core.models import EstimationRun, FactQuery, QuerySet, Question, ReliabilityScore
+from core.models import EstimationRun, FactQuery, QueryCollection, Question, ReliabilityScore
 from sources.models import Source
 from tests.factories import (
     DocumentFactory,
@@ -30,7 +30,7 @@ from tests.factories import (
 @dataclass
 class World:
     sources: list[Source]
-    query_set: QuerySet
+    query_set: QueryCollection
     queries: list[FactQuery]
     runs: list[EstimationRun] = field(default_factory=list)
     question: Question | None = None
@@ -39,7 +39,7 @@ class World:
 def make_run(
     world_sources: list[Source],
     queries: list[FactQuery],
-    query_set: QuerySet,
+    query_set: QueryCollection,
     answers: dict[tuple[int, int], str | None],
     *,
     when: Any,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.models import QuerySet
+from core.models import QueryCollection
 from sources.ingest.base import ParsedDocument
 from sources.models import Source
 from sources.services import FileOutcome, store_documents
@@ -51,7 +51,7 @@ def store(source: Source, texts: list[str], embedder: Any) -> None:
     store_documents(source, docs, embedder, chunk_size=120, chunk_overlap=20, outcome=FileOutcome(name="test"))
 
 
-def build_corpus(embedder: Any, reliable: int = 3) -> tuple[list[Source], Source, QuerySet]:
+def build_corpus(embedder: Any, reliable: int = 3) -> tuple[list[Source], Source, QueryCollection]:
     """`reliable` sources holding the facts, one source holding a wrong twin of each."""
     good = []
     for i in range(reliable):

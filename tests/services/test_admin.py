@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.models import EstimationRun, QuerySet
+from core.models import EstimationRun, QueryCollection
 from core.services.asking import ask_now
 from tasks.models import Job
 from tests.services.corpus import build_corpus
@@ -12,12 +12,12 @@ def test_the_admin_lists_query_sets_queries_runs_and_questions(db, admin_client,
     build_corpus(embedder, reliable=1)
     question = ask_now("What is the chemical symbol for gold?", strategy="ra-rag-all")
     for url in (
-        "/admin/core/queryset/",
+        "/admin/core/querycollection/",
         "/admin/core/factquery/?origin__exact=curated",
         "/admin/core/estimationrun/",
         "/admin/core/question/?q=gold",
         f"/admin/core/question/{question.pk}/change/",
-        f"/admin/core/queryset/{QuerySet.objects.get().pk}/change/",
+        f"/admin/core/querycollection/{QueryCollection.objects.get().pk}/change/",
     ):
         response = admin_client.get(url)
         assert response.status_code == 200, url

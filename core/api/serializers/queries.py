@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from core.api.fields import StrictModelSerializer, StrictSerializer, Text
 from core.forms import validate_question_bytes
-from core.models import FactQuery, QuerySet
+from core.models import FactQuery, QueryCollection
 
 MAX_QUESTION_CHARS = 2000
 MAX_REFERENCE_CHARS = 500
@@ -58,7 +58,7 @@ class QuerySetSerializer(StrictModelSerializer):
     )
 
     class Meta:
-        model = QuerySet
+        model = QueryCollection
         fields = ["id", "name", "description", "created_at", "query_count", "gold_count", "queries"]
         read_only_fields = ["id", "created_at", "query_count", "gold_count"]
 
@@ -70,10 +70,10 @@ class QuerySetSerializer(StrictModelSerializer):
             seen.add(item["question"])
         return queries
 
-    def create(self, validated_data: dict[str, Any]) -> QuerySet:
+    def create(self, validated_data: dict[str, Any]) -> QueryCollection:
         queries = validated_data.pop("queries", [])
         with transaction.atomic():
-            query_set = QuerySet.objects.create(**validated_data)
+            query_set = QueryCollection.objects.create(**validated_data)
             FactQuery.objects.bulk_create(
                 FactQuery(
                     query_set=query_set,

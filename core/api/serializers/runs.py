@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import MAX_ID, IdRelatedField, StrictSerializer
-from core.models import EstimationRun, QuerySet, ReliabilityScore
+from core.models import EstimationRun, QueryCollection, ReliabilityScore
 from core.services.estimation import ALL_SOURCES
 from core.services.pages.runs import run_changes
 from sources.models import Source
@@ -50,7 +50,7 @@ class RunSourcesField(serializers.Field):
 
 
 class StartRunSerializer(StrictSerializer):
-    query_set = IdRelatedField(queryset=QuerySet.objects.all(), required=False, allow_null=True)
+    query_set = IdRelatedField(queryset=QueryCollection.objects.all(), required=False, allow_null=True)
     sources = RunSourcesField(help_text='Source ids, or "all" for every active source with documents.')
     params = serializers.DictField(required=False, help_text="k, tau, strict clustering, prior, tolerance")
 

@@ -13,8 +13,7 @@ from rest_framework import mixins, viewsets
 
 from core.api.serializers.queries import FactQuerySerializer, QuerySetSerializer
 from core.api.views.base import ApiViewMixin, filter_by_query, query_param
-from core.models import FactQuery
-from core.models import QuerySet as FactQuerySet
+from core.models import FactQuery, QueryCollection
 
 
 @extend_schema_view(
@@ -30,8 +29,8 @@ class QuerySetViewSet(  # type: ignore[misc]
 ):
     serializer_class = QuerySetSerializer
 
-    def get_queryset(self) -> QuerySet[FactQuerySet]:
-        return FactQuerySet.objects.annotate(
+    def get_queryset(self) -> QuerySet[QueryCollection]:
+        return QueryCollection.objects.annotate(
             query_count=Count("queries", distinct=True),
             gold_count=Count("queries", filter=~Q(queries__reference_answers=[]), distinct=True),
         ).order_by("name")

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.engine.reliability import available_estimators
-from core.models import EstimationRun, QuerySet
+from core.models import EstimationRun, QueryCollection
 from core.services.estimation import (
     ALL_SOURCES,
     resume_claim_run,
@@ -106,7 +106,7 @@ class Command(BaseCommand):
         try:
             query_set = None
             if opts["queries"]:
-                query_set = QuerySet.objects.filter(name=opts["queries"]).first()
+                query_set = QueryCollection.objects.filter(name=opts["queries"]).first()
                 if query_set is None:
                     raise ValidationError({"queries": f"No query set named {opts['queries']!r}."})
             # The documented default: without --sources, every active source with documents (said explicitly).
@@ -175,7 +175,7 @@ class Command(BaseCommand):
             )
 
 
-def spread_gold(query_set: QuerySet | None, n: int) -> list[int]:
+def spread_gold(query_set: QueryCollection | None, n: int) -> list[int]:
     """Ids of ``n`` queries of the set that carry reference answers, spread evenly over them
     (by id): reproducible, and not all from one end of the set."""
     if query_set is None or n <= 0:

@@ -10,11 +10,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
-from django.db.models import QuerySet as DjangoQuerySet
+from django.db.models import Q, QuerySet
 
 from core.engine.reliability import available_estimators
-from core.models import EstimationRun, QuerySet
+from core.models import EstimationRun, QueryCollection
 from runtime.backends import configured_generator
 from runtime.jobs import dispatch_job
 from sources.models import Source
@@ -44,15 +43,15 @@ def default_params() -> dict[str, Any]:
     }
 
 
-def default_query_set() -> QuerySet | None:
-    named = QuerySet.objects.filter(name="demo").first()
+def default_query_set() -> QueryCollection | None:
+    named = QueryCollection.objects.filter(name="demo").first()
     if named is not None:
         return named
-    sets = list(QuerySet.objects.all()[:2])
+    sets = list(QueryCollection.objects.all()[:2])
     return sets[0] if len(sets) == 1 else None
 
 
-def sources_for_names(names: Sequence[str]) -> DjangoQuerySet[Source]:
+def sources_for_names(names: Sequence[str]) -> QuerySet[Source]:
     found = Source.objects.filter(name__in=names)
     unknown = sorted(set(names) - set(found.values_list("name", flat=True)))
     if unknown:
@@ -219,7 +218,7 @@ def _dispatch(run: EstimationRun, user: Any) -> Any:
 
 def start_estimation_run(
     *,
-    query_set: QuerySet | None = None,
+    query_set: QueryCollection | None = None,
     sources: Iterable[Source] | Literal["all"] | None = None,
     params: dict[str, Any] | None = None,
     user: Any = None,

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from core.engine.claims.mapping import ClaimMapping
-from core.models import FactQuery, QuerySet
+from core.models import FactQuery, QueryCollection
 from runtime.jobs import wait_for
 from sources.claims import load_claims, start_claim_key_embedding
 from sources.models import Claim, Source
@@ -36,7 +36,7 @@ class Command(BaseCommand):
         queries = json.loads((DEMO_DIR / "queries.json").read_text())
         jobs = []
         with transaction.atomic():
-            query_set, _ = QuerySet.objects.get_or_create(
+            query_set, _ = QueryCollection.objects.get_or_create(
                 name=DEMO_QUERY_SET,
                 defaults={"description": "Fact-checking queries of the demo corpus (PoisonedRAG questions)."},
             )
