@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.functions import Lower, Trim
 
 from core.engine.strategies.codec import ResultSchemaError, validate_evidence, validate_graph
 from core.engine.text import is_idk
@@ -314,6 +315,9 @@ class Question(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The same question asked again, case and spaces aside: the history groups by it and
+        # an answer looks up its earlier answer by it (core.views.ask), so neither scans the table.
+        indexes = [models.Index(Lower(Trim("text")), name="question_norm_text")]
 
     def __str__(self) -> str:
         return self.text[:80]
