@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from core.engine.steps.voting import answer_probability, weighted_vote
 
@@ -181,11 +181,8 @@ def fit(examples: Sequence[tuple[float, bool]], queries: int = 0, weight: float 
     probabilities = [p for p, _ in examples]
     right = [r for _, r in examples]
     after = [fitted.apply(p) for p in probabilities]
-    return Calibration(
-        slope=slope,
-        intercept=intercept,
-        queries=queries,
-        examples=len(examples),
+    return replace(
+        fitted,
         ece_before=expected_calibration_error(probabilities, right),
         ece_after=expected_calibration_error(after, right),
         diagram=reliability_diagram(after, right),
