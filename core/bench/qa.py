@@ -21,7 +21,7 @@ from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
 from core.bench.metrics import correlations
 from core.engine.estimation import calibration_from_records
-from core.engine.reliability import DEFAULT_ESTIMATOR
+from core.engine.reliability import DEFAULT_ESTIMATOR, get_estimator
 from core.engine.strategies.base import Requirement
 from core.engine.text import IDK, answer_contains_gold
 from core.engine.types import Embedder, Passage, SourceInfo
@@ -283,9 +283,16 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         for s in sources
     ]
 
+    ctx.weight_scheme = get_estimator(config.estimator).weight_scheme
     if config.calibrate and gold:
         ctx.calibration = calibration_from_records(
-            estimation.records, estimation.source_ids, estimation.reliability, gold, config.kappa, seed
+            estimation.records,
+            estimation.source_ids,
+            estimation.reliability,
+            gold,
+            config.kappa,
+            seed,
+            scheme=ctx.weight_scheme,
         )
 
     # Estimation-query votes feed the crowd-kit methods too (they are unsupervised).

@@ -163,11 +163,30 @@ def estimate_from_records(
         if references and 0 <= q < len(questions)
     }
     votes = to_matrix(matrix)
-    result = chosen.estimate(votes, prior=Prior(alpha, beta), gold=gold_labels or None)
+    result = chosen.estimate(
+        votes, prior=Prior(alpha, beta), gold=gold_labels or None, candidates=answer_candidates(matrix)
+    )
     # Does agreement identify the estimate, or only the sizes of two groups of sources? When
     # not, neither group is amplified (core.engine.reliability.identify).
     found = identify(votes, result, gold=gold_labels)
     return equalise(result, found, scheme=chosen.weight_scheme), list(records)
+
+
+def answer_candidates(matrix: Sequence[Sequence[int | None]]) -> list[int | None]:
+    """Per query, how many answers the one-coin model chooses among: the distinct answer
+    clusters the sources gave, plus one for "none of them" (None when nobody answered).
+
+    An open question has no fixed answer set, but its clusters are the candidates the vote
+    actually chooses among. Knowing K lets a source right less than half the time still
+    count where it beats chance (1 / K): with K unknown its log-odds weight is floored at
+    zero below 0.5, and with many mediocre sources (a Beta prior) the estimate then rests on
+    the few above 0.5 (core.engine.reliability.weights). Only this path passes K: in truth
+    discovery the wrong values are far from uniform (co-author lists), see docs/benchmarks.md."""
+    out: list[int | None] = []
+    for row in matrix:
+        labels = {label for label in row if label is not None and label >= 0}
+        out.append(len(labels) + 1 if labels else None)
+    return out
 
 
 def gold_label(records: Sequence[ResponseRecord], references: Sequence[str]) -> int:
@@ -211,11 +230,15 @@ def calibration_from_records(
     gold: Mapping[int, Sequence[str]],
     kappa: int,
     seed: int = 0,
+    *,
+    scheme: str = "paper",
 ) -> Calibration:
     """How answer probabilities relate to being right on the checked queries (``gold``: query
     index -> reference answers) of an estimate: core.engine.steps.calibration over the
     records' clusters (set by estimate_from_records) and the estimate's accuracies and
-    weights. The identity when nothing was checked."""
+    weights (``scheme``: the estimator's weight scheme; "log-odds" weighs each checked
+    query's votes by its candidate answers, as answering does). The identity when nothing
+    was checked."""
     if not gold:
         return Calibration()
     column = {sid: j for j, sid in enumerate(source_ids)}
@@ -231,4 +254,12 @@ def calibration_from_records(
         label = gold_label(by_query.get(q, []), references)
         truth[q] = None if label == GOLD_NONE else label
     accuracies: list[float | None] = [s.accuracy for s in result.sources]
-    return calibrate(matrix, truth, accuracies, [s.weight for s in result.sources], kappa, seed=seed)
+    return calibrate(
+        matrix,
+        truth,
+        accuracies,
+        [s.weight for s in result.sources],
+        kappa,
+        seed=seed,
+        by_candidates=scheme == "log-odds",
+    )

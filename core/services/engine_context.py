@@ -169,6 +169,7 @@ def build_context(
         claim_sources=claim_source_infos(source_ids, among=among) if has_claims else [],
         listener=listener,
         calibration=latest_calibration(),
+        weight_scheme=weight_scheme(),
     )
 
 

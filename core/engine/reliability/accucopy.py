@@ -39,6 +39,7 @@ from core.engine.reliability.base import (
     GOLD_WEIGHT,
     MISSING,
     UNIFORM_PRIOR,
+    Candidates,
     Dependence,
     LabelMatrix,
     Prior,
@@ -309,9 +310,22 @@ class OneCoin:
     max_iter: int = 200
 
     def estimate(
-        self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR, gold: Mapping[int, int] | None = None
+        self,
+        labels: LabelMatrix,
+        *,
+        prior: Prior = UNIFORM_PRIOR,
+        gold: Mapping[int, int] | None = None,
+        candidates: Candidates = None,
     ) -> ReliabilityResult:
-        return one_coin(labels, prior, gold, gold_weight=self.gold_weight, tol=self.tol, max_iter=self.max_iter)
+        return one_coin(
+            labels,
+            prior,
+            gold,
+            gold_weight=self.gold_weight,
+            n_candidates=candidates,
+            tol=self.tol,
+            max_iter=self.max_iter,
+        )
 
 
 @dataclass(frozen=True)
@@ -327,8 +341,20 @@ class AccuCopy:
     max_iter: int = 200
 
     def estimate(
-        self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR, gold: Mapping[int, int] | None = None
+        self,
+        labels: LabelMatrix,
+        *,
+        prior: Prior = UNIFORM_PRIOR,
+        gold: Mapping[int, int] | None = None,
+        candidates: Candidates = None,
     ) -> ReliabilityResult:
         return one_coin(
-            labels, prior, gold, copy=self.copy, gold_weight=self.gold_weight, tol=self.tol, max_iter=self.max_iter
+            labels,
+            prior,
+            gold,
+            copy=self.copy,
+            gold_weight=self.gold_weight,
+            n_candidates=candidates,
+            tol=self.tol,
+            max_iter=self.max_iter,
         )

@@ -20,6 +20,9 @@ MISSING = -1  # matrix code for IDK / no answer
 GOLD_NONE = -2  # gold code: the reference answer matches none of the query's answer labels
 
 LabelMatrix = npt.NDArray[np.int64]
+# Per query, the number K of candidate answers (None: unknown, open-ended); see
+# core.engine.reliability.weights for what K does to a vote's weight.
+Candidates = Sequence[int | None] | None
 
 
 @dataclass(frozen=True)
@@ -145,13 +148,20 @@ class Estimator(Protocol):
         ...
 
     def estimate(
-        self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR, gold: Mapping[int, int] | None = None
+        self,
+        labels: LabelMatrix,
+        *,
+        prior: Prior = UNIFORM_PRIOR,
+        gold: Mapping[int, int] | None = None,
+        candidates: Candidates = None,
     ) -> ReliabilityResult:
         """Reliabilities (one per column, in column order) from a queries x sources matrix.
 
         ``gold`` maps a query (row) to its reference answer's label, or GOLD_NONE when the
         reference matches none of the answers: those rows' truth is fixed, and they count
-        GOLD_WEIGHT times in the accuracies."""
+        GOLD_WEIGHT times in the accuracies. ``candidates`` gives, per query, how many
+        answers it has to choose from (None: open-ended, unknown); an estimator whose model
+        has no use for it (IWMV, TruthFinder) ignores it."""
         ...
 
 

@@ -27,6 +27,7 @@ from core.engine.reliability.base import (
     GOLD_WEIGHT,
     MISSING,
     UNIFORM_PRIOR,
+    Candidates,
     LabelMatrix,
     Prior,
     ReliabilityResult,
@@ -140,7 +141,12 @@ class IWMV:
     weight_scheme: str = "paper"
 
     def estimate(
-        self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR, gold: Mapping[int, int] | None = None
+        self,
+        labels: LabelMatrix,
+        *,
+        prior: Prior = UNIFORM_PRIOR,
+        gold: Mapping[int, int] | None = None,
+        candidates: Candidates = None,
     ) -> ReliabilityResult:
         return iwmv(
             labels,

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from core.engine.reliability.base import (
     MISSING,
     UNIFORM_PRIOR,
+    Candidates,
     LabelMatrix,
     Prior,
     ReliabilityResult,
@@ -166,7 +167,12 @@ class TruthFinderEstimator:
     weight_scheme: str = "paper"
 
     def estimate(
-        self, labels: LabelMatrix, *, prior: Prior = UNIFORM_PRIOR, gold: Mapping[int, int] | None = None
+        self,
+        labels: LabelMatrix,
+        *,
+        prior: Prior = UNIFORM_PRIOR,
+        gold: Mapping[int, int] | None = None,
+        candidates: Candidates = None,
     ) -> ReliabilityResult:
         """``gold`` fixes the reported truth of gold-checked queries and their gold counts;
         TruthFinder's own iteration has no notion of anchors, so trust is not reweighted."""

@@ -30,7 +30,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from core.engine.steps.voting import answer_probability, weighted_vote
+from core.engine.steps.voting import answer_probability, candidate_weights, weighted_vote
 
 # Gaussian prior of the MAP fit: standard deviations of the slope around 1 and of the
 # intercept around 0 (in log-odds).
@@ -223,12 +223,15 @@ def checked_examples(
     *,
     random_subsets: int = RANDOM_SUBSETS,
     seed: int = 0,
+    by_candidates: bool = False,
 ) -> list[tuple[float, bool]]:
     """(probability, right) of the vote among subsets of each checked query's answering sources.
 
     ``matrix[q][j]`` is source j's answer cluster on query q (None: it did not answer),
     ``truth[q]`` the checked query's right cluster (None: no source gave the right answer),
-    ``accuracies`` and ``weights`` the run's estimated accuracy and voting weight per source.
+    ``accuracies`` and ``weights`` the run's estimated accuracy and voting weight per source;
+    ``by_candidates``: weigh the votes by each subset's candidate answers, as answering does
+    under a log-odds estimator (core.engine.strategies.pipeline.cluster_and_vote).
     """
     rng = random.Random(seed)
     order = sorted(range(len(accuracies)), key=lambda j: -(accuracies[j] or 0.0))
@@ -243,8 +246,12 @@ def checked_examples(
         subsets = [answered[:size]] + [_draw(answered, accuracies, size, rng) for _ in range(random_subsets)]
         for subset in subsets:
             labels = [matrix[q][j] for j in subset]
-            outcome = weighted_vote(labels, [weights[j] for j in subset])
-            probability = answer_probability(labels, [accuracies[j] for j in subset], outcome.winner)
+            subset_accuracies = [accuracies[j] for j in subset]
+            subset_weights = [weights[j] for j in subset]
+            if by_candidates:
+                subset_weights = candidate_weights(labels, subset_accuracies, subset_weights)
+            outcome = weighted_vote(labels, subset_weights)
+            probability = answer_probability(labels, subset_accuracies, outcome.winner)
             examples.append((probability, outcome.winner is not None and outcome.winner == right_cluster))
     return examples
 
@@ -264,8 +271,9 @@ def calibrate(
     kappa: int,
     *,
     seed: int = 0,
+    by_candidates: bool = False,
 ) -> Calibration:
     """The calibration a run's checked queries give: their examples (checked_examples), each
     query counting as one example in the fit."""
-    examples = checked_examples(matrix, truth, accuracies, weights, kappa, seed=seed)
+    examples = checked_examples(matrix, truth, accuracies, weights, kappa, seed=seed, by_candidates=by_candidates)
     return fit(examples, queries=len(truth), weight=1.0 / (1 + RANDOM_SUBSETS))

@@ -107,6 +107,10 @@ class EngineContext:
     # How the latest estimation's checked answers say answer probabilities relate to being
     # right (core.engine.steps.calibration); the identity when nothing was checked.
     calibration: Calibration = IDENTITY
+    # How the estimator that gave the sources' weights turns accuracies into weights
+    # ("paper" or "log-odds", core.engine.reliability.weights): a log-odds estimate weighs a
+    # vote by the question's number of candidate answers too (pipeline.cluster_and_vote).
+    weight_scheme: str = "paper"
 
     def report(self, events: Sequence[SourceEvent]) -> None:
         """Pass per-source progress to the listener, if any (one call per batch)."""
@@ -143,6 +147,9 @@ class SourceVote:
     cluster: int | None
     weight: float  # the voting weight v_i the vote carried
     passages: list[Passage]
+    # What a strategy multiplied the source's weight by for this vote (CrEst's credibility of
+    # the passages it read, in ra-rag-crest); ``weight`` already includes it.
+    factor: float = 1.0
 
 
 @dataclass

@@ -397,7 +397,8 @@ class RaRagCrest(RaRag):
         by_chunk = {p.chunk_id: s for p, s in zip(passages, estimate.scores, strict=True)}
         for vote in votes:
             if vote.passages:
-                vote.weight *= sum(by_chunk[p.chunk_id] for p in vote.passages) / len(vote.passages)
+                vote.factor = sum(by_chunk[p.chunk_id] for p in vote.passages) / len(vote.passages)
+                vote.weight *= vote.factor
         trace["credibility"] = credibility_trace(passages, estimate, params, run.ctx)
         return votes
 

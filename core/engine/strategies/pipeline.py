@@ -11,7 +11,12 @@ from core.engine.backends.generation.base import GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many, support_scores, support_texts
 from core.engine.steps.clustering import answer_texts, cluster_answers, unsettled_texts
-from core.engine.steps.voting import VoteOutcome, answer_probability, weighted_vote
+from core.engine.steps.voting import (
+    VoteOutcome,
+    answer_probability,
+    candidate_weights,
+    weighted_vote,
+)
 from core.engine.strategies.base import (
     ClusterInfo,
     EngineContext,
@@ -189,12 +194,16 @@ def report_skipped(ctx: EngineContext, sources: Sequence[SourceInfo], asked: Ite
 
 
 def cluster_and_vote(
-    question: str, ctx: EngineContext, votes: list[SourceVote], strict: bool = False
+    question: str, ctx: EngineContext, votes: list[SourceVote], strict: bool = False, *, estimated: bool = True
 ) -> tuple[VoteOutcome, list[ClusterInfo], str]:
     """Cluster the votes' responses in place, run WMV with each vote's weight. The outcome's
     confidence is the answer's probability under the one-coin model (answer_probability),
     from the sources' estimated accuracies, not the winner's share of the vote, calibrated
-    on the latest estimation's checked answers where there were some (ctx.calibration)."""
+    on the latest estimation's checked answers where there were some (ctx.calibration).
+
+    ``estimated``: the votes carry the estimate's weights (not MV's ones or the oracle's);
+    under a log-odds estimator (ctx.weight_scheme) they are then the weights on this
+    question's candidate answers (candidate_weights), as the estimator weighed them."""
     clustering = cluster_answers(
         [v.response for v in votes],
         ctx.nli,
@@ -204,9 +213,18 @@ def cluster_and_vote(
     )
     for vote, label in zip(votes, clustering.labels, strict=False):
         vote.cluster = label
-    outcome = weighted_vote(clustering.labels, [v.weight for v in votes])
     accuracy = {s.id: s.accuracy for s in ctx.sources}
-    probability = answer_probability(clustering.labels, [accuracy.get(v.source_id) for v in votes], outcome.winner)
+    accuracies = [accuracy.get(v.source_id) for v in votes]
+    weights = [v.weight for v in votes]
+    if estimated and ctx.weight_scheme == "log-odds":
+        own = [v.weight / v.factor if v.factor > 0 else 0.0 for v in votes]
+        weights = [
+            v.factor * w for v, w in zip(votes, candidate_weights(clustering.labels, accuracies, own), strict=True)
+        ]
+        for vote, weight in zip(votes, weights, strict=True):
+            vote.weight = weight
+    outcome = weighted_vote(clustering.labels, weights)
+    probability = answer_probability(clustering.labels, accuracies, outcome.winner)
     outcome = replace(outcome, confidence=ctx.calibration.apply(probability))
     clusters = [
         ClusterInfo(

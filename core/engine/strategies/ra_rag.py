@@ -53,6 +53,7 @@ class _Voting(AnswerStrategy):
 
     Params: ClassVar[type[ParamSet]] = SourceVotingParams
     use_filter: ClassVar[bool] = True
+    estimated: ClassVar[bool] = True  # the votes weigh with the estimate (not MV's ones, not the oracle's)
 
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
         return sources
@@ -70,7 +71,9 @@ class _Voting(AnswerStrategy):
         report_waiting(ctx, listed)
         votes = self.choose(run, params, trace)
         report_skipped(ctx, listed, (v.source_id for v in votes))
-        outcome, clusters, answer = cluster_and_vote(question, ctx, votes, params.strict_clustering)
+        outcome, clusters, answer = cluster_and_vote(
+            question, ctx, votes, params.strict_clustering, estimated=self.estimated
+        )
         backers = [v.source_id for v in votes if outcome.winner is not None and v.cluster == outcome.winner]
         confidence, caveat = evidence_caveat(outcome.confidence, backers, ctx.sources)
         return run.result(
@@ -158,6 +161,7 @@ class RaRagNoFilter(RaRag):
 @register("mv")
 class MajorityVote(_Voting):
     description = "every source, filter, majority vote (all weights 1)"
+    estimated = False
 
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
         return [replace(s, weight=1.0) for s in sources]
@@ -167,6 +171,7 @@ class MajorityVote(_Voting):
 class OracleWmv(_Voting):
     description = "every source, filter, WMV with the true reliabilities (benchmark only)"
     requires = frozenset({Requirement.ORACLE})
+    estimated = False
 
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
         oracle = ctx.oracle or {}

@@ -25,6 +25,7 @@ from core.engine.params import parse_params
 from core.engine.reliability import ReliabilityResult, get_estimator
 from core.engine.strategies import get_strategy
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
+from core.services.engine_context import weight_scheme
 from core.services.estimation.coordinate import RunProgress, run_layout, run_pairs
 from core.services.estimation.locks import finish_claim_name
 from runtime.backends import configured_nli
@@ -82,7 +83,10 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         estimator=str(run.params.get("estimator", settings.RELIABILITY_ESTIMATOR)),
         gold=gold,
     )
-    calibration = calibration_from_records(records, source_ids, result, gold, default_kappa(), seed=run.pk or 0)
+    # Answers weigh votes as the configured estimator does (engine_context.source_infos).
+    calibration = calibration_from_records(
+        records, source_ids, result, gold, default_kappa(), seed=run.pk or 0, scheme=weight_scheme()
+    )
     weight = dict(zip(source_ids, result.weights, strict=False))
     answers = []
     for q, query in enumerate(queries):
