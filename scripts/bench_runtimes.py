@@ -8,6 +8,7 @@ alternating, so prompt lengths vary as they do across sources), then runs every 
 through each runtime in turn, in one process, greedy, at most 32 new tokens:
 
 - ``transformers``: the float32 dequantised model, one prompt at a time (the white-box path);
+- ``transformers-bf16``: the same in bfloat16 (AMX's matrix units run it where the CPU has them);
 - ``ct2``: CTranslate2 int8, the whole prompt, one at a time;
 - ``ct2-head``: CTranslate2 int8 with the answer prompt's head cached (the product's default);
 - ``ct2-head-b4``, ``ct2-b4``: the same in micro-batches of four;
@@ -41,6 +42,16 @@ def prompts(data: Path, n: int) -> list[Any]:
 
     items = list(json.loads((data / "poisonedrag" / "nq.json").read_text()).values())[:n]
     return [GenerationRequest(it["question"], it["adv_texts"][: 3 if i % 2 else 1]) for i, it in enumerate(items)]
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (Linux), to say which instruction sets the numbers ran on."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((row for row in text.splitlines() if row.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
 
 
 def timed(generator: Any, requests: list[Any], batch: int) -> tuple[list[str], list[float]]:
@@ -87,6 +98,14 @@ def main() -> int:
     hf.white_box()
     record("transformers", *timed(hf, requests, 1))
     del hf
+    # bfloat16 weights: on a CPU with AMX (Intel Sapphire Rapids and later) its matrix units
+    # run bf16; elsewhere torch emulates it.
+    bf16 = TransformersGenerator(
+        args.model, max_new_tokens=32, models_dir=args.models_dir, batch_size=1, dtype="bfloat16"
+    )
+    bf16.white_box()
+    record("transformers-bf16", *timed(bf16, requests, 1))
+    del bf16
     ct2 = CTranslate2Generator(args.model, 32, models_dir=args.models_dir)
     ct2.prepare()
     for name, head, batch in [("ct2", False, 1), ("ct2-head", True, 1), ("ct2-head-b4", True, 4), ("ct2-b4", False, 4)]:
@@ -126,7 +145,11 @@ def main() -> int:
         run["same_as_transformers"] = sum(a == b for a, b in zip(run["answers"], reference, strict=True))
         print(f"{name:14s} {run['same_as_transformers']}/{len(reference)} answers as transformers float32")
     result = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": len(os.sched_getaffinity(0))},
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": len(os.sched_getaffinity(0)),
+            "flags": sorted(cpu_flags() & {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "amx_tile"}),
+        },
         "model": args.model,
         "prompts": len(requests),
         "runs": runs,
