@@ -18,7 +18,7 @@ from django.test import override_settings
 
 from core.engine.backends.generation import GenerationRequest
 from core.engine.backends.generation.gguf_files import QWEN_05B
-from core.engine.backends.generation.local_transformers import CONVERTED_MARKER, TransformersGenerator
+from core.engine.backends.generation.local_transformers import CONVERTED_MARKER, TransformersGenerator, cpu_has_amx_bf16
 from core.engine.text import answer_contains_gold, is_idk
 from tests.engine.local_model import require_local_model
 
@@ -87,7 +87,9 @@ def test_the_profile_settings_build_a_generator_named_after_the_model_with_a_cac
     assert os.path.basename(cache) == f"{KEY}.hf-{QWEN_05B.sha256[:16]}"
     assert os.path.isfile(os.path.join(cache, CONVERTED_MARKER))
     _, model = llm.white_box()
-    assert model.config.model_type == "qwen2" and str(model.dtype) == "torch.float32"
+    # The cache holds float32 weights; auto loads them as bfloat16 where AMX multiplies it.
+    expected = "torch.bfloat16" if cpu_has_amx_bf16() else "torch.float32"
+    assert model.config.model_type == "qwen2" and str(model.dtype) == expected
     assert not getattr(model, "is_quantized", False)  # a plain dense model: white-box, savable
 
 

@@ -120,11 +120,35 @@ def test_each_request_of_a_batch_writes_at_most_its_own_budget(tiny_gpt2: str) -
 def test_the_weights_dtype_is_a_setting(tiny_gpt2: str) -> None:
     import torch
 
+    from core.engine.backends.generation import local_transformers
+
+    expected = torch.bfloat16 if local_transformers.cpu_has_amx_bf16() else torch.float32
     default = TransformersGenerator(tiny_gpt2, device="cpu")
-    assert default.white_box()[1].dtype == torch.float32  # auto on a CPU
+    assert default.white_box()[1].dtype == expected  # auto on a CPU: bfloat16 only where AMX runs it
     half = TransformersGenerator(tiny_gpt2, device="cpu", max_new_tokens=2, dtype="bfloat16")
     assert half.white_box()[1].dtype == torch.bfloat16
     assert half.load_info["dtype"] == "bfloat16"
     assert half.generate([GenerationRequest("who?", ["paris"])])[0].completion_tokens <= 2
     with pytest.raises(ValueError, match="dtype"):
         TransformersGenerator(tiny_gpt2, dtype="float8")
+
+
+def test_auto_picks_bfloat16_on_a_cpu_only_where_amx_multiplies_it(
+    tiny_gpt2: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    from core.engine.backends.generation import local_transformers
+
+    amx = tmp_path / "amx"
+    amx.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_tile amx_int8\n")
+    avx512 = tmp_path / "avx512"
+    avx512.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n")
+    assert local_transformers.cpu_has_amx_bf16(amx)
+    assert not local_transformers.cpu_has_amx_bf16(avx512)  # AVX512-BF16 alone: converts, no tiles
+    assert not local_transformers.cpu_has_amx_bf16(tmp_path / "missing")
+    for flags, expected in ((amx, torch.bfloat16), (avx512, torch.float32)):
+        monkeypatch.setattr(local_transformers, "cpu_has_amx_bf16", lambda path=flags: path == amx)
+        generator = TransformersGenerator(tiny_gpt2, device="cpu")
+        assert generator.white_box()[1].dtype == expected
+        assert generator.load_info["dtype"] == str(expected).removeprefix("torch.")

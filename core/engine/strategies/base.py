@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator
 from core.engine.backends.nli import NLI
+from core.engine.claims.store import ClaimStore
 from core.engine.params import NoParams, ParamSet
 from core.engine.steps.calibration import IDENTITY, Calibration
 from core.engine.types import CallStats, Embedder, Passage, Retriever, SourceInfo
@@ -96,7 +97,7 @@ class EngineContext:
     sources: list[SourceInfo]
     params: EstimationParams = field(default_factory=EstimationParams)
     oracle: Mapping[int, float] | None = None  # true accuracies by source id (benchmark only)
-    claims: Any = None  # a claim store, when the product has one
+    claims: ClaimStore | None = None  # the claim store, when the product has claims
     # The sources that hold claims (claim strategies read these; a source loaded from
     # structured data has claims but no passages, so it is not among ``sources``). Empty:
     # use ``sources``.

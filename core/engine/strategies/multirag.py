@@ -266,7 +266,9 @@ class MultiRagStrategy(AnswerStrategy):
 
     def answer(self, question: str, ctx: EngineContext, params: MultiRagParams) -> StrategyResult:
         run = self.begin(question, ctx)
-        store: ClaimStore = ctx.claims
+        store = ctx.claims
+        if store is None:  # the registry checks Requirement.CLAIMS before a strategy is asked
+            raise RuntimeError("multirag needs a claim store; this context has none")
         thresholds = {"node": params.node_threshold, "graph": params.graph_threshold}
         trace: dict[str, Any] = {"thresholds": thresholds, "alpha": params.alpha, "beta": params.beta}
         pool = ctx.claim_sources or ctx.sources
