@@ -23,7 +23,7 @@ import io
 import json
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 from xml.etree.ElementTree import Element, ParseError
 
 from defusedxml import DefusedXmlException
@@ -71,14 +71,11 @@ class Location:
     label: str = ""
     sep: str = "."
 
-    def provenance(self) -> dict[str, Any]:
-        """The file, and the line, record, path and id that are known."""
-        found: dict[str, Any] = {"file": self.file}
-        for key in ("line", "record", "path", "id"):
-            value = getattr(self, key)
-            if value is not None:
-                found[key] = value
-        return found
+    def provenance(self) -> dict[str, str | int]:
+        """The file, and the line, record, path and id that are known (what a claim or a
+        document stores of where it came from)."""
+        known = {"line": self.line, "record": self.record, "path": self.path, "id": self.id}
+        return {"file": self.file} | {key: value for key, value in known.items() if value is not None}
 
     def field(self, name: str | None) -> str | None:
         """A field of this record as errors name it: ``[3].text``, ``/feed/item[1]/title``."""
@@ -143,8 +140,16 @@ def read_text(text: str, *, filename: str) -> Iterator[Record]:
 # --- CSV and TSV --------------------------------------------------------------------------
 
 
+class _Rows(Protocol):
+    """A csv.reader: rows, and the number of lines read so far."""
+
+    line_num: int
+
+    def __next__(self) -> list[str]: ...
+
+
 def _read_table(
-    rows: Iterator[list[str]],
+    rows: _Rows,
     kind: str,
     *,
     filename: str,
@@ -167,7 +172,7 @@ def _read_table(
     while True:
         # A quoted record may span lines: name the line it starts on, not the line the reader
         # stopped at (for an unterminated quote that is the end of the file).
-        line = getattr(rows, "line_num", 0) + 1
+        line = rows.line_num + 1
         try:
             row = next(rows)
         except StopIteration:
@@ -273,16 +278,15 @@ def read_jsonld(
     data = load_json(text)
     index = 0
     for node in _ld_nodes(select(data) if select else data):
-        location = Location(filename, record=index, label=f"node[{index}]")
+        label = f"node[{index}]"
         if not isinstance(node, Mapping):
             if skip_non_objects:
                 continue
-            raise _not_an_object(location, node)
+            raise _not_an_object(Location(filename, record=index, label=label), node)
         node_id = node.get("@id")
-        if isinstance(node_id, str):
-            location = Location(filename, record=index, id=node_id[:500], label=location.label)
+        node_id = node_id[:500] if isinstance(node_id, str) else None
+        yield Record(Location(filename, record=index, id=node_id, label=label), node)
         index += 1
-        yield Record(location, node)
 
 
 # --- XML ------------------------------------------------------------------------------
