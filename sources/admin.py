@@ -10,14 +10,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from core.admin_numbers import rounded
 from core.forms import JSON_FORMFIELD_OVERRIDES
 from core.roles import is_curator
 from core.services.estimation import start_estimation_run
 from runtime.jobs import dispatch_job
-from sources.claims import start_claim_load
+from sources.claims import ClaimExtractionUnavailable, start_claim_load, start_text_claim_extraction
 from sources.forms import ClaimLoadForm, DocumentAdminForm, UploadDocumentsForm
 from sources.links import http_url
 from sources.models import Claim, Document, Source
@@ -53,7 +53,7 @@ class SourceAdmin(admin.ModelAdmin):
     reliability_rounded = rounded("reliability", "Reliability")
     reliability_low_rounded = rounded("reliability_low", "Reliability low")
     reliability_high_rounded = rounded("reliability_high", "Reliability high")
-    actions = ["activate", "deactivate", "reembed", "start_estimation"]
+    actions = ["activate", "deactivate", "reembed", "start_estimation", "extract_claims_from_text"]
     change_list_template = "admin/sources/source/change_list.html"
     change_form_template = "admin/sources/source/change_form.html"
 
@@ -126,6 +126,34 @@ class SourceAdmin(admin.ModelAdmin):
                 queryset.count(),
                 run.job_id,
                 run.job_id,
+            ),
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Extract claims from the documents of selected sources (language model)")
+    def extract_claims_from_text(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        """One tasks.extract_text_claims job per source, each noted in the source's history;
+        without a language model configured, none (the same refusal for every source)."""
+        started = []
+        for source in queryset.order_by("id"):
+            try:
+                job = start_text_claim_extraction(source, user=request.user)
+            except ClaimExtractionUnavailable as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+                return
+            self.log_change(request, source, f"Started claim extraction from its documents: job {job.pk}.")
+            started.append((source, job))
+        self.message_user(
+            request,
+            format_html(
+                "Claim extraction from documents started for {} source{}: {}",
+                len(started),
+                pluralize(len(started)),
+                format_html_join(
+                    ", ",
+                    '{} (<a href="{}">job {}</a>)',
+                    ((s.name, reverse("job-detail", args=[j.pk]), j.pk) for s, j in started),
+                ),
             ),
             messages.SUCCESS,
         )

@@ -1,4 +1,6 @@
-"""Ingestion adapters: one module per format, one contract (sources.ingest.base.Adapter)."""
+"""Ingestion: one reader per file format (sources.ingest.readers), and two mappings over
+the records it gives: documents (sources.ingest.documents, the Adapter contract of
+sources.ingest.base) and claims (sources.ingest.claims)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,15 @@ from typing import Any
 from django.conf import settings
 
 from sources.ingest.base import Adapter, IngestError, ParsedDocument
-from sources.ingest.csv_adapter import CsvAdapter
-from sources.ingest.json_adapter import JsonAdapter, JsonLinesAdapter
-from sources.ingest.jsonld import JsonLdAdapter
-from sources.ingest.text import TextAdapter
-from sources.ingest.xml_adapter import XmlAdapter
+from sources.ingest.documents import (
+    CsvAdapter,
+    JsonAdapter,
+    JsonLdAdapter,
+    JsonLinesAdapter,
+    TextAdapter,
+    XmlAdapter,
+)
+from sources.ingest.readers import check_size, decode_text, decode_utf8
 
 ADAPTERS: tuple[Adapter, ...] = (
     TextAdapter(),
@@ -27,12 +33,20 @@ SUPPORTED_EXTENSIONS = tuple(ext for adapter in ADAPTERS for ext in adapter.exte
 
 __all__ = [
     "ADAPTERS",
+    "CsvAdapter",
     "IngestError",
+    "JsonAdapter",
+    "JsonLdAdapter",
+    "JsonLinesAdapter",
+    "TextAdapter",
+    "XmlAdapter",
     "ParsedDocument",
     "SUPPORTED_EXTENSIONS",
     "adapter_for",
+    "decode_utf8",
     "parse_bytes",
     "expand_paths",
+    "read_limited",
 ]
 
 
@@ -53,25 +67,13 @@ def adapter_for(filename: str, format_name: str | None = None) -> Adapter:
     )
 
 
-def decode_utf8(data: bytes, filename: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise IngestError(f"not valid UTF-8 (byte {exc.start})", filename=filename, line=line) from None
-
-
 def parse_bytes(data: bytes, filename: str, options: Mapping[str, Any] | None = None) -> list[ParsedDocument]:
     """Parse one whole file; any problem raises IngestError and nothing is returned."""
     opts = dict(options or {})
     opts.setdefault("max_chars", settings.INGEST_MAX_DOCUMENT_CHARS)
-    limit = settings.INGEST_MAX_FILE_BYTES
-    if len(data) > limit:
-        raise IngestError(f"file is {len(data)} bytes, over the limit of {limit}", filename=filename)
+    check_size(data, filename)
     adapter = adapter_for(filename, opts.get("format"))
-    text = decode_utf8(data, filename)
-    if "\x00" in text:
-        raise IngestError("contains NUL characters (binary file?)", filename=filename)
+    text = decode_text(data, filename)
     try:
         return list(adapter.parse(text, filename=filename, options=opts))
     except IngestError as exc:

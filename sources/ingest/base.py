@@ -65,6 +65,7 @@ def parse_published(value: Any, *, line: int | None = None, field_name: str = "p
     if not isinstance(value, str):
         raise IngestError(f"expected an ISO date string, got {type(value).__name__}", line=line, field=field_name)
     text = value.strip()
+    parsed: dt.datetime | None
     try:
         parsed = parse_datetime(text)
         if parsed is None:

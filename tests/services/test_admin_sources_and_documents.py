@@ -106,3 +106,53 @@ def test_bulk_activation_and_deactivation_leave_an_admin_history_entry_per_sourc
     admin_client.post("/admin/sources/source/", {"action": "activate", "_selected_action": [wire.pk]})
     history = admin_client.get(f"/admin/sources/source/{wire.pk}/history/").content.decode()
     assert history.count("Changed Active.") == 2
+
+
+def test_curators_start_claim_extraction_from_text_on_selected_sources_with_history(
+    db: Any, admin_client: Any, monkeypatch: Any
+):
+    from django.contrib.admin.models import CHANGE, LogEntry
+
+    from sources import claims as claim_service
+    from tasks.models import Job
+    from tests.services.test_claim_ingest import ScriptedModel
+
+    monkeypatch.setattr(claim_service, "configured_generator", lambda: ScriptedModel({}))
+    wire, farm = SourceFactory(name="wire"), SourceFactory(name="farm")
+    DocumentFactory(source=wire, text="Oslo is the capital of Norway.")
+
+    response = admin_client.post(
+        "/admin/sources/source/",
+        {"action": "extract_claims_from_text", "_selected_action": [wire.pk, farm.pk]},
+        follow=True,
+    )
+
+    jobs = list(Job.objects.order_by("id"))
+    assert [(j.kind, j.params["source_id"]) for j in jobs] == [(Job.Kind.INGEST, wire.pk), (Job.Kind.INGEST, farm.pk)]
+    page = response.content.decode()
+    assert "Claim extraction from documents started for 2 sources" in page
+    assert f'wire (<a href="/jobs/{jobs[0].pk}/">job {jobs[0].pk}</a>)' in page
+    entries = LogEntry.objects.filter(action_flag=CHANGE, content_type__model="source").order_by("object_id")
+    assert sorted((int(e.object_id), e.get_change_message()) for e in entries) == [
+        (wire.pk, f"Started claim extraction from its documents: job {jobs[0].pk}."),
+        (farm.pk, f"Started claim extraction from its documents: job {jobs[1].pk}."),
+    ]
+
+
+def test_claim_extraction_from_text_without_a_language_model_starts_nothing_and_says_why(
+    db: Any, admin_client: Any, settings: Any
+):
+    from django.contrib.admin.models import LogEntry
+
+    from tasks.models import Job
+
+    settings.GENERATOR_BACKEND = "extractive"
+    wire = SourceFactory(name="wire")
+
+    response = admin_client.post(
+        "/admin/sources/source/", {"action": "extract_claims_from_text", "_selected_action": [wire.pk]}, follow=True
+    )
+
+    assert "no claims without a language model" in response.content.decode()
+    assert Job.objects.count() == 0
+    assert not LogEntry.objects.filter(content_type__model="source").exists()
