@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.db.models import Model, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 from rest_framework import exceptions, status
 from rest_framework.pagination import BasePagination, PageNumberPagination
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from rest_framework.permissions import _PermissionClass  # a stub-only alias
 
 T = TypeVar("T")
+M = TypeVar("M", bound=Model)
 MAX_ID = 2**63 - 1
 
 
@@ -105,7 +107,7 @@ def query_param(request: Any, name: str, kind: str) -> Any:
         raise exceptions.ValidationError({name: [message]}) from None
 
 
-def filter_by_query(request: Any, queryset: Any, filters: dict[str, tuple[str, str]]) -> Any:
+def filter_by_query(request: Any, queryset: QuerySet[M], filters: dict[str, tuple[str, str]]) -> QuerySet[M]:
     """Apply `{lookup: (query parameter, kind)}` filters for each parameter present."""
     for lookup, (name, kind) in filters.items():
         value = query_param(request, name, kind)
