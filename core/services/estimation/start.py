@@ -123,7 +123,7 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
     return {**default_params(), **params}
 
 
-ALL_SOURCES = "all"
+ALL_SOURCES: Literal["all"] = "all"
 SOURCES_REQUIRED = (
     'Choose the sources: a list of source ids, or "all" for every active source with documents '
     "(an estimation run is never started over everything by default)."
@@ -277,7 +277,7 @@ def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: b
                     "of its own to resume. Re-estimate its parent run instead."
                 }
             )
-        if locked.job_id and not locked.job.finished:
+        if locked.job is not None and not locked.job.finished:
             raise ValidationError(
                 {
                     "run": f"Run #{run.pk} is still running (job {locked.job_id}): it cannot be resumed until "
