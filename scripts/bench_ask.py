@@ -105,7 +105,7 @@ def ask_cold(
         seconds: dict[str, list[float]] = {key: [] for key, _, _ in runs}
         for n, question in enumerate(questions):
             for key, strategy, kappa in runs if n % 2 == 0 else list(reversed(runs)):
-                nli._cache.clear()  # type: ignore[attr-defined]
+                nli._cache.clear()  # type: ignore[attr-defined]  # the NLI backend's private cache
                 profiler = profiles.setdefault(key, cProfile.Profile()) if profiles is not None else None
                 started = time.perf_counter()
                 if profiler:

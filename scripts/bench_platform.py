@@ -196,14 +196,14 @@ def load_corpus(
         )
         cursor.execute("ANALYZE sources_chunk")
         cursor.execute("ANALYZE sources_source")
-    load_corpus.index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]
+    load_corpus.index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]  # read by main
     start = time.perf_counter()
     from sources import vector_index
 
     built = [vector_index.build(sid) for sid, size in zip(ids, sizes, strict=True) if vector_index.wants_index(size)]
     assert all(b.status == "built" for b in built), built
-    load_corpus.source_graphs = len(built)  # type: ignore[attr-defined]
-    load_corpus.source_index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]
+    load_corpus.source_graphs = len(built)  # type: ignore[attr-defined]  # read by main
+    load_corpus.source_index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]  # read by main
     return ids
 
 

@@ -271,7 +271,7 @@ def start_ingest_job(
     user: Any = None,
     display_names: dict[str, str] | None = None,
     upload_dir: str | None = None,
-) -> Any:
+) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
     """Create the ingestion job and enqueue it; returns at once (used by CLI, admin, API)."""
     params: dict[str, Any] = {
         "source_id": source.pk,
@@ -288,7 +288,7 @@ def start_ingest_job(
 
 def start_upload_ingest(
     source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None
-) -> Any:
+) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
     """Keep uploaded files in DATA_DIR/uploads until the worker has ingested them."""
     folder = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
     folder.mkdir(parents=True, exist_ok=True)

@@ -134,7 +134,7 @@ def start_claim_run(
     return run
 
 
-def _dispatch(run: EstimationRun, user: Any) -> Any:
+def _dispatch(run: EstimationRun, user: Any) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
     # Bulk work (hundreds of thousands of claims can take minutes): the bulk worker's queue,
     # never the question worker's ("default"), so questions never wait behind it.
     return dispatch_job(

@@ -210,7 +210,7 @@ def _check_concurrency(user: Any, *, resuming: EstimationRun | None = None) -> N
         )
 
 
-def _dispatch(run: EstimationRun, user: Any) -> Any:
+def _dispatch(run: EstimationRun, user: Any) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
     return dispatch_job(
         kind="estimate", task_name="tasks.estimation_run", params={"run_id": run.pk}, user=user, queue="default"
     )
