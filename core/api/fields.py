@@ -57,7 +57,7 @@ class StrictMixin:
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
-            fields = self.fields  # type: ignore[attr-defined]
+            fields = self.fields  # type: ignore[attr-defined]  # a mixin: the serializer's fields
             errors: dict[str, list[str]] = {}
             for key in data:
                 field = fields.get(key)
@@ -67,7 +67,7 @@ class StrictMixin:
                     errors[str(key)] = ["This field is read-only."]
             if errors:
                 raise serializers.ValidationError(errors)
-        return super().to_internal_value(data)  # type: ignore[misc]
+        return super().to_internal_value(data)  # type: ignore[misc]  # a mixin: the serializer's method
 
 
 class StrictSerializer(StrictMixin, serializers.Serializer[Any]):
