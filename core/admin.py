@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Model, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
@@ -26,8 +26,11 @@ from core.models import (
 )
 from core.services.feedback import confirm_feedback, reject_feedback
 
+_Child = TypeVar("_Child", bound=Model)
+_Parent = TypeVar("_Parent", bound=Model)
 
-class FactQueryForm(forms.ModelForm):
+
+class FactQueryForm(forms.ModelForm[FactQuery]):
     """Reference answers are edited one per line; the rest of the JSON fields as JSON."""
 
     reference_answers = ReferenceAnswersField()
@@ -42,7 +45,7 @@ class FactQueryForm(forms.ModelForm):
         return question
 
 
-class FactQueryInline(admin.TabularInline):
+class FactQueryInline(admin.TabularInline[FactQuery, QueryCollection]):
     model = FactQuery
     form = FactQueryForm
     fields = ("question", "reference_answers", "origin", "tags")
@@ -67,7 +70,7 @@ class GoldCheckedFilter(admin.SimpleListFilter):
 
 
 @admin.register(QueryCollection)
-class QuerySetAdmin(admin.ModelAdmin):
+class QuerySetAdmin(admin.ModelAdmin[QueryCollection]):
     list_display = ("name", "query_count", "run_count", "created_at")
     search_fields = ("name", "description", "queries__question")
     inlines = [FactQueryInline]
@@ -89,7 +92,7 @@ class QuerySetAdmin(admin.ModelAdmin):
 
 
 @admin.register(FactQuery)
-class FactQueryAdmin(admin.ModelAdmin):
+class FactQueryAdmin(admin.ModelAdmin[FactQuery]):
     form = FactQueryForm
     list_display = ("question", "query_set", "answers", "origin", "document", "created_at")
     list_filter = ("query_set", "origin", GoldCheckedFilter)
@@ -103,7 +106,7 @@ class FactQueryAdmin(admin.ModelAdmin):
         return ", ".join(str(a) for a in obj.reference_answers) or "—"
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(admin.TabularInline[_Child, _Parent]):
     extra = 0
     can_delete = False
 
@@ -114,7 +117,7 @@ class ReadOnlyInline(admin.TabularInline):
         return False
 
 
-class ReliabilityScoreInline(ReadOnlyInline):
+class ReliabilityScoreInline(ReadOnlyInline[ReliabilityScore, EstimationRun]):
     model = ReliabilityScore
     reliability_rounded = rounded("reliability", "Reliability")
     weight_rounded = rounded("weight", "Weight")
@@ -134,7 +137,7 @@ class ReliabilityScoreInline(ReadOnlyInline):
     ordering = ("-reliability",)
 
 
-class SourceDependenceInline(ReadOnlyInline):
+class SourceDependenceInline(ReadOnlyInline[SourceDependence, EstimationRun]):
     model = SourceDependence
     probability_rounded = rounded("probability", "Probability")
     same_true_rounded = rounded("same_true", "Same true", 1)
@@ -154,7 +157,7 @@ class SourceDependenceInline(ReadOnlyInline):
 
 
 @admin.register(EstimationRun)
-class EstimationRunAdmin(admin.ModelAdmin):
+class EstimationRunAdmin(admin.ModelAdmin[EstimationRun]):
     list_display = (
         "__str__",
         "kind",
@@ -198,7 +201,7 @@ class EstimationRunAdmin(admin.ModelAdmin):
 
     @admin.display(description="Job")
     def job_link(self, run: EstimationRun) -> str:
-        if not run.job_id:
+        if run.job is None:
             return "—"
         return format_html('<a href="/jobs/{}/">job {} ({})</a>', run.job_id, run.job_id, run.job.state)
 
@@ -206,7 +209,7 @@ class EstimationRunAdmin(admin.ModelAdmin):
         return False  # runs start from the Sources list action, the dashboard, the API or `estimate`
 
 
-class VoteInline(ReadOnlyInline):
+class VoteInline(ReadOnlyInline[Vote, Question]):
     model = Vote
     align_score_rounded = rounded("align_score", "Alignment")
     weight_rounded = rounded("weight", "Weight")
@@ -225,7 +228,7 @@ class VoteInline(ReadOnlyInline):
 
 
 @admin.register(Question)
-class QuestionAdmin(admin.ModelAdmin):
+class QuestionAdmin(admin.ModelAdmin[Question]):
     list_display = (
         "short_text",
         "strategy",
@@ -277,7 +280,7 @@ class QuestionAdmin(admin.ModelAdmin):
 
 
 @admin.register(SourceGroup)
-class SourceGroupAdmin(admin.ModelAdmin):
+class SourceGroupAdmin(admin.ModelAdmin[SourceGroup]):
     """Saved choices of sources analysts can ask (the ask form's "Sources" section)."""
 
     list_display = ("name", "source_count", "owner", "shared", "created_at")
@@ -314,7 +317,7 @@ class FeedbackStatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(AnswerFeedback)
-class AnswerFeedbackAdmin(admin.ModelAdmin):
+class AnswerFeedbackAdmin(admin.ModelAdmin[AnswerFeedback]):
     """Analysts' feedback on answers, for curators to confirm or reject (core.services.feedback):
     a confirmed right answer becomes a gold-checked query of the "Analyst feedback" set."""
 

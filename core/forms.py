@@ -70,7 +70,7 @@ class ReferenceAnswersField(forms.CharField):
             return "\n".join(str(v) for v in value)
         return value
 
-    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]  # this field's Python value is a list, not CharField's str
         lines = [str(v) for v in value] if isinstance(value, list) else str(super().to_python(value) or "").splitlines()
         answers = list(dict.fromkeys(line.strip() for line in lines if line.strip()))
         if len(answers) > self.max_answers:

@@ -12,7 +12,7 @@ error shape with 429 and Retry-After; a form login (/login/, /admin/login/) a pa
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from axes.attempts import get_cool_off_threshold
 from axes.handlers.database import AxesDatabaseHandler
@@ -34,10 +34,11 @@ def cooloff_seconds() -> int:
 
 def address_failure_limit(request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
     """Failures from one address, across every username, that lock the address itself."""
-    return get_failure_limit(request, credentials) * int(settings.AXES_ADDRESS_FAILURE_FACTOR)
+    # django-axes is untyped: its failure limit is an int.
+    return cast(int, get_failure_limit(request, credentials)) * int(settings.AXES_ADDRESS_FAILURE_FACTOR)
 
 
-class PairThenAddressHandler(AxesDatabaseHandler):
+class PairThenAddressHandler(AxesDatabaseHandler):  # type: ignore[misc]  # django-axes ships no types
     """django-axes' database handler, counting by the username-and-address pair first and by
     the address alone only at address_failure_limit (AXES_LOCKOUT_PARAMETERS lists both, so
     axes records and resets attempts by them)."""
@@ -51,11 +52,11 @@ class PairThenAddressHandler(AxesDatabaseHandler):
     def get_failures(self, request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
         """The pair's failures; AXES_FAILURE_LIMIT (locked) once the address alone reached its
         own, higher limit. django-axes locks when this reaches AXES_FAILURE_LIMIT."""
-        address = request.axes_ip_address  # type: ignore[attr-defined]
+        address = request.axes_ip_address  # type: ignore[attr-defined]  # set by axes' middleware
         username = get_client_username(request, credentials)
         pair = self._failures(request, username=username, ip_address=address)
         if self._failures(request, ip_address=address) >= address_failure_limit(request, credentials):
-            return max(pair, get_failure_limit(request, credentials))
+            return max(pair, cast(int, get_failure_limit(request, credentials)))
         return pair
 
 

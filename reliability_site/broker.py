@@ -23,8 +23,8 @@ from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps
 
 
-class Channel(filesystem.Channel):  # type: ignore[misc]
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+class Channel(filesystem.Channel):
+    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]  # kombu's filesystem channel names it payload; the stubs, message
         """Put ``payload`` onto ``queue``: written beside, then renamed (atomic on one filesystem)."""
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
@@ -39,5 +39,5 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
 
-class Transport(filesystem.Transport):  # type: ignore[misc]
+class Transport(filesystem.Transport):
     Channel = Channel

@@ -6,6 +6,9 @@ import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
+
+import django_stubs_ext
 
 from reliability_site.dburl import parse_database_url
 from reliability_site.embedded_db import embedded_database_url
@@ -18,6 +21,10 @@ from reliability_site.env import (
     env_list,
     env_str,
 )
+
+# Django's generic classes (ModelAdmin[Model], ModelForm[Model], QuerySet[Model]) subscriptable at
+# run time as they are in django-stubs, for mypy --strict (pyproject [tool.mypy]).
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -139,7 +146,9 @@ CACHE_TABLE = "django_cache"
 if CACHE_URL:
     if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"CACHE_URL must be a redis://, rediss:// or unix:// URL, got {CACHE_URL!r}")
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+    CACHES: dict[str, dict[str, Any]] = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
 else:
     CACHES = {
         "default": {

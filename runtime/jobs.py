@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -116,11 +116,27 @@ def heartbeat_interval() -> float:
 
 class Dispatcher(Protocol):
     """Store a job record of `kind` and enqueue the Celery task `task_name` for it; returns the
-    job (a tasks.models.Job instance: assign it to a "tasks.Job" foreign key)."""
+    job (a tasks.models.Job instance: assign it to a "tasks.Job" foreign key).
+
+    Typed Any: the record's class lives in the tasks app, which runtime, core.services and
+    sources may not import (tests/platform/test_architecture.py), and a "tasks.Job" foreign
+    key takes nothing less precise than a Job."""
 
     def __call__(
         self, kind: str, task_name: str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
     ) -> Any: ...
+
+
+class JobRecord(Protocol):
+    """What wait_for reads of a job record (a tasks.models.Job)."""
+
+    @property
+    def finished(self) -> bool: ...
+
+    def refresh_from_db(self) -> None: ...
+
+
+J = TypeVar("J", bound=JobRecord)
 
 
 class NoDispatcher(RuntimeError):
@@ -140,13 +156,14 @@ def set_dispatcher(dispatcher: Dispatcher | None) -> Dispatcher | None:
 def dispatch_job(
     *, kind: str, task_name: str, params: dict[str, Any], user: Any = None, queue: str | None = None
 ) -> Any:
-    """Start a background job through the installed dispatcher; returns the job record."""
+    """Start a background job through the installed dispatcher; returns the job record (Any:
+    see Dispatcher)."""
     if _dispatcher is None:
         raise NoDispatcher("No job dispatcher is installed: is the 'tasks' app in INSTALLED_APPS?")
     return _dispatcher(kind, task_name, params, user=user, queue=queue)
 
 
-def wait_for(job: Any, timeout: float | None = None, poll: float = 0.5) -> Any:
+def wait_for(job: J, timeout: float | None = None, poll: float = 0.5) -> J:
     """Block until a job record (a model instance with `finished`) ends or `timeout` passes;
     returns it refreshed from the database."""
     deadline = None if timeout is None else time.monotonic() + timeout

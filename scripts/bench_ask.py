@@ -37,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ def ask_cold(
     questions: list[str],
     strategies: list[str],
     reuse: bool,
-    kappas: list[int | None] | None = None,
+    kappas: Sequence[int | None] | None = None,
     profiles: dict[str, Any] | None = None,
     sources: dict[str, list[tuple[int, int]]] | None = None,
 ) -> dict[str, list[float]]:
@@ -92,7 +93,7 @@ def ask_cold(
     from runtime.backends import configured_nli
 
     original = engine_context.stored_vector_sink
-    engine_context.stored_vector_sink = original if reuse else (lambda nli, embedder: None)  # type: ignore[assignment]
+    engine_context.stored_vector_sink = original if reuse else (lambda nli, embedder: None)
     try:
         nli = configured_nli()
         runs: list[tuple[str, str, int | None]] = []
@@ -104,7 +105,7 @@ def ask_cold(
         seconds: dict[str, list[float]] = {key: [] for key, _, _ in runs}
         for n, question in enumerate(questions):
             for key, strategy, kappa in runs if n % 2 == 0 else list(reversed(runs)):
-                nli._cache.clear()  # type: ignore[attr-defined]
+                nli._cache.clear()  # type: ignore[attr-defined]  # the NLI backend's private cache
                 profiler = profiles.setdefault(key, cProfile.Profile()) if profiles is not None else None
                 started = time.perf_counter()
                 if profiler:
@@ -121,7 +122,7 @@ def ask_cold(
                 print(f"  {key}: {seconds[key][-1]:.2f} s", flush=True)
         return seconds
     finally:
-        engine_context.stored_vector_sink = original  # type: ignore[assignment]
+        engine_context.stored_vector_sink = original
 
 
 def summary(seconds: dict[str, list[float]], sources: dict[str, list[tuple[int, int]]] | None = None) -> dict[str, Any]:

@@ -76,15 +76,15 @@ def main() -> None:
         low, high = wilson_interval(sum(correct), len(correct))
         right_conf = [c for c, ok in zip(confidences, correct, strict=True) if ok]
         wrong_conf = [c for c, ok in zip(confidences, correct, strict=True) if not ok]
-        seconds = sorted(r["seconds"] for r in items)
+        durations = sorted(r["seconds"] for r in items)
         summary[name] = {
             "accuracy": sum(correct) / len(correct),
             "interval": [low, high],
             "ece": calibration(confidences, correct)["ece"],
             "mean_confidence_right": statistics.fmean(right_conf) if right_conf else None,
             "mean_confidence_wrong": statistics.fmean(wrong_conf) if wrong_conf else None,
-            "median_seconds": statistics.median(seconds),
-            "p95_seconds": seconds[min(len(seconds) - 1, int(round(0.95 * (len(seconds) - 1))))],
+            "median_seconds": statistics.median(durations),
+            "p95_seconds": durations[min(len(durations) - 1, int(round(0.95 * (len(durations) - 1))))],
             "backend": items[0]["backend"] if items else "",
         }
     result = {

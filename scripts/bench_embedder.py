@@ -146,7 +146,10 @@ def credibility_auroc(key: str, models_dir: str, limit: int) -> None:
     questions = [q for q in load_poisonedrag(default_data_dir(), subsets=("nq",)) if len(q.misinfo_docs) >= 3]
     questions = questions[:limit]
     primary, extra = get_embedder(), load_embedder(key, models_dir)
-    ensembles = {"context+lexical": [primary, LexicalEmbedder()], "all": [primary, LexicalEmbedder(), extra]}
+    ensembles: dict[str, list[Embedder]] = {
+        "context+lexical": [primary, LexicalEmbedder()],
+        "all": [primary, LexicalEmbedder(), extra],
+    }
     started = time.perf_counter()
     for setting in ("non-colluding", "colluding"):
         results: dict[str, list[float]] = {name: [] for name in ensembles}

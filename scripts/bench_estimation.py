@@ -202,7 +202,7 @@ def timed_run(sources: list[Any], query_set: Any, params: dict[str, Any], timeou
     first_seen = first_progress = None
     samples: list[tuple[float, int]] = []
     while True:
-        job = Job.objects.get(pk=run.job_id)
+        job = Job.objects.get(pk=run.job_id)  # type: ignore[misc]  # set: the run was just started
         now = time.monotonic() - t0
         if first_seen is None and job.state != Job.State.PENDING and job.progress_total:
             first_seen = now

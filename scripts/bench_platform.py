@@ -30,6 +30,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -76,7 +80,7 @@ def load_texts(limit_docs: int) -> tuple[list[str], list[str]]:
 # --- (a) ingestion -----------------------------------------------------------------------------
 
 
-def bench_ingestion(texts: list[str], files: int) -> dict:
+def bench_ingestion(texts: list[str], files: int) -> dict[str, Any]:
     from django.conf import settings
 
     from core.engine.chunking import chunk_text
@@ -85,7 +89,7 @@ def bench_ingestion(texts: list[str], files: int) -> dict:
     from sources.services import ingest_files
 
     embedder = configured_embedder()
-    model = embedder._model  # the raw SentenceTransformer
+    model = embedder._model  # type: ignore[attr-defined]  # the raw SentenceTransformer of the configured embedder
     size, overlap = settings.CHUNK_SIZE_WORDS, settings.CHUNK_OVERLAP_WORDS
     chunk_texts = [c.text for t in texts for c in chunk_text(t, size, overlap)]
     batch = settings.EMBEDDING_BATCH_SIZE
@@ -143,7 +147,9 @@ def source_sizes(total: int, n_sources: int) -> list[int]:
     return scratch_db.source_sizes(total, n_sources, small, swing=min(1500, even // 3))
 
 
-def load_corpus(base_vectors, base_texts, total: int, n_sources: int, noise: float, seed: int = 11) -> list[int]:
+def load_corpus(
+    base_vectors: np.ndarray, base_texts: list[str], total: int, n_sources: int, noise: float, seed: int = 11
+) -> list[int]:
     import numpy as np
     from django.db import connection
     from pgvector.psycopg import register_vector
@@ -152,7 +158,7 @@ def load_corpus(base_vectors, base_texts, total: int, n_sources: int, noise: flo
 
     rng = np.random.default_rng(seed)
     sizes = source_sizes(total, n_sources)
-    conn = connection.connection if connection.connection else (connection.ensure_connection() or connection.connection)
+    conn = connection.connection if connection.connection else (connection.ensure_connection() or connection.connection)  # type: ignore[func-returns-value]  # called to connect
     register_vector(conn)
     ids: list[int] = []
     with connection.cursor() as cursor:
@@ -190,18 +196,18 @@ def load_corpus(base_vectors, base_texts, total: int, n_sources: int, noise: flo
         )
         cursor.execute("ANALYZE sources_chunk")
         cursor.execute("ANALYZE sources_source")
-    load_corpus.index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]
+    load_corpus.index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]  # read by main
     start = time.perf_counter()
     from sources import vector_index
 
     built = [vector_index.build(sid) for sid, size in zip(ids, sizes, strict=True) if vector_index.wants_index(size)]
     assert all(b.status == "built" for b in built), built
-    load_corpus.source_graphs = len(built)  # type: ignore[attr-defined]
-    load_corpus.source_index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]
+    load_corpus.source_graphs = len(built)  # type: ignore[attr-defined]  # read by main
+    load_corpus.source_index_build_s = time.perf_counter() - start  # type: ignore[attr-defined]  # read by main
     return ids
 
 
-def bench_retrieval(queries, ids: list[int], k: int, ef_values: list[int]) -> dict:
+def bench_retrieval(queries: np.ndarray, ids: list[int], k: int, ef_values: list[int]) -> dict[str, Any]:
     from sources.retrieval import PgRetriever
 
     reference = PgRetriever()
@@ -289,7 +295,7 @@ def main() -> int:
     # The ingestion benchmark's source stays in the table (more chunks, not searched).
     total_chunks = Chunk.objects.count()
     sizes = source_sizes(args.chunks, args.sources)
-    print(f"  loaded in {load_s:.1f} s (HNSW build {load_corpus.index_build_s:.1f} s)", flush=True)
+    print(f"  loaded in {load_s:.1f} s (HNSW build {load_corpus.index_build_s:.1f} s)", flush=True)  # type: ignore[attr-defined]  # set by load_corpus
     retrieval = bench_retrieval(queries, ids, 3, [int(x) for x in args.ef.split(",")])
     retrieval.update(
         {
@@ -297,9 +303,9 @@ def main() -> int:
             "source_sizes": sizes,
             "noise_per_dim": args.noise,
             "load_s": round(load_s, 1),
-            "hnsw_build_s": round(load_corpus.index_build_s, 1),
-            "source_graphs": load_corpus.source_graphs,
-            "source_index_build_s": round(load_corpus.source_index_build_s, 1),
+            "hnsw_build_s": round(load_corpus.index_build_s, 1),  # type: ignore[attr-defined]  # set by load_corpus
+            "source_graphs": load_corpus.source_graphs,  # type: ignore[attr-defined]  # set by load_corpus
+            "source_index_build_s": round(load_corpus.source_index_build_s, 1),  # type: ignore[attr-defined]  # set by load_corpus
         }
     )
 

@@ -58,7 +58,8 @@ DIM = 384
 
 
 def unit(x: np.ndarray) -> np.ndarray:
-    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+    unit_rows: np.ndarray = (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+    return unit_rows
 
 
 class ClusteredCorpus:
@@ -152,7 +153,7 @@ def similarity_profile(passages: np.ndarray, questions: np.ndarray) -> dict[str,
     }
 
 
-def calibrate() -> dict[str, dict[str, float]]:
+def calibrate() -> dict[str, dict[str, float] | int]:
     """The similarity profile of real embeddings (the shared data sets' passages and questions,
     all-MiniLM-L6-v2, cached in var/bench/cache) beside that of a synthetic source of the same size."""
     import django

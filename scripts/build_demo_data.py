@@ -20,6 +20,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -52,7 +53,11 @@ def build(
     questions = load_poisonedrag(data_dir, subsets=("nq", "hotpotqa"))[:QUESTIONS]
     rng = random.Random(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = {"seed": seed, "sources": [], "derived_from": "PoisonedRAG nq.json + hotpotqa.json (MIT)"}
+    manifest: dict[str, Any] = {
+        "seed": seed,
+        "sources": [],
+        "derived_from": "PoisonedRAG nq.json + hotpotqa.json (MIT)",
+    }
     counts: dict[str, int] = {}
     for name, kind, reliability, coverage, description in sources or SOURCES:
         records = []

@@ -223,12 +223,14 @@ def load_world(n_queries: int, n_asked: int) -> dict[str, Any]:
     curator, analyst = users.get(username="curator"), users.get(username="analyst")
     for tau in (0.1, 0.05):
         run = start_estimation_run(query_set=query_set, sources="all", params={"tau": tau}, user=curator)
+        assert run.job is not None  # start_estimation_run sets it
         job = wait_for(run.job, timeout=JOB_TIMEOUT)
         run.refresh_from_db()
         assert run.state == EstimationRun.State.SUCCEEDED, f"run #{run.pk}: {job.state} {job.error[-2000:]}"
         print(f"run #{run.pk} (tau {tau}): {job.message}")
     for item in asked[1:]:
         question = start_question(item["question"], strategy="ra-rag", user=analyst)
+        assert question.job is not None  # start_question sets it
         job = wait_for(question.job, timeout=JOB_TIMEOUT)
         print(f"asked {item['question']!r}: {job.state}")
     return {"passwords": passwords, "ask": asked[0]["question"]}

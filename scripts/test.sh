@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install everything the tests need, lint (ruff, mypy --strict on core/engine and core/bench), and run them: pytest-django on the embedded
+# Install everything the tests need, lint (ruff, mypy --strict on the whole project: pyproject [tool.mypy] lists the exceptions), and run them: pytest-django on the embedded
 # PostgreSQL + pgvector, a real Celery worker (Redis on 127.0.0.1:6379 when it answers,
 # the filesystem broker otherwise), headless Chromium for the browser tests.
 set -euo pipefail
@@ -29,7 +29,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     echo "Chromium/chromedriver not found and not root: browser tests will be skipped."
   fi
 fi
-echo "Lint: ruff check, ruff format --check, mypy --strict on the engine and the benchmark"
+echo "Lint: ruff check, ruff format --check, mypy --strict on the whole project"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy

@@ -25,7 +25,7 @@ from sources.services import start_upload_ingest
 
 
 @admin.register(Source)
-class SourceAdmin(admin.ModelAdmin):
+class SourceAdmin(admin.ModelAdmin[Source]):
     list_display = (
         "name",
         "kind",
@@ -211,7 +211,7 @@ class SourceAdmin(admin.ModelAdmin):
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(admin.ModelAdmin[Document]):
     form = DocumentAdminForm
     list_display = ("title", "source", "published_at", "ingested_at", "link")
     list_filter = ("source", "ingested_at")
@@ -232,7 +232,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Claim)
-class ClaimAdmin(admin.ModelAdmin):
+class ClaimAdmin(admin.ModelAdmin[Claim]):
     """Claims, and the "Load claims" view: structured files through a claim mapping (curators)."""
 
     list_display = ("subject", "attribute", "value", "source", "method", "updated_at")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
@@ -42,7 +42,8 @@ def grouped_sources() -> list[tuple[str, Any]]:
     for pk, name, kind, active in Source.objects.order_by("name").values_list("pk", "name", "kind", "active"):
         groups.setdefault(kind, []).append((pk, name if active else f"{name} (inactive)"))
     labels = dict(Source.Kind.choices)
-    return [("", "---------")] + [(labels.get(kind, kind), groups[kind]) for kind in sorted(groups, key=labels.get)]
+    blank: list[tuple[str, Any]] = [("", "---------")]
+    return blank + [(labels.get(kind, kind), groups[kind]) for kind in sorted(groups, key=labels.get)]  # type: ignore[arg-type]  # every stored kind is a Kind choice: the key is a str
 
 
 class UploadDocumentsForm(forms.Form):
@@ -55,7 +56,9 @@ class UploadDocumentsForm(forms.Form):
         help_text="A new source for these documents: created with the upload, only if the files are accepted.",
     )
     new_source_kind = forms.ChoiceField(choices=Source.Kind.choices, initial=Source.Kind.OTHER, required=False)
-    files = MultipleFileField(help_text="Supported: " + ", ".join(SUPPORTED_EXTENSIONS))
+    files = MultipleFileField(  # type: ignore[assignment]  # a declared field (the form's metaclass collects it), not BaseForm.files
+        help_text="Supported: " + ", ".join(SUPPORTED_EXTENSIONS)
+    )
     csv_mapping = forms.CharField(
         required=False,
         help_text='Optional JSON column mapping, e.g. {"text": "body", "title": "headline"}',
@@ -84,7 +87,7 @@ class UploadDocumentsForm(forms.Form):
         return name
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = cast("dict[str, Any]", super().clean())  # Form.clean returns cleaned_data
         chosen, new_name = cleaned.get("source"), cleaned.get("new_source")
         if chosen and new_name:
             raise forms.ValidationError("Choose an existing source or name a new one, not both.")
@@ -118,7 +121,9 @@ class ClaimLoadForm(forms.Form):
     """Load structured files as claims: every file is parsed here, through the mapping, so a
     bad line or a bad mapping is refused at once, with nothing stored and no job started."""
 
-    files = MultipleFileField(help_text="Supported: " + ", ".join(CLAIM_EXTENSIONS))
+    files = MultipleFileField(  # type: ignore[assignment]  # a declared field (the form's metaclass collects it), not BaseForm.files
+        help_text="Supported: " + ", ".join(CLAIM_EXTENSIONS)
+    )
     mapping = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8, "cols": 80, "spellcheck": "false"}),
         help_text="The claim mapping as JSON, e.g. "
@@ -151,7 +156,7 @@ class ClaimLoadForm(forms.Form):
             raise forms.ValidationError(f"Not a usable claim mapping: {exc}") from None
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = cast("dict[str, Any]", super().clean())  # Form.clean returns cleaned_data
         mapping = cleaned.get("mapping")
         files = cleaned.get("files") or []
         if mapping is None or not files:
@@ -179,7 +184,7 @@ class ClaimLoadForm(forms.Form):
         return cleaned
 
 
-class DocumentAdminForm(forms.ModelForm):
+class DocumentAdminForm(forms.ModelForm[Document]):
     """The admin's document form: a URL is an absolute http(s) URL or nothing, as in ingestion."""
 
     url = forms.URLField(

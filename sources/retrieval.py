@@ -107,17 +107,17 @@ def _vector_literal(vector: Vector) -> str:
 
 def _binary_vector(data: object) -> np.ndarray:
     """A vector from vector_send's bytes: int16 dimension, int16 unused, float4s, big-endian."""
-    return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype(np.float32)  # type: ignore[call-overload]
+    return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype(np.float32)  # type: ignore[call-overload]  # the driver's bytes, typed object
 
 
-def _passages(rows: Sequence[tuple[object, ...]]) -> list[Passage]:
+def _passages(rows: Sequence[tuple[Any, ...]]) -> list[Passage]:  # database rows: untyped columns
     return [
         Passage(
-            chunk_id=int(chunk_id),  # type: ignore[arg-type]
-            source_id=int(source_id),  # type: ignore[arg-type]
-            document_id=int(document_id),  # type: ignore[arg-type]
+            chunk_id=int(chunk_id),
+            source_id=int(source_id),
+            document_id=int(document_id),
             text=str(text),
-            distance=float(distance),  # type: ignore[arg-type]
+            distance=float(distance),
             title=str(title or ""),
             url=str(url or ""),
         )
@@ -259,7 +259,7 @@ class PgRetriever:
         return _group(_passages(rows), ids)
 
     def top_k_pooled(self, query_vector: Vector, k: int) -> list[Passage]:
-        params: dict[str, object] = {"q": _vector_literal(query_vector), "k": int(k)}
+        params: dict[str, str | int | list[int]] = {"q": _vector_literal(query_vector), "k": int(k)}
         sql = _POOLED_SQL
         if self.pooled_among is not None:
             sql, params["ids"] = _POOLED_AMONG_SQL, self.pooled_among

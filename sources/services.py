@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ class IngestInterrupted(Exception):
 def chunk_options(params: dict[str, Any]) -> tuple[int, int]:
     size = int(params.get("chunk_size") or settings.CHUNK_SIZE_WORDS)
     overlap = int(
-        params.get("chunk_overlap") if params.get("chunk_overlap") is not None else settings.CHUNK_OVERLAP_WORDS
+        params.get("chunk_overlap") if params.get("chunk_overlap") is not None else settings.CHUNK_OVERLAP_WORDS  # type: ignore[arg-type]  # not None: the same lookup is checked
     )
     return size, min(overlap, size - 1)
 
@@ -172,7 +173,7 @@ def store_documents(
         Source.objects.filter(pk=source.pk).update(chunk_count=F("chunk_count") + len(rows))
         outcome.chunks += len(rows)
         if rows:  # past the threshold, the source gets an HNSW graph of its own (a job)
-            transaction.on_commit(lambda source_id=source.pk: request_build_after_commit(source_id), robust=True)
+            transaction.on_commit(partial(request_build_after_commit, source.pk), robust=True)
     return outcome
 
 
@@ -270,7 +271,7 @@ def start_ingest_job(
     user: Any = None,
     display_names: dict[str, str] | None = None,
     upload_dir: str | None = None,
-) -> Any:
+) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
     """Create the ingestion job and enqueue it; returns at once (used by CLI, admin, API)."""
     params: dict[str, Any] = {
         "source_id": source.pk,
@@ -287,7 +288,7 @@ def start_ingest_job(
 
 def start_upload_ingest(
     source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None
-) -> Any:
+) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
     """Keep uploaded files in DATA_DIR/uploads until the worker has ingested them."""
     folder = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
     folder.mkdir(parents=True, exist_ok=True)

@@ -115,7 +115,7 @@ def existing_tables() -> dict[int, str]:
             [TABLE_PATTERN.pattern],
         )
         names = [row[0] for row in cursor.fetchall()]
-    return {int(TABLE_PATTERN.match(name).group(1)): name for name in names}  # type: ignore[union-attr]
+    return {int(TABLE_PATTERN.match(name).group(1)): name for name in names}  # type: ignore[union-attr]  # matches: the query selected only names of that pattern
 
 
 def valid_index(source_id: int) -> bool:
@@ -139,7 +139,7 @@ def table_size(source_id: int) -> int:
 # --- Requests (cheap; called after ingestion commits) -----------------------------------------
 
 
-def request_build(source_id: int, *, user: Any = None) -> Any:
+def request_build(source_id: int, *, user: Any = None) -> Any:  # Any: the job record (runtime.jobs.Dispatcher)
     """Queue a build job when the source has grown past the threshold and has no index yet
     (nor one queued or being built); returns the job, or None when there is nothing to do."""
     source = Source.objects.filter(pk=source_id).only("id", "name", "chunk_count").first()
@@ -157,7 +157,7 @@ def request_build(source_id: int, *, user: Any = None) -> Any:
     )
 
 
-def request_build_after_commit(source_id: int, *, attempts: int = 3) -> Any:
+def request_build_after_commit(source_id: int, *, attempts: int = 3) -> Any:  # Any: as request_build
     """`request_build` for an ingestion's on-commit hook: a deadlock or a lost connection
     (another backend rebuilding the table, say) is retried, then logged, never raised: the
     documents are stored already, and `reconcile` queues whatever build is still missing."""

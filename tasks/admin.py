@@ -5,7 +5,7 @@ from tasks.models import Job
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(admin.ModelAdmin[Job]):
     list_display = ("id", "kind", "state", "progress", "message", "created_by", "created_at", "finished_at")
     list_filter = ("kind", "state", "created_at")
     search_fields = ("message", "error", "celery_task_id")

@@ -295,7 +295,7 @@ def describe(job: Job, related: Related) -> JobView:
         if link is not None:
             links.append(link)
     elif job.kind == Job.Kind.REEMBED:
-        ids = params.get("source_ids") if isinstance(params.get("source_ids"), list) else []
+        ids: list[Any] = params.get("source_ids") if isinstance(params.get("source_ids"), list) else []  # type: ignore[assignment]  # a list: the same lookup is checked
         found = [related.sources[i] for i in ids if isinstance(i, int) and i in related.sources]
         title = "Re-embedding " + (", ".join(s.name for s in found) if found else f"{len(ids)} source(s)")
         links.extend(Link(f"Source {s.name}", reverse("source-detail", args=[s.pk])) for s in found)

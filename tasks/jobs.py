@@ -21,7 +21,7 @@ from tasks.models import Job
 
 
 def start_job(
-    kind: str, task: Task | str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
+    kind: str, task: Task[Any, Any] | str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
 ) -> Job:
     """Persist a job and enqueue its task (a task or a task name) once the surrounding
     transaction commits. This is the dispatcher that runtime.jobs.dispatch_job calls."""

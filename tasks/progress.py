@@ -20,7 +20,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import F, Value
@@ -35,9 +35,10 @@ MAX_LOG_LINES = 500
 # (about 4 minutes in all); past that the job stays running and the stale-job reaper ends it.
 FINAL_WRITE_BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 30.0, 30.0, 30.0, 30.0, 30.0, 30.0)
 UNFINISHED = (Job.State.PENDING, Job.State.RUNNING)
+T = TypeVar("T")
 
 
-def _retry_while_database_down(write: Callable[[], Any], what: str) -> Any:
+def _retry_while_database_down(write: Callable[[], T], what: str) -> T | None:
     """Run `write`; while it fails because the database is unreachable, reconnect and try
     again after each FINAL_WRITE_BACKOFF delay. The last failure is raised."""
     for delay in (*FINAL_WRITE_BACKOFF, None):

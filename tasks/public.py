@@ -64,7 +64,7 @@ def scrub(text: str, params: dict[str, Any]) -> str:
     return _root_pattern(roots).sub(lambda m: _shown_name(m.group(0)), text) if roots else text
 
 
-def _scrub_value(value: Any, params: dict[str, Any]) -> Any:
+def _scrub_value(value: object, params: dict[str, Any]) -> object:
     if isinstance(value, str):
         return scrub(value, params)
     if isinstance(value, list):
@@ -100,5 +100,5 @@ def public_job(job: Job) -> Job:
     blank: dict[str, Any] = {"message": "", "error": "", "log": [], "result": {}}
     for field, empty in blank.items():
         setattr(shown, field, empty if field in deferred else _scrub_value(getattr(job, field), params))
-    shown.save = _not_saved  # type: ignore[method-assign]
+    shown.save = _not_saved  # type: ignore[method-assign]  # a shown copy that must never be saved
     return shown

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from celery import Task
 
@@ -58,20 +58,22 @@ JobFunction = Callable[[JobProgress, dict[str, Any]], JobOutcome]
 FailureHook = Callable[[int, dict[str, Any], BaseException | str], None]
 
 
-def _reschedule(task: Task, job_id: int, step: int, outcome: Reschedule) -> None:
+def _reschedule(task: Task[Any, Any], job_id: int, step: int, outcome: Reschedule) -> None:
     if outcome.params is not None:
         Job.objects.filter(pk=job_id).update(params=outcome.params)
     # Back onto the queue this invocation came from (as Celery's own retry does).
     queue = (task.request.delivery_info or {}).get("routing_key") or None
-    task.apply_async(kwargs={"job_id": job_id, "step": step + 1}, countdown=max(0.0, outcome.countdown), queue=queue)
+    task.apply_async(kwargs={"job_id": job_id, "step": step + 1}, countdown=max(0.0, outcome.countdown), queue=queue)  # type: ignore[arg-type]  # None: the default queue
 
 
-def job_task(name: str, *, on_failure: FailureHook | None = None, **options: Any) -> Callable[[JobFunction], Task]:
+def job_task(
+    name: str, *, on_failure: FailureHook | None = None, **options: Any
+) -> Callable[[JobFunction], Task[Any, Any]]:
     """Register `fn` as the Celery task `name` (options go to app.task) running one Job."""
 
-    def decorate(fn: JobFunction) -> Task:
+    def decorate(fn: JobFunction) -> Task[Any, Any]:
         @app.task(name=name, bind=True, **options)
-        def run(self: Task, job_id: int, step: int = 0) -> None:
+        def run(self: Task[Any, Any], job_id: int, step: int = 0) -> None:
             job = Job.objects.filter(pk=job_id).first()
             if job is None or job.finished:
                 return  # deleted, or a redelivery of a job that already ended
@@ -108,6 +110,6 @@ def job_task(name: str, *, on_failure: FailureHook | None = None, **options: Any
                 progress.succeed(outcome or {})
 
         run.__doc__ = fn.__doc__
-        return run
+        return cast("Task[Any, Any]", run)  # app.task with **options: the overloads cannot tell
 
     return decorate

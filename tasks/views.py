@@ -26,7 +26,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     if kind in Job.Kind.values:
         jobs = jobs.filter(kind=kind)
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-    page.object_list = describe_jobs([public_job(job) for job in page.object_list])
+    page.object_list = describe_jobs([public_job(job) for job in page.object_list])  # type: ignore[assignment]  # the page lists the jobs' public views
     return render(request, "tasks/job_list.html", {"page": page, "kinds": Job.Kind.choices, "kind": kind})
 
 

@@ -6,7 +6,7 @@ Clients branch on `code`, show `message`, and point at the input at fault with `
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -16,6 +16,9 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
+
+if TYPE_CHECKING:
+    from rest_framework.exceptions import _APIExceptionInput  # a stub-only alias
 
 from core.error_shape import error_body
 
@@ -110,7 +113,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         exc = TooManyParts.from_django(exc)
     elif isinstance(exc, DjangoValidationError):
         # Services raise Django's ValidationError naming the field at fault.
-        detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        detail: _APIExceptionInput = (
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
         exc = exceptions.ValidationError(detail)
 
     if not isinstance(exc, exceptions.APIException):
@@ -118,9 +123,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
     headers: dict[str, str] = {}
     if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]  # present: the getattr above
     if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]  # present: the getattr above
 
     if isinstance(exc, exceptions.ValidationError):
         fields = flatten_fields(exc.detail)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
+from django.db import models
 from rest_framework import serializers
+
+_M = TypeVar("_M", bound=models.Model)
 
 MAX_ID = 2**63 - 1  # the largest database id (bigint)
 
@@ -22,7 +25,7 @@ class Text(serializers.CharField):
         self.validators.append(no_nul)
 
 
-class IdRelatedField(serializers.PrimaryKeyRelatedField):
+class IdRelatedField(serializers.PrimaryKeyRelatedField[_M]):
     """An object by its id: a JSON integer (or digits, from a form), from 1 to MAX_ID.
 
     DRF hands any value to ``queryset.get(pk=...)``, where Django casts it with int(): 180.9
@@ -43,7 +46,7 @@ class IdRelatedField(serializers.PrimaryKeyRelatedField):
             self.fail("not_an_id", max_id=MAX_ID, value=repr(data)[:40])
         if not 1 <= number <= MAX_ID:
             self.fail("not_an_id", max_id=MAX_ID, value=repr(data)[:40])
-        return super().to_internal_value(number)
+        return super().to_internal_value(number)  # type: ignore[arg-type]  # the stubs say a model; DRF takes the pk
 
 
 class StrictMixin:
@@ -54,7 +57,7 @@ class StrictMixin:
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
-            fields = self.fields  # type: ignore[attr-defined]
+            fields = self.fields  # type: ignore[attr-defined]  # a mixin: the serializer's fields
             errors: dict[str, list[str]] = {}
             for key in data:
                 field = fields.get(key)
@@ -64,14 +67,14 @@ class StrictMixin:
                     errors[str(key)] = ["This field is read-only."]
             if errors:
                 raise serializers.ValidationError(errors)
-        return super().to_internal_value(data)  # type: ignore[misc]
+        return super().to_internal_value(data)  # type: ignore[misc]  # a mixin: the serializer's method
 
 
-class StrictSerializer(StrictMixin, serializers.Serializer):
+class StrictSerializer(StrictMixin, serializers.Serializer[Any]):
     pass
 
 
-class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
+class StrictModelSerializer(StrictMixin, serializers.ModelSerializer[_M]):
     serializer_related_field = IdRelatedField
 
     def build_standard_field(self, field_name: str, model_field: Any) -> Any:

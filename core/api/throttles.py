@@ -9,6 +9,7 @@ by switching from the API to the page or back.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 from django.http import HttpRequest
 from rest_framework.settings import api_settings
@@ -19,7 +20,8 @@ class UserThrottle(UserRateThrottle):
     scope = "user"
 
     def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        # The stubs type the rates as numbers; DRF's are "N/period" strings.
+        return cast("dict[str | None, str | None]", api_settings.DEFAULT_THROTTLE_RATES).get(self.scope)
 
 
 class AskThrottle(UserThrottle):
@@ -43,6 +45,7 @@ def ask_throttle_wait(request: HttpRequest) -> int | None:
     uses (the same cache key: one count per user, wherever they ask from). None when the ask
     may go on; otherwise the whole seconds to wait, and nothing is counted."""
     throttle = AskThrottle()
-    if throttle.allow_request(request, None):
+    # A page's request, no view: the throttle reads only its user and address, which HttpRequest has.
+    if throttle.allow_request(request, None):  # type: ignore[arg-type]
         return None
     return max(1, math.ceil(throttle.wait() or 1))

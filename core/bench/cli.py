@@ -114,7 +114,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
 
     data_dir = Path(options.get("data_dir") or default_data_dir())
     dataset = options["dataset"]
-    stem = options.get("out").stem if options.get("out") else dataset  # type: ignore[union-attr]
+    stem = options.get("out").stem if options.get("out") else dataset  # type: ignore[union-attr]  # not None: the same lookup is checked
     fmt = options.get("plot_format", "svg")
 
     def log(message: str) -> None:

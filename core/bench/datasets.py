@@ -114,7 +114,7 @@ def load_poisonedrag(
         incorrect = str(item["incorrect answer"]).strip()
         if _conflicts(correct, incorrect):
             continue
-        passages = [str(t) for t in item["adv_texts"] if contains_phrase(str(t), incorrect)]  # type: ignore[attr-defined]
+        passages = [str(t) for t in item["adv_texts"] if contains_phrase(str(t), incorrect)]  # type: ignore[attr-defined]  # the JSON's adv_texts: a list
         if len(passages) < MIN_PASSAGES:
             continue
         factual = [substitute(t, incorrect, correct) for t in passages]
@@ -174,7 +174,7 @@ def load_ramdocs(data_dir: Path) -> list[BenchQuestion]:
 
 def load_questions(dataset: str, data_dir: Path, **options: object) -> list[BenchQuestion]:
     if dataset == "poisonedrag":
-        return load_poisonedrag(data_dir, **options)  # type: ignore[arg-type]
+        return load_poisonedrag(data_dir, **options)  # type: ignore[arg-type]  # the CLI's options are load_poisonedrag's keywords
     if dataset == "ramdocs":
         return load_ramdocs(data_dir)
     raise ValueError(f"not a QA data set: {dataset!r}")

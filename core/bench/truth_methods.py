@@ -73,12 +73,12 @@ def estimator_truths(claims: ClaimSet, name: str) -> TruthOutput:
     product's claim-level estimation runs take)."""
     from core.engine.claims.resolve import resolve_claims
 
-    resolution = resolve_claims([(c.source, c.task, c.value) for c in claims.claims], name)  # type: ignore[misc]
+    resolution = resolve_claims([(c.source, c.task, c.value) for c in claims.claims], name)  # type: ignore[misc]  # ClaimSet tasks are Hashable; these datasets' are (subject, attribute) pairs
     truths = {(r.subject, r.attribute): r.value for r in resolution.items}
     return TruthOutput(truths, {s: rel.accuracy for s, rel in resolution.sources.items()})
 
 
-def _crowdkit_frame(claims: ClaimSet):  # type: ignore[no-untyped-def]
+def _crowdkit_frame(claims: ClaimSet):  # type: ignore[no-untyped-def]  # returns a pandas frame (pandas is untyped here)
     import pandas as pd
 
     values, rows = _value_codes(claims)
@@ -110,7 +110,7 @@ def wawa(claims: ClaimSet) -> TruthOutput:
 def truthfinder_truths(claims: ClaimSet) -> TruthOutput:
     # Flights: near times are often different wrong values, so only equal times imply each other.
     similarity = {"books": set_similarity}.get(claims.name, exact_similarity)
-    result = truthfinder([(c.task, c.source, c.value) for c in claims.claims], similarity=similarity)  # type: ignore[type-var]
+    result = truthfinder([(c.task, c.source, c.value) for c in claims.claims], similarity=similarity)  # type: ignore[type-var]  # ClaimSet tasks are Hashable; truthfinder's T is ordered
     return TruthOutput(result.truths, result.trust)
 
 

@@ -85,7 +85,7 @@ def answer_pairs(
             )
         ),
     )
-    records: list[ResponseRecord] = [None] * len(pairs)  # type: ignore[list-item]
+    records: list[ResponseRecord] = [None] * len(pairs)  # type: ignore[list-item]  # every slot is filled below
     for q in queries:
         positions = positions_of[q]
         aligned = align_many(

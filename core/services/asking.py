@@ -88,6 +88,7 @@ def _new_question(
     """Validate everything (the question, its parameters, its choice of sources), report
     every offending field at once, and store the question."""
     errors: dict[str, list[str]] = {}
+    given: dict[str, Any]
     cleaned, given, selection = "", {}, {}
     try:
         cleaned, given = validate_question(text, strategy, kappa, params)

@@ -45,7 +45,7 @@ def configured_params(
 ) -> EstimationParams:
     """Retrieval and filtering settings of reliability estimation (settings, then overrides)."""
     base = EstimationParams(k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU)
-    overrides = {"k": k, "tau": tau, "strict_clustering": strict}
+    overrides: dict[str, Any] = {"k": k, "tau": tau, "strict_clustering": strict}
     return replace(base, **{name: v for name, v in overrides.items() if v is not None})
 
 
@@ -82,8 +82,7 @@ def source_infos(source_ids: list[int] | None = None, *, among: Collection[int] 
         rows = rows.filter(pk__in=list(among))
     if source_ids is not None:
         rows = Source.objects.filter(pk__in=source_ids)
-    rows = rows.order_by("id").values_list("id", "name", "reliability", "reliability_answers")
-    listed = list(rows)
+    listed = list(rows.order_by("id").values_list("id", "name", "reliability", "reliability_answers"))
     n = len(listed)
     scheme = weight_scheme()
     prior = voting_weight(None, n, scheme=scheme)

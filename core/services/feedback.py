@@ -269,7 +269,7 @@ def _add_gold(feedback: AnswerFeedback, answer: str) -> FactQuery:
 def _withdraw_gold(feedback: AnswerFeedback) -> None:
     """Take the feedback's reference answer back out of its query, unless another confirmed
     feedback on that query gives the same answer."""
-    query = FactQuery.objects.select_for_update().filter(pk=feedback.gold_query_id).first()
+    query = FactQuery.objects.select_for_update().filter(pk=feedback.gold_query_id).first()  # type: ignore[misc]  # None: no row
     if query is None or not feedback.gold_answer:
         return
     if any(
@@ -302,7 +302,7 @@ def confirm_feedback(feedback: AnswerFeedback, reviewer: Any) -> FactQuery | Non
         locked.reviewed_by = reviewer
         locked.reviewed_at = timezone.now()
         locked.gold_query = query
-        locked.gold_answer = answer if query is not None else ""
+        locked.gold_answer = answer if query is not None and answer is not None else ""
         locked.save(update_fields=["status", "reviewed_by", "reviewed_at", "gold_query", "gold_answer", "updated_at"])
     feedback.refresh_from_db()
     return query

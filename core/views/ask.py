@@ -29,6 +29,7 @@ from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.pages.question import question_clusters
 from core.services.source_selection import describe_selection, selection_seen_by
 from core.views.ask_sources import SOURCE_FORM_DEFAULTS, source_choice_from_form, source_picker, source_progress
+from core.views.htmx import HtmxHttpRequest
 from sources.models import Chunk, Source
 from tasks.polling import render_poll
 
@@ -147,7 +148,7 @@ def _result_context(question: Question, user: Any) -> dict[str, Any]:
         labels = {c["id"]: c["label"] for c in clusters["clusters"]}
         chosen = next((c["id"] for c in clusters["clusters"] if c.get("chosen")), None)
         for vote in votes:
-            vote.cluster_label = labels.get(vote.cluster, "")
+            vote.cluster_label = labels.get(vote.cluster, "")  # type: ignore[attr-defined]  # for the template
         skipped = _skipped_sources(question, votes)
         citations = _citations(question, votes, chosen)
         facts = [
@@ -213,7 +214,7 @@ def _blank_form() -> dict[str, Any]:
 
 @analyst_required
 @require_http_methods(["GET", "POST"])
-def ask(request: HttpRequest) -> HttpResponse:
+def ask(request: HtmxHttpRequest) -> HttpResponse:
     form = _blank_form()
     errors: dict[str, list[str]] = {}
     if request.method == "POST" and (wait := ask_throttle_wait(request)) is not None:
@@ -255,7 +256,7 @@ def ask(request: HttpRequest) -> HttpResponse:
 def _ask_page(request: HttpRequest, form: dict[str, Any], errors: dict[str, list[str]], status: int) -> HttpResponse:
     # Only what the configured backends can run (e.g. no vanilla-llm with the offline reader).
     product, research = strategy_groups()
-    recent = Question.objects.filter(asked_by=request.user).only("id", "text", "answer", "created_at")[:8]
+    recent = Question.objects.filter(asked_by=request.user).only("id", "text", "answer", "created_at")[:8]  # type: ignore[misc]  # signed in: analyst_required
     return render(
         request,
         "core/ask.html",
@@ -272,7 +273,7 @@ def _ask_page(request: HttpRequest, form: dict[str, Any], errors: dict[str, list
     )
 
 
-def _too_many_asks(request: HttpRequest, wait: int) -> HttpResponse:
+def _too_many_asks(request: HtmxHttpRequest, wait: int) -> HttpResponse:
     """429 for an ask past the user's "ask" budget (shared with POST /api/questions/):
     nothing is stored; the message says when to ask again (and so does Retry-After)."""
     message = (

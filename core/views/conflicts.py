@@ -40,11 +40,11 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     runs = list(finished_full_runs().only("id", "created_at", "kind")[:30])
     with_pairs = runs_with_shared_answers(runs)
     for r in runs:
-        r.has_pairs = r.pk in with_pairs  # the run picker says which runs have nothing to draw
+        r.has_pairs = r.pk in with_pairs  # type: ignore[attr-defined]  # for the template; the run picker says which runs have nothing to draw
     run_id = request.GET.get("run")
     skipped: list[EstimationRun] = []
     if run_id and run_id.isdigit():
-        run = get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED)
+        run: EstimationRun | None = get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED)
     else:
         run, skipped = default_conflict_run(runs)  # skipped: newer runs without pairs
     mode = request.GET.get("edges", "auto")

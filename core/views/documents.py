@@ -76,12 +76,12 @@ def source_documents(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         documents = documents.order_by("-ingested_at", "id")
     page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
+    params = request.GET.copy()
+    params.pop("page", None)
     return render(
         request,
         "core/document_list.html",
-        {"source": source, "page": page, "q": q, "query": query.urlencode()},
+        {"source": source, "page": page, "q": q, "query": params.urlencode()},
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -19,6 +19,7 @@ from core.engine.text import is_idk
 from core.models import MAX_CORRECTED_ANSWER_CHARS, MAX_FEEDBACK_COMMENT_CHARS, AnswerFeedback, Question, Vote
 from core.roles import analyst_required, is_analyst
 from core.services.feedback import FEEDBACK_QUERY_SET, FeedbackState, feedback_state, record_feedback
+from core.views.htmx import HtmxHttpRequest
 from sources.models import Source
 
 MAX_ID = 2**63 - 1
@@ -112,7 +113,7 @@ def _first_error(exc: ValidationError) -> str:
 
 @analyst_required
 @require_POST
-def question_feedback(request: HttpRequest, pk: int) -> HttpResponse:
+def question_feedback(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Record the user's feedback; htmx gets the updated buttons (and their status line, out of
     band, so that a screen reader announces it), a plain form post the question's page."""
     question = get_object_or_404(Question, pk=pk)

@@ -22,6 +22,7 @@ from core.services.estimation.checks import identification_view, record_check, r
 from core.services.estimation.start import MIN_SOURCES
 from core.services.pages.copying import dependence_groups
 from core.services.pages.runs import agreement_matrix, claim_run_summary, run_changes
+from core.views.htmx import HtmxHttpRequest
 from sources.models import Claim, Source
 from tasks.polling import render_poll
 
@@ -84,7 +85,7 @@ def _params(post: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
 
 @curator_required
 @require_http_methods(["GET", "POST"])
-def run_start(request: HttpRequest) -> HttpResponse:
+def run_start(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "GET":
         # The form lives on the run list (an address typed or bookmarked, a reload after an
         # error): go there with it open, never a bare 405.
@@ -222,7 +223,7 @@ def run_result(request: HttpRequest, pk: int) -> HttpResponse:
 
 @curator_required
 @require_POST
-def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
+def run_resume(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Resume a failed or interrupted run (the button on its page); back to the run page."""
     run = _run(pk)
     # A claim-level run is resolved again from its sources' claims; a full run resumes its responses.

@@ -3,6 +3,8 @@ and starting claim-level runs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from core.api.fields import MAX_ID, StrictSerializer, Text
@@ -15,7 +17,7 @@ from sources.models import Claim
 # --- Claims ---------------------------------------------------------------------------
 
 
-class ClaimSerializer(serializers.ModelSerializer):
+class ClaimSerializer(serializers.ModelSerializer[Claim]):
     source_name = serializers.CharField(source="source.name", read_only=True)
     provenance = serializers.DictField(
         read_only=True, help_text='Where the claim came from: {"file", "line" | "record" | "path", "field"}.'
@@ -49,26 +51,26 @@ class ClaimSerializer(serializers.ModelSerializer):
 # --- Homologous groups ----------------------------------------------------------------
 
 
-class GroupSourceSerializer(serializers.Serializer):
+class GroupSourceSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     claim_id = serializers.IntegerField()
     reliability = serializers.FloatField(allow_null=True, help_text="The source's current estimated accuracy.")
 
 
-class GroupValueSerializer(serializers.Serializer):
+class GroupValueSerializer(serializers.Serializer[Any]):
     value = serializers.CharField(allow_blank=True)
     claims = serializers.IntegerField(help_text="Claims (one per source) asserting this value.")
     sources = GroupSourceSerializer(many=True)
 
 
-class ResolutionValueSerializer(serializers.Serializer):
+class ResolutionValueSerializer(serializers.Serializer[Any]):
     value = serializers.CharField(allow_blank=True)
     sources = serializers.ListField(child=serializers.IntegerField(), help_text="Ids of the sources claiming it.")
     share = serializers.FloatField(help_text="Its share of the item's positive voting weight.")
 
 
-class GroupResolutionSerializer(serializers.Serializer):
+class GroupResolutionSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField()
     value = serializers.CharField(allow_blank=True)
     confidence = serializers.FloatField()
@@ -77,7 +79,7 @@ class GroupResolutionSerializer(serializers.Serializer):
     values = ResolutionValueSerializer(many=True)
 
 
-class NodeConfidenceSerializer(serializers.Serializer):
+class NodeConfidenceSerializer(serializers.Serializer[Any]):
     claim_id = serializers.IntegerField()
     source_id = serializers.IntegerField()
     value = serializers.CharField(allow_blank=True)
@@ -89,7 +91,7 @@ class NodeConfidenceSerializer(serializers.Serializer):
     kept = serializers.BooleanField(help_text="confidence >= the node threshold (0.7).")
 
 
-class GroupConfidenceSerializer(serializers.Serializer):
+class GroupConfidenceSerializer(serializers.Serializer[Any]):
     confidence = serializers.FloatField(help_text="Graph-level confidence: the mean agreement of pairs of claims.")
     entropy_agreement = serializers.FloatField(help_text="1 - H(values) / log(claims).")
     kept = serializers.BooleanField(help_text="confidence >= the graph threshold (0.5).")
@@ -103,7 +105,7 @@ class GroupConfidenceSerializer(serializers.Serializer):
     nodes = NodeConfidenceSerializer(many=True)
 
 
-class ClaimGroupSerializer(serializers.Serializer):
+class ClaimGroupSerializer(serializers.Serializer[Any]):
     subject = serializers.CharField()
     attribute = serializers.CharField()
     claims = serializers.IntegerField()
@@ -120,7 +122,7 @@ class ClaimGroupSerializer(serializers.Serializer):
 # --- Resolutions ----------------------------------------------------------------------
 
 
-class ClaimResolutionSerializer(serializers.ModelSerializer):
+class ClaimResolutionSerializer(serializers.ModelSerializer[ClaimResolution]):
     values = ResolutionValueSerializer(many=True, read_only=True, help_text="Every value claimed, the resolved first.")
 
     class Meta:
@@ -138,7 +140,7 @@ class ClaimLoadSerializer(StrictSerializer):
         help_text='The claim mapping as a JSON string: {"subject", "attributes", "source"?, "subject_normalizer"?, '
         '"columns"?, "records"?} (see docs/claims.md).'
     )
-    source = Text(
+    source = Text(  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.source
         required=False,
         allow_blank=True,
         max_length=200,
@@ -152,7 +154,7 @@ class ClaimLoadSerializer(StrictSerializer):
     )
 
 
-class ClaimLoadAcceptedSerializer(serializers.Serializer):
+class ClaimLoadAcceptedSerializer(serializers.Serializer[Any]):
     job = serializers.IntegerField()
     status_url = serializers.CharField()
     files = serializers.IntegerField()
@@ -178,7 +180,7 @@ class StartClaimRunSerializer(StrictSerializer):
     )
 
 
-class ClaimRunAcceptedSerializer(serializers.Serializer):
+class ClaimRunAcceptedSerializer(serializers.Serializer[Any]):
     run = RunSerializer()
     job = serializers.IntegerField(allow_null=True)
     status_url = serializers.CharField(allow_null=True)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 
-class ErrorDetailSerializer(serializers.Serializer):
+class ErrorDetailSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     message = serializers.CharField()
-    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    fields = serializers.DictField(  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Serializer.fields
+        child=serializers.ListField(child=serializers.CharField())
+    )
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Any]):
     error = ErrorDetailSerializer()

@@ -17,7 +17,7 @@ class NewFeedbackSerializer(StrictSerializer):
         choices=AnswerFeedback.Kind.choices,
         help_text="`answer_right`, `answer_wrong`, or `source_wrong` (with `source`).",
     )
-    source = IdRelatedField(
+    source = IdRelatedField(  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.source
         queryset=Source.objects.all(),
         required=False,
         allow_null=True,
@@ -38,7 +38,7 @@ class NewFeedbackSerializer(StrictSerializer):
     )
 
 
-class FeedbackSerializer(serializers.ModelSerializer):
+class FeedbackSerializer(serializers.ModelSerializer[AnswerFeedback]):
     user = serializers.CharField(source="user.username", read_only=True)
     source_name = serializers.SerializerMethodField()
     reviewed_by = serializers.SerializerMethodField()
@@ -77,10 +77,10 @@ class FeedbackSerializer(serializers.ModelSerializer):
         }
 
     def get_source_name(self, feedback: AnswerFeedback) -> str | None:
-        return feedback.source.name if feedback.source_id is not None else None
+        return feedback.source.name if feedback.source is not None else None
 
     def get_reviewed_by(self, feedback: AnswerFeedback) -> str | None:
-        return feedback.reviewed_by.username if feedback.reviewed_by_id is not None else None
+        return feedback.reviewed_by.username if feedback.reviewed_by is not None else None
 
     def get_known_wrong(self, feedback: AnswerFeedback) -> bool:
         return feedback.status == AnswerFeedback.Status.CONFIRMED and feedback.gold_query_id is None

@@ -11,13 +11,13 @@ from tasks.models import Job
 from tasks.public import public_job
 
 
-class ProgressSerializer(serializers.Serializer):
+class ProgressSerializer(serializers.Serializer[Any]):
     current = serializers.IntegerField()
     total = serializers.IntegerField()
     percent = serializers.IntegerField()
 
 
-class JobSerializer(serializers.ModelSerializer):
+class JobSerializer(serializers.ModelSerializer[Job]):
     progress = serializers.SerializerMethodField()
     parts = serializers.JSONField(
         read_only=True,

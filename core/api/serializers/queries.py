@@ -32,7 +32,7 @@ def tags_field(**kwargs: Any) -> serializers.ListField:
     return serializers.ListField(child=Text(max_length=100), max_length=MAX_TAGS, **kwargs)
 
 
-class FactQuerySerializer(StrictModelSerializer):
+class FactQuerySerializer(StrictModelSerializer[FactQuery]):
     """A query; its reference answers and tags can be changed, its question cannot (past runs answered it)."""
 
     reference_answers = reference_answers_field(required=False)
@@ -50,10 +50,10 @@ class NewFactQuerySerializer(StrictSerializer):
     tags = tags_field(required=False, default=list)
 
 
-class QuerySetSerializer(StrictModelSerializer):
+class QuerySetSerializer(StrictModelSerializer[QueryCollection]):
     query_count = serializers.IntegerField(read_only=True, help_text="Fact-checking queries in the set.")
     gold_count = serializers.IntegerField(read_only=True, help_text="Of those, how many have reference answers.")
-    queries = NewFactQuerySerializer(
+    queries = NewFactQuerySerializer(  # type: ignore[call-arg]  # many=True makes a ListSerializer, which takes max_length
         many=True, write_only=True, required=False, max_length=MAX_QUERIES, help_text="The set's queries (create only)."
     )
 
@@ -83,6 +83,8 @@ class QuerySetSerializer(StrictModelSerializer):
                 )
                 for item in queries
             )
-        query_set.query_count = len(queries)
-        query_set.gold_count = sum(1 for item in queries if any(r.strip() for r in item["reference_answers"]))
+        query_set.query_count = len(queries)  # type: ignore[attr-defined]  # what the list's annotate() adds
+        query_set.gold_count = sum(  # type: ignore[attr-defined]  # what the list's annotate() adds
+            1 for item in queries if any(r.strip() for r in item["reference_answers"])
+        )
         return query_set

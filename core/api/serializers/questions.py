@@ -54,7 +54,7 @@ class AskSerializer(StrictSerializer):
     )
 
 
-class PassageSerializer(serializers.Serializer):
+class PassageSerializer(serializers.Serializer[Any]):
     chunk_id = serializers.IntegerField(required=False, allow_null=True)
     document_id = serializers.IntegerField(required=False, allow_null=True)
     title = serializers.CharField(required=False, allow_blank=True)
@@ -63,7 +63,7 @@ class PassageSerializer(serializers.Serializer):
     distance = serializers.FloatField(required=False, allow_null=True)
 
 
-class VoteSerializer(serializers.ModelSerializer):
+class VoteSerializer(serializers.ModelSerializer[Vote]):
     source_name = serializers.CharField(source="source.name", read_only=True)
     passages = PassageSerializer(many=True, read_only=True)
 
@@ -85,14 +85,14 @@ class VoteSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ClusterSerializer(serializers.Serializer):
+class ClusterSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField(allow_null=True, required=False)
-    label = serializers.CharField(required=False, allow_blank=True)
+    label = serializers.CharField(required=False, allow_blank=True)  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.label
     members = serializers.ListField(child=serializers.JSONField(), required=False)
     weight = serializers.FloatField(required=False, allow_null=True)
 
 
-class EvidenceSerializer(serializers.Serializer):
+class EvidenceSerializer(serializers.Serializer[Any]):
     chunk_id = serializers.IntegerField(help_text="The chunk read (0 for a claim: see claim_id).")
     claim_id = serializers.IntegerField(
         required=False, allow_null=True, help_text="The claim this evidence is (claim strategies, e.g. multirag)."
@@ -104,33 +104,33 @@ class EvidenceSerializer(serializers.Serializer):
     credibility = serializers.FloatField(allow_null=True, help_text="Per-document credibility in [0, 1], if estimated.")
 
 
-class GraphNodeSerializer(serializers.Serializer):
+class GraphNodeSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     kind = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.label
     source_id = serializers.IntegerField(allow_null=True)
     confidence = serializers.FloatField(allow_null=True)
 
 
-class GraphEdgeSerializer(serializers.Serializer):
+class GraphEdgeSerializer(serializers.Serializer[Any]):
     a = serializers.CharField()
     b = serializers.CharField()
     kind = serializers.CharField()
     weight = serializers.FloatField()
 
 
-class AnswerGraphSerializer(serializers.Serializer):
+class AnswerGraphSerializer(serializers.Serializer[Any]):
     nodes = GraphNodeSerializer(many=True)
     edges = GraphEdgeSerializer(many=True)
     confidence = serializers.FloatField(allow_null=True)
 
 
-class NamedSourceSerializer(serializers.Serializer):
+class NamedSourceSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
 
 
-class SourceSelectionSerializer(serializers.Serializer):
+class SourceSelectionSerializer(serializers.Serializer[Any]):
     include = NamedSourceSerializer(many=True, required=False, help_text="The sources the asker included.")
     exclude = NamedSourceSerializer(many=True, required=False, help_text="The sources the asker excluded.")
     group = NamedSourceSerializer(required=False, allow_null=True, help_text="The saved group asked, if any.")
@@ -162,7 +162,7 @@ class SourceSelectionSerializer(serializers.Serializer):
         return super().to_representation(instance) if instance else {}  # {}: every active source
 
 
-class QuestionSerializer(serializers.ModelSerializer):
+class QuestionSerializer(serializers.ModelSerializer[Question]):
     state = serializers.SerializerMethodField()
     error = serializers.SerializerMethodField()
     asked_by = serializers.CharField(source="asked_by.username", read_only=True, allow_null=True, default=None)
@@ -232,7 +232,7 @@ class QuestionDetailSerializer(QuestionSerializer):
         read_only_fields = fields
 
 
-class QuestionAcceptedSerializer(serializers.Serializer):
+class QuestionAcceptedSerializer(serializers.Serializer[Any]):
     question = QuestionSerializer()
     job = serializers.IntegerField()
     status_url = serializers.CharField()

@@ -24,7 +24,7 @@ from sources.models import Source
         ]
     }
 )
-class RunSourcesField(serializers.Field):
+class RunSourcesField(serializers.Field[Any, Any, Any, Any]):
     """The sources of a run: a non-empty list of source ids, or "all" (every active source
     with documents). Required: an empty request never starts a run over everything."""
 
@@ -55,7 +55,7 @@ class StartRunSerializer(StrictSerializer):
     params = serializers.DictField(required=False, help_text="k, tau, strict clustering, prior, tolerance")
 
 
-class ScoreSerializer(serializers.ModelSerializer):
+class ScoreSerializer(serializers.ModelSerializer[ReliabilityScore]):
     source_name = serializers.CharField(source="source.name", read_only=True)
     gold_accuracy = serializers.FloatField(
         read_only=True,
@@ -82,12 +82,12 @@ class ScoreSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(serializers.ModelSerializer[EstimationRun]):
     query_set_name = serializers.CharField(source="query_set.name", read_only=True, allow_null=True, default=None)
     # Never "running" under a job that has ended (EstimationRun.effective_state).
     state = serializers.ChoiceField(choices=EstimationRun.State.choices, source="effective_state", read_only=True)
     created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True, default=None)
-    sources = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    sources: serializers.PrimaryKeyRelatedField[Source] = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
 
     class Meta:
         model = EstimationRun
@@ -116,7 +116,7 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class RunChangeSerializer(serializers.Serializer):
+class RunChangeSerializer(serializers.Serializer[Any]):
     source_id = serializers.IntegerField()
     source_name = serializers.CharField()
     status = serializers.ChoiceField(choices=["new", "changed", "dropped"])
@@ -133,7 +133,7 @@ class RunChangeSerializer(serializers.Serializer):
     delta = serializers.FloatField(allow_null=True)
 
 
-class RunChangesSerializer(serializers.Serializer):
+class RunChangesSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField()
     previous_run_id = serializers.IntegerField(allow_null=True)
     sources = RunChangeSerializer(many=True)
@@ -171,7 +171,7 @@ class GoldUpdateSerializer(StrictSerializer):
     )
 
 
-class DependenceExampleSerializer(serializers.Serializer):
+class DependenceExampleSerializer(serializers.Serializer[Any]):
     """A run over fact-checking queries names the query and the answer; a claim-level run the
     item (subject, attribute) and the value."""
 
@@ -183,7 +183,7 @@ class DependenceExampleSerializer(serializers.Serializer):
     value = serializers.CharField(allow_blank=True, required=False, help_text="The false value both sources claim.")
 
 
-class DependencePairSerializer(serializers.Serializer):
+class DependencePairSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField()
     source_a = serializers.IntegerField()
     source_a_name = serializers.CharField()
@@ -197,14 +197,14 @@ class DependencePairSerializer(serializers.Serializer):
     examples = DependenceExampleSerializer(many=True, help_text="Up to 5 false answers both gave.")
 
 
-class RunDependenceSerializer(serializers.Serializer):
+class RunDependenceSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField()
     copy_detection = serializers.BooleanField(help_text="Whether the run's estimator detects copying.")
     threshold = serializers.FloatField(help_text="Pairs at or above this probability are reported as dependent.")
     pairs = DependencePairSerializer(many=True)
 
 
-class RunAcceptedSerializer(serializers.Serializer):
+class RunAcceptedSerializer(serializers.Serializer[Any]):
     run = RunSerializer()
     job = serializers.IntegerField(allow_null=True)
     status_url = serializers.CharField(allow_null=True)
@@ -213,7 +213,7 @@ class RunAcceptedSerializer(serializers.Serializer):
 # --- Conflicts ------------------------------------------------------------------------
 
 
-class DisagreementSerializer(serializers.Serializer):
+class DisagreementSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField()
     source_a = serializers.IntegerField()
     source_a_name = serializers.CharField()
@@ -224,7 +224,7 @@ class DisagreementSerializer(serializers.Serializer):
     rate = serializers.FloatField()
 
 
-class PairwiseConflictsSerializer(serializers.Serializer):
+class PairwiseConflictsSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField(allow_null=True)
     pairs = DisagreementSerializer(many=True)
     copy_detection = serializers.BooleanField(
@@ -235,7 +235,7 @@ class PairwiseConflictsSerializer(serializers.Serializer):
     )
 
 
-class ClusterMemberSerializer(serializers.Serializer):
+class ClusterMemberSerializer(serializers.Serializer[Any]):
     source_id = serializers.IntegerField()
     source_name = serializers.CharField()
     response = serializers.CharField(allow_blank=True)
@@ -244,9 +244,9 @@ class ClusterMemberSerializer(serializers.Serializer):
     filtered = serializers.BooleanField()
 
 
-class AnswerClusterSerializer(serializers.Serializer):
+class AnswerClusterSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
-    label = serializers.CharField(allow_blank=True)
+    label = serializers.CharField(allow_blank=True)  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.label
     weight = serializers.FloatField()
     share = serializers.FloatField(
         allow_null=True, help_text="Its share of the summed vote weight; null when the votes carry (almost) no weight."
@@ -255,7 +255,7 @@ class AnswerClusterSerializer(serializers.Serializer):
     sources = ClusterMemberSerializer(many=True)
 
 
-class QuestionConflictsSerializer(serializers.Serializer):
+class QuestionConflictsSerializer(serializers.Serializer[Any]):
     question_id = serializers.IntegerField()
     answer = serializers.CharField(allow_blank=True)
     clusters = AnswerClusterSerializer(many=True)

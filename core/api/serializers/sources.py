@@ -16,7 +16,7 @@ from sources.validators import validate_homepage
 # --- Sources --------------------------------------------------------------------------
 
 
-class ReliabilitySerializer(serializers.Serializer):
+class ReliabilitySerializer(serializers.Serializer[Any]):
     value = serializers.FloatField(allow_null=True, help_text="Estimated accuracy in [0, 1]; null if never estimated.")
     low = serializers.FloatField(allow_null=True)
     high = serializers.FloatField(allow_null=True)
@@ -25,7 +25,7 @@ class ReliabilitySerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField(allow_null=True)
 
 
-class SourceSerializer(StrictModelSerializer):
+class SourceSerializer(StrictModelSerializer[Source]):
     # Blank is allowed, so not "format: uri" in the schema (an empty string is no URI).
     # http(s) only, and a valid URI as written (no quotes, angle brackets or spaces).
     homepage = Text(required=False, allow_blank=True, max_length=200, validators=[validate_homepage])
@@ -62,7 +62,7 @@ class SourceSerializer(StrictModelSerializer):
         }
 
 
-class ReliabilityPointSerializer(serializers.Serializer):
+class ReliabilityPointSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     kind = serializers.ChoiceField(
@@ -83,8 +83,8 @@ class ReliabilityPointSerializer(serializers.Serializer):
     )
 
 
-class ReliabilityHistorySerializer(serializers.Serializer):
-    source = serializers.IntegerField()
+class ReliabilityHistorySerializer(serializers.Serializer[Any]):
+    source = serializers.IntegerField()  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.source
     name = serializers.CharField()
     history = ReliabilityPointSerializer(many=True)
 
@@ -92,7 +92,7 @@ class ReliabilityHistorySerializer(serializers.Serializer):
 # --- Documents ------------------------------------------------------------------------
 
 
-class DocumentSerializer(serializers.ModelSerializer):
+class DocumentSerializer(serializers.ModelSerializer[Document]):
     url = serializers.CharField(read_only=True)
     source_name = serializers.CharField(source="source.name", read_only=True)
     excerpt = serializers.SerializerMethodField()
@@ -130,21 +130,21 @@ class DocumentItemSerializer(StrictSerializer):
 
 
 class JsonUploadSerializer(StrictSerializer):
-    source = IdRelatedField(queryset=Source.objects.all())
+    source = IdRelatedField(queryset=Source.objects.all())  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.source
     documents = DocumentItemSerializer(many=True, allow_empty=False)
 
 
 class MultipartUploadSerializer(StrictSerializer):
-    source = IdRelatedField(queryset=Source.objects.all())
+    source = IdRelatedField(queryset=Source.objects.all())  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.source
     files = serializers.ListField(child=serializers.FileField(allow_empty_file=True), allow_empty=False)
     format = serializers.ChoiceField(
         choices=FORMATS, required=False, help_text="Overrides detection by file extension."
     )
 
 
-class UploadAcceptedSerializer(serializers.Serializer):
+class UploadAcceptedSerializer(serializers.Serializer[Any]):
     job = serializers.IntegerField()
     status_url = serializers.CharField()
-    source = serializers.IntegerField()
+    source = serializers.IntegerField()  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.source
     files = serializers.IntegerField()
     documents = serializers.IntegerField(help_text="Documents parsed (before de-duplication).")

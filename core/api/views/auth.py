@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
@@ -36,7 +36,8 @@ class LoginThrottle(AnonRateThrottle):
     """Password guessing is throttled per client address (scope "anon"; nobody is signed in here)."""
 
     def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        # The stubs type the rates as numbers; DRF's are "N/period" strings.
+        return cast("dict[str | None, str | None]", api_settings.DEFAULT_THROTTLE_RATES).get(self.scope)
 
 
 class ObtainToken(ObtainAuthToken):

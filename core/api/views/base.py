@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.db.models import Model, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 from rest_framework import exceptions, status
-from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import FormParser
+from rest_framework.pagination import BasePagination, PageNumberPagination
+from rest_framework.parsers import BaseParser, FormParser
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
+from rest_framework.schemas.inspectors import ViewInspector
+from rest_framework.throttling import BaseThrottle
 
 from core.api.parsers import LimitedJSONParser, LimitedMultiPartParser
 from core.api.permissions import RolePermission
 from core.api.schema import ApiSchema
 from core.api.throttles import UserThrottle
 
+if TYPE_CHECKING:
+    from rest_framework.permissions import _PermissionClass  # a stub-only alias
+
 T = TypeVar("T")
+M = TypeVar("M", bound=Model)
 MAX_ID = 2**63 - 1
 
 
@@ -28,11 +35,11 @@ class Pagination(PageNumberPagination):
 
 
 class ApiViewMixin:
-    permission_classes = [RolePermission]
-    throttle_classes = [UserThrottle]
-    pagination_class = Pagination
-    parser_classes = [LimitedJSONParser]
-    schema = ApiSchema()
+    permission_classes: Sequence[_PermissionClass] = [RolePermission]
+    throttle_classes: Sequence[type[BaseThrottle]] = [UserThrottle]
+    pagination_class: type[BasePagination] | None = Pagination
+    parser_classes: Sequence[type[BaseParser]] = [LimitedJSONParser]
+    schema: ViewInspector | None = ApiSchema()
 
 
 UPLOAD_PARSERS = [LimitedJSONParser, LimitedMultiPartParser, FormParser]
@@ -100,7 +107,7 @@ def query_param(request: Any, name: str, kind: str) -> Any:
         raise exceptions.ValidationError({name: [message]}) from None
 
 
-def filter_by_query(request: Any, queryset: Any, filters: dict[str, tuple[str, str]]) -> Any:
+def filter_by_query(request: Any, queryset: QuerySet[M], filters: dict[str, tuple[str, str]]) -> QuerySet[M]:
     """Apply `{lookup: (query parameter, kind)}` filters for each parameter present."""
     for lookup, (name, kind) in filters.items():
         value = query_param(request, name, kind)

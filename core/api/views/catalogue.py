@@ -50,7 +50,7 @@ SOURCE_FILTERS = [
         responses={200: SourceSerializer},
     ),
 )
-class SourceViewSet(ApiViewMixin, viewsets.ModelViewSet):  # type: ignore[misc]
+class SourceViewSet(ApiViewMixin, viewsets.ModelViewSet[Source]):
     serializer_class = SourceSerializer
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
 
@@ -111,7 +111,7 @@ DOCUMENT_FILTERS = [
     list=extend_schema(summary="List documents", parameters=DOCUMENT_FILTERS),
     retrieve=extend_schema(summary="A document with its text", responses=DocumentDetailSerializer),
 )
-class DocumentViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+class DocumentViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Document]):
     def get_parsers(self) -> list[Any]:
         return [parser() for parser in UPLOAD_PARSERS]
 
@@ -147,7 +147,7 @@ class DocumentViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ign
     )
     def create(self, request: Request) -> Response:
         if request.content_type.startswith("multipart/"):
-            upload = MultipartUploadSerializer(data=request.data)
+            upload: MultipartUploadSerializer | JsonUploadSerializer = MultipartUploadSerializer(data=request.data)
             upload.is_valid(raise_exception=True)
             blobs = _read_files(upload.validated_data["files"])
             options = {"format": upload.validated_data["format"]} if upload.validated_data.get("format") else {}

@@ -55,7 +55,7 @@ CLAIM_FILTERS = [
     list=extend_schema(summary="List claims", parameters=CLAIM_FILTERS),
     retrieve=extend_schema(summary="A claim with its provenance"),
 )
-class ClaimViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+class ClaimViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Claim]):
     serializer_class = ClaimSerializer
 
     def get_queryset(self) -> QuerySet[Claim]:
@@ -271,9 +271,7 @@ def latest_claim_run() -> EstimationRun | None:
     ),
     retrieve=extend_schema(summary="One resolved item"),
 )
-class ClaimResolutionViewSet(  # type: ignore[misc]
-    ApiViewMixin, viewsets.ReadOnlyModelViewSet
-):
+class ClaimResolutionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[ClaimResolution]):
     serializer_class = ClaimResolutionSerializer
 
     def get_queryset(self) -> QuerySet[ClaimResolution]:

@@ -75,7 +75,7 @@ QUESTION_FILTERS = [
     list=extend_schema(summary="Past questions", parameters=QUESTION_FILTERS),
     retrieve=extend_schema(summary="A question with its answer and every source's vote"),
 )
-class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Question]):
     analyst_write_actions = ("create",)
 
     def get_throttles(self) -> list[Any]:
@@ -161,7 +161,7 @@ class RunConflict(exceptions.APIException):
     list=extend_schema(summary="Estimation runs", parameters=RUN_FILTERS),
     retrieve=extend_schema(summary="A run with its per-source scores and the change since the previous run"),
 )
-class EstimationRunViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+class EstimationRunViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[EstimationRun]):
     def get_serializer_class(self) -> Any:
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
@@ -301,7 +301,7 @@ class EstimationRunViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type
     ),
     retrieve=extend_schema(summary="A job's state, progress, message, error and result"),
 )
-class JobViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+class JobViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Job]):
     serializer_class = JobSerializer
 
     def get_queryset(self) -> QuerySet[Job]:
@@ -347,7 +347,7 @@ class ConflictsView(ApiViewMixin, APIView):
             return Response(QuestionConflictsSerializer(question_clusters(question)).data)
         run_id = query_param(request, "run", "id")
         if run_id is not None:
-            run = get_object_or_404(EstimationRun, pk=run_id)
+            run: EstimationRun | None = get_object_or_404(EstimationRun, pk=run_id)
         else:
             run, _newer_without_pairs = default_conflict_run(list(finished_full_runs()[:30]))
         pairs = pairwise_disagreement(run) if run is not None else []

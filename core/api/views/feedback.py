@@ -44,7 +44,7 @@ FEEDBACK_FILTERS = [
     ),
     retrieve=extend_schema(summary="One feedback item"),
 )
-class FeedbackViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+class FeedbackViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[AnswerFeedback]):
     serializer_class = FeedbackSerializer
     queryset = AnswerFeedback.objects.none()  # the schema's path parameter type; get_queryset filters
     analyst_write_actions = ("create",)
@@ -52,7 +52,7 @@ class FeedbackViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ign
     def get_queryset(self) -> QuerySet[AnswerFeedback]:
         feedback = AnswerFeedback.objects.select_related("user", "source", "reviewed_by").order_by("-updated_at", "-id")
         if not is_curator(self.request.user):
-            feedback = feedback.filter(user=self.request.user)
+            feedback = feedback.filter(user=self.request.user)  # type: ignore[misc]  # signed in (RolePermission)
         if self.action != "list":
             return feedback
         return filter_by_query(

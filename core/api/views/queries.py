@@ -24,8 +24,12 @@ from core.models import FactQuery, QueryCollection
         description="`queries`: `[{question, reference_answers, tags}]`; a query with reference answers is gold-checked.",
     ),
 )
-class QuerySetViewSet(  # type: ignore[misc]
-    ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+class QuerySetViewSet(
+    ApiViewMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet[QueryCollection],
 ):
     serializer_class = QuerySetSerializer
 
@@ -57,8 +61,12 @@ class QuerySetViewSet(  # type: ignore[misc]
         "answers to queries of a finished run, `POST /api/estimation-runs/{id}/update/` adds them to its estimate.",
     ),
 )
-class FactQueryViewSet(  # type: ignore[misc]
-    ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.UpdateModelMixin, viewsets.GenericViewSet
+class FactQueryViewSet(
+    ApiViewMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet[FactQuery],
 ):
     serializer_class = FactQuerySerializer
     http_method_names = ["get", "patch", "head", "options"]

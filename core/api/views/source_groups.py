@@ -14,13 +14,13 @@ from core.services.source_selection import visible_groups
 from sources.models import Source
 
 
-class GroupSourceRefSerializer(serializers.Serializer):
+class GroupSourceRefSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     active = serializers.BooleanField()
 
 
-class SourceGroupSerializer(serializers.ModelSerializer):
+class SourceGroupSerializer(serializers.ModelSerializer[SourceGroup]):
     owner = serializers.CharField(source="owner.username", read_only=True, allow_null=True, default=None)
     sources = GroupSourceRefSerializer(many=True, read_only=True)
 
@@ -34,7 +34,7 @@ class SourceGroupSerializer(serializers.ModelSerializer):
     list=extend_schema(summary="Source groups open to you (shared ones and your own)"),
     retrieve=extend_schema(summary="A source group and its sources"),
 )
-class SourceGroupViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+class SourceGroupViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[SourceGroup]):
     """Read-only: groups are edited in the admin."""
 
     serializer_class = SourceGroupSerializer

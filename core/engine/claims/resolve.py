@@ -76,7 +76,7 @@ def value_codes(claims: Iterable[tuple[S, Item, str]]) -> tuple[list[Item], dict
         counts[item][value] += 1
         sources.add(source)
     items = sorted(counts)
-    values = {item: sorted(counts[item], key=lambda v, c=counts[item]: (-c[v], v)) for item in items}  # type: ignore[misc]
+    values = {item: sorted(counts[item], key=lambda v, c=counts[item]: (-c[v], v)) for item in items}  # type: ignore[misc]  # a lambda with a default (this item's counts) cannot be inferred
     return items, values, sorted(sources, key=str)
 
 

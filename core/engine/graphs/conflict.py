@@ -5,6 +5,7 @@ with the sources attached to each."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.engine.graphs.blocs import BLOC_RATE, blocs
@@ -15,7 +16,7 @@ WIDTH, HEIGHT, MARGIN = 900, 640, 60
 
 
 def conflict_graph(
-    pairs: list[dict[str, Any]], sources: list[dict[str, Any]], *, edges: str = "auto", min_shared: int = 1
+    pairs: list[dict[str, Any]], sources: Sequence[Mapping[str, Any]], *, edges: str = "auto", min_shared: int = 1
 ) -> dict[str, Any]:
     """Nodes (sources that answered in the run) placed so that distance ~ disagreement rate.
 

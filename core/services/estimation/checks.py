@@ -17,7 +17,7 @@ which sources formed the two groups, the disputed queries and the checks propose
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, TypedDict
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -33,12 +33,25 @@ MAX_ANSWER_CHARS = 2000
 MAX_OPTIONS = 6  # answers offered per query (the most supported first)
 
 
-def _names(ids: list[int]) -> list[dict[str, Any]]:
+class NamedSource(TypedDict):
+    id: int
+    name: str
+
+
+class AnswerOption(TypedDict):
+    """One distinct answer to a proposed check: its text, the sources behind it, how many."""
+
+    answer: str
+    sources: list[str]
+    count: int
+
+
+def _names(ids: list[int]) -> list[NamedSource]:
     names = dict(Source.objects.filter(pk__in=ids).values_list("id", "name"))
     return [{"id": i, "name": names.get(i, f"source {i}")} for i in ids]
 
 
-def _options(run: EstimationRun, query_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+def _options(run: EstimationRun, query_ids: list[int]) -> dict[int, list[AnswerOption]]:
     """Per query: its distinct answers (clusters) with the sources behind each, most first."""
     rows = (
         RunResponse.objects.filter(run=run, query_id__in=query_ids, cluster__isnull=False, is_idk=False)
@@ -47,10 +60,10 @@ def _options(run: EstimationRun, query_ids: list[int]) -> dict[int, list[dict[st
     )
     grouped: dict[int, dict[int, list[RunResponse]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        grouped[row.query_id][row.cluster].append(row)  # type: ignore[index]
-    out: dict[int, list[dict[str, Any]]] = {}
+        grouped[row.query_id][row.cluster].append(row)  # type: ignore[index]  # never None: cluster__isnull=False
+    out: dict[int, list[AnswerOption]] = {}
     for query_id, clusters in grouped.items():
-        options = []
+        options: list[AnswerOption] = []
         for members in clusters.values():
             texts = [m.response.strip() for m in members if m.response.strip()]
             label = min(set(texts), key=lambda t: (-texts.count(t), len(t), t)) if texts else ""

@@ -134,7 +134,7 @@ def start_claim_run(
     return run
 
 
-def _dispatch(run: EstimationRun, user: Any) -> Any:
+def _dispatch(run: EstimationRun, user: Any) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
     # Bulk work (hundreds of thousands of claims can take minutes): the bulk worker's queue,
     # never the question worker's ("default"), so questions never wait behind it.
     return dispatch_job(
@@ -151,7 +151,7 @@ def resume_claim_run(run: EstimationRun, *, user: Any = None, reestimate: bool =
         locked = EstimationRun.objects.select_for_update(of=("self",)).select_related("job").get(pk=run.pk)
         if locked.kind != EstimationRun.Kind.CLAIMS:
             raise ValidationError({"run": f"Run #{run.pk} is not a claim-level estimation run."})
-        if locked.job_id and not locked.job.finished:
+        if locked.job is not None and not locked.job.finished:
             raise ValidationError(
                 {"run": f"Run #{run.pk} is still running (job {locked.job_id}): resume it once its job has ended."}
             )

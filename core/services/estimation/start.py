@@ -123,7 +123,7 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
     return {**default_params(), **params}
 
 
-ALL_SOURCES = "all"
+ALL_SOURCES: Literal["all"] = "all"
 SOURCES_REQUIRED = (
     'Choose the sources: a list of source ids, or "all" for every active source with documents '
     "(an estimation run is never started over everything by default)."
@@ -210,7 +210,7 @@ def _check_concurrency(user: Any, *, resuming: EstimationRun | None = None) -> N
         )
 
 
-def _dispatch(run: EstimationRun, user: Any) -> Any:
+def _dispatch(run: EstimationRun, user: Any) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
     return dispatch_job(
         kind="estimate", task_name="tasks.estimation_run", params={"run_id": run.pk}, user=user, queue="default"
     )
@@ -277,7 +277,7 @@ def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: b
                     "of its own to resume. Re-estimate its parent run instead."
                 }
             )
-        if locked.job_id and not locked.job.finished:
+        if locked.job is not None and not locked.job.finished:
             raise ValidationError(
                 {
                     "run": f"Run #{run.pk} is still running (job {locked.job_id}): it cannot be resumed until "

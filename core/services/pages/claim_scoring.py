@@ -7,7 +7,8 @@ a claims run stored for a subject."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -18,6 +19,20 @@ from core.models import ClaimResolution, EstimationRun
 from core.services.engine_context import weight_scheme
 from core.services.pages.run_sets import claims_runs
 from sources.models import Claim, Source
+
+
+class ResolutionRow(TypedDict):
+    """A run's resolution of one item (resolutions_of), as a dict."""
+
+    run_id: int
+    run__created_at: datetime
+    attribute: str
+    value: str
+    confidence: float
+    claims: int
+    conflicting: bool
+    values: Any  # the stored JSON: [{"value", "sources", ...}, ...]
+
 
 ALPHA = 0.5
 
@@ -104,7 +119,7 @@ def multirag_answer(
 
 def resolutions_of(
     subject: str, attribute: str | None, run: EstimationRun | None
-) -> QuerySet[ClaimResolution, dict[str, Any]]:
+) -> QuerySet[ClaimResolution, ResolutionRow]:
     """The run's resolutions of a subject (one attribute or all) as dicts; the latest claims
     run's when ``run`` is None, found in the same query."""
     found = ClaimResolution.objects.filter(subject=subject)

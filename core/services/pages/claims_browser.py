@@ -4,7 +4,7 @@ each with where it came from and the latest claims run's resolved value for its 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
@@ -71,7 +71,7 @@ def browse_claims(*, q: str = "", source_id: int | None = None, attribute: str =
     if q:
         claims = claims.filter(Q(subject__icontains=q) | Q(value__icontains=q) | Q(raw_value__icontains=q))
     order = ("subject", "attribute", "id") if source_id is not None else ("subject", "attribute", "source__name")
-    return claims.order_by(*order).values(*BROWSER_COLUMNS)
+    return cast("QuerySet[Claim, dict[str, Any]]", claims.order_by(*order).values(*BROWSER_COLUMNS))
 
 
 def claim_filter_choices() -> dict[str, list[Any]]:
@@ -92,7 +92,7 @@ def with_resolutions(rows: Iterable[Mapping[str, Any]], run: EstimationRun | Non
     item (``agrees``: the claim's value is the resolved one; None without a run); the view adds
     the links. One query."""
     page = [dict(r) for r in rows]
-    resolved: dict[tuple[str, str], dict[str, Any]] = {}
+    resolved: dict[tuple[str, str], Mapping[str, Any]] = {}
     if run is not None and page:
         found = ClaimResolution.objects.filter(
             run=run, subject__in={r["subject"] for r in page}, attribute__in={r["attribute"] for r in page}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from django.db.models import Count, QuerySet
@@ -17,6 +17,18 @@ from core.models import ClaimResolution, EstimationRun, RunResponse
 from core.services.pages.copying import dependence_groups
 from core.services.pages.run_sets import finished_full_runs, responses_run
 from sources.models import Source
+
+
+class ContestedItem(TypedDict):
+    """A conflicting item of a claims run (contested_items): its resolution, as a dict."""
+
+    subject: str
+    attribute: str
+    value: str
+    confidence: float
+    claims: int
+    values: Any  # the stored JSON: [{"value", "sources", ...}, ...]
+
 
 GRAPH_SOURCES = 60  # the claims conflict graph shows the sources with the most claims, at most this many
 RESOLUTION_SCAN = 50_000  # items of a run read to count source pairs (Books has about 1,300)
@@ -86,7 +98,7 @@ def default_conflict_run(runs: list[EstimationRun]) -> tuple[EstimationRun | Non
         EstimationRun.sources.through.objects.filter(estimationrun_id__in=[r.pk for r in candidates])
         .values("estimationrun_id")
         .annotate(n=Count("source_id"))
-        .values_list("estimationrun_id", "n")
+        .values_list("estimationrun_id", "n")  # type: ignore[misc]  # n: the annotate() above, unseen by the plugin
     )
     widest = max(covered.get(r.pk, 0) for r in candidates)
     run = next(r for r in candidates if covered.get(r.pk, 0) == widest)
@@ -112,7 +124,7 @@ def runs_with_shared_answers(runs: list[EstimationRun]) -> set[int]:
 # --- claims mode -----------------------------------------------------------------------------
 
 
-def contested_items(run: EstimationRun) -> QuerySet[ClaimResolution, dict[str, Any]]:
+def contested_items(run: EstimationRun) -> QuerySet[ClaimResolution, ContestedItem]:
     """The run's conflicting items, most contested (lowest confidence) first: lazy, for the pager."""
     return (
         ClaimResolution.objects.filter(run=run, conflicting=True)
@@ -199,7 +211,7 @@ def claim_source_pairs(run: EstimationRun, *, top: int = GRAPH_SOURCES) -> dict[
     p = _incidence(item_rows, len(chosen))
     shared = p.T @ p
     agree = x.T @ x
-    info = {
+    info: dict[int, Mapping[str, Any]] = {
         s["id"]: s for s in Source.objects.filter(pk__in=chosen).values("id", "name", "reliability", "reliability_low")
     }
     pairs = []

@@ -3,7 +3,8 @@ previous comparable run, and what a claim-level run resolved."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from django.db.models import Count, Q
 
@@ -36,10 +37,13 @@ def agreement_matrix(run: EstimationRun, *, limit: int | None = None) -> dict[st
     matches one of them (``matches_reference``: None without references), so a page can show
     the estimate beside the truth a curator recorded. Four queries."""
     scores = dict(ReliabilityScore.objects.filter(run=run).values_list("source_id", "reliability"))
-    sources = list(run.sources.order_by("name").values("id", "name"))
-    sources.sort(key=lambda s: (-(scores.get(s["id"]) if scores.get(s["id"]) is not None else -1.0), s["name"]))
+    # Plain dicts (values()), given a "reliability" below.
+    sources = cast("list[dict[str, Any]]", list(run.sources.order_by("name").values("id", "name")))
+    sources.sort(
+        key=lambda s: (-(scores.get(s["id"]) if scores.get(s["id"]) is not None else -1.0), s["name"])  # type: ignore[operator]  # not None: the same lookup is checked
+    )
     column = {s["id"]: i for i, s in enumerate(sources)}
-    answers = {
+    answers: dict[int, Mapping[str, Any]] = {
         a["query_id"]: a for a in RunAnswer.objects.filter(run=run).values("query_id", "answer", "cluster", "support")
     }
     rows: dict[int, dict[str, Any]] = {}

@@ -10,6 +10,7 @@ Builds run here, in this process (CREATE INDEX CONCURRENTLY: the product keeps s
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -51,7 +52,7 @@ class Command(BaseCommand):
             size = f"{row.size_bytes / 2**20:.1f}" if row.size_bytes else ""
             self.stdout.write(f"{row.source_id:>6}  {row.chunks:>9}  {row.state:<9}  {size:>8}  {row.name}")
 
-    def build(self, source_ids: list[int]) -> None:
+    def build(self, source_ids: builtins.list[int]) -> None:  # builtins: this class has a list method
         missing = sorted(set(source_ids) - set(Source.objects.filter(pk__in=source_ids).values_list("pk", flat=True)))
         if missing:
             raise CommandError(f"--build: no source with id {', '.join(map(str, missing))}")

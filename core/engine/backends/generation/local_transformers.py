@@ -228,7 +228,7 @@ class TransformersGenerator:
                     dtype = getattr(torch, self.dtype)
                 model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
                 self.load_info["dtype"] = str(dtype).removeprefix("torch.")
-                model = model.to(device)  # type: ignore[arg-type]
+                model = model.to(device)  # type: ignore[arg-type]  # transformers types .to() narrower than the device torch takes
                 model.eval()
                 self._loaded = (tokenizer, model)
                 self.load_info["seconds"] = time.perf_counter() - started
