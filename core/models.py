@@ -308,6 +308,11 @@ class Question(models.Model):
     # source; else {"include": [{id, name}], "exclude": [{id, name}], "group": {id, name} | None,
     # "allowed": [{id, name}]}, resolved when asked, so the permalink shows what was allowed.
     source_selection = models.JSONField(default=dict, blank=True)
+    # A follow-up: the question it follows (the conversation is the chain of these), and the
+    # follow-up rewritten into a standalone question, which retrieval and answering use
+    # (core.engine.steps.followup). "" for a question that follows none.
+    follows = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="follow_ups")
+    standalone = models.TextField(blank=True)
     job = models.OneToOneField("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="question")
     asked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -321,6 +326,16 @@ class Question(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+    @property
+    def asked_as(self) -> str:
+        """The question the strategy answers: a follow-up's standalone rewrite, else the text."""
+        return self.standalone or self.text
+
+    @property
+    def rewritten(self) -> bool:
+        """A follow-up whose standalone form differs from what was typed (the page shows it)."""
+        return bool(self.standalone) and self.standalone.strip() != self.text.strip()
 
     @property
     def low_evidence(self) -> bool:

@@ -23,7 +23,7 @@ from core.engine.strategies import available_strategies, runnable_strategies, st
 from core.engine.strategies.base import NO_CHUNK
 from core.models import Question
 from core.roles import analyst_required
-from core.services.asking import MAX_QUESTION_CHARS, start_question, waiting_reason
+from core.services.asking import MAX_QUESTION_CHARS, conversation, start_question, waiting_reason
 from core.services.engine_context import configured_offers
 from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.pages.question import question_clusters
@@ -178,7 +178,39 @@ def _result_context(question: Question, user: Any) -> dict[str, Any]:
             earlier=_earlier_answer(question),
             can_ask_again=not question.source_selection,
         )
+        follow_up_sources = _follow_up_sources(selection)
+        failed = question.job is not None and question.job.state == "failed"
+        context.update(
+            can_follow_up=question.answered_at is not None and not failed and follow_up_sources is not None,
+            follow_up_sources=follow_up_sources or [],
+            max_chars=MAX_QUESTION_CHARS,
+        )
     return context
+
+
+def _follow_up_sources(selection: dict[str, Any]) -> list[tuple[str, Any]] | None:
+    """The hidden fields that make a follow-up ask the sources its question asked (the ask
+    form's names: core.views.ask_sources), or None when the form cannot say it: another
+    analyst's private group (hidden from this user), or sources both included and excluded."""
+    if not selection:
+        return []
+    if selection.get("private_group"):
+        return None
+    include = [s["id"] for s in selection.get("include") or [] if isinstance(s, dict) and "id" in s]
+    exclude = [s["id"] for s in selection.get("exclude") or [] if isinstance(s, dict) and "id" in s]
+    if include and exclude:
+        return None
+    group = selection.get("group") or {}
+    fields: list[tuple[str, Any]] = [("sources_mode", "include" if include else "exclude" if exclude else "all")]
+    fields += [("sources", pk) for pk in include or exclude]
+    if group.get("id"):
+        fields.append(("source_group", group["id"]))
+    return fields
+
+
+def _conversation_context(question: Question, user: Any, **extra: Any) -> dict[str, Any]:
+    """A question's page: its panel and, for a follow-up, the earlier turns of its conversation."""
+    return {**_result_context(question, user), "turns": conversation(question), **extra}
 
 
 def _earlier_answer(question: Question) -> dict[str, Any] | None:
@@ -207,6 +239,7 @@ def _blank_form() -> dict[str, Any]:
         "strategy": DEFAULT_STRATEGY,
         "research_strategy": "",
         "kappa": DEFAULT_KAPPA,
+        "follows": "",
         **SOURCE_FORM_DEFAULTS,
     }
 
@@ -236,20 +269,56 @@ def ask(request: HttpRequest) -> HttpResponse:
         choice, source_form, source_errors = source_choice_from_form(request.POST)
         form.update(source_form)
         errors.update(source_errors)
+        follows = request.POST.get("follows", "").strip()[:20]
+        form["follows"] = follows
         if not errors:
             try:
                 question = start_question(
-                    form["text"], strategy=form["strategy"], kappa=kappa, sources=choice, user=request.user
+                    form["text"],
+                    strategy=form["strategy"],
+                    kappa=kappa,
+                    sources=choice,
+                    user=request.user,
+                    follows=follows or None,
                 )
             except ValidationError as exc:
                 errors = exc.message_dict if hasattr(exc, "error_dict") else {"text": exc.messages}
             else:
+                if request.htmx and question.follows_id is not None:
+                    # The follow-up replaces the page's conversation: earlier turns, then its panel.
+                    response = render(request, "core/_conversation.html", _conversation_context(question, request.user))
+                    response["HX-Push-Url"] = reverse("question-detail", args=[question.pk])
+                    return response
                 if request.htmx:
                     return render(request, "core/_question_panel.html", _result_context(question, request.user))
                 return redirect("question-detail", pk=question.pk)
+        if follows:
+            return _follow_up_errors(request, follows, form, errors)
         if request.htmx:
             return render(request, "core/_ask_errors.html", {"errors": errors})
     return _ask_page(request, form, errors, status=400 if errors else 200)
+
+
+def _follow_up_errors(
+    request: HttpRequest, follows: str, form: dict[str, Any], errors: dict[str, list[str]]
+) -> HttpResponse:
+    """A follow-up that was not sent: with htmx, the errors go under its box (not over the
+    conversation); without, the earlier question's page again with the box, the text typed
+    and the errors (or the ask page when there is no such question to follow)."""
+    earlier = (
+        Question.objects.select_related("job", "asked_by").filter(pk=int(follows)).first()
+        if follows.isdigit()
+        else None
+    )
+    if request.htmx:
+        response = render(request, "core/_ask_errors.html", {"errors": errors})
+        response["HX-Retarget"] = "#follow-up-errors"
+        response["HX-Reswap"] = "innerHTML"
+        return response
+    if earlier is None:
+        return _ask_page(request, form, errors, status=400)
+    context = _conversation_context(earlier, request.user, follow_up_text=form["text"], follow_up_errors=errors)
+    return render(request, "core/question_detail.html", context, status=400)
 
 
 def _ask_page(request: HttpRequest, form: dict[str, Any], errors: dict[str, list[str]], status: int) -> HttpResponse:
@@ -282,6 +351,9 @@ def _too_many_asks(request: HttpRequest, wait: int) -> HttpResponse:
     errors = {"text": [message]}
     if request.htmx:
         response = render(request, "core/_ask_errors.html", {"errors": errors}, status=429)
+        if request.POST.get("follows"):
+            response["HX-Retarget"] = "#follow-up-errors"
+            response["HX-Reswap"] = "innerHTML"
     else:
         form = {**_blank_form(), "text": request.POST.get("text", "")}
         response = _ask_page(request, form, errors, status=429)
@@ -311,7 +383,7 @@ def question_panel(request: HttpRequest, pk: int) -> HttpResponse:
 @analyst_required
 def question_detail(request: HttpRequest, pk: int) -> HttpResponse:
     question = _question(pk)
-    return render(request, "core/question_detail.html", _result_context(question, request.user))
+    return render(request, "core/question_detail.html", _conversation_context(question, request.user))
 
 
 def _parse_date(value: str | None) -> date | None:
