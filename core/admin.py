@@ -240,6 +240,8 @@ class QuestionAdmin(admin.ModelAdmin):
     search_fields = ("text", "answer")
     list_select_related = ("asked_by",)
     readonly_fields = (
+        "follows",
+        "standalone",
         "strategy",
         "params",
         "answer",

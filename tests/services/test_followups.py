@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
 from core.engine.steps.followup import rewrite_follow_up
@@ -146,3 +147,14 @@ def test_the_conversation_lists_the_earlier_turns_oldest_first(db):
     one.delete()  # a deleted turn ends the conversation there; the follow-up keeps its rewrite
     two.refresh_from_db()
     assert conversation(three) == [two] and two.follows_id is None and two.standalone
+
+
+def test_the_ask_command_takes_follows_and_prints_the_rewrite(db, embedder, capsys):
+    build_corpus(embedder)
+    call_command("ask", "Who wrote Hamlet?", "--strategy", "ra-rag-all")
+    first = Question.objects.get()
+    call_command("ask", "What about the Mona Lisa?", "--strategy", "ra-rag-all", "--follows", str(first.pk))
+    out = capsys.readouterr().out
+    assert "Asked as: Who wrote the Mona Lisa?" in out and "Answer: Leonardo da Vinci" in out
+    with pytest.raises(CommandError, match="follows: There is no question #999999 to follow up."):
+        call_command("ask", "When was he born?", "--follows", "999999")
