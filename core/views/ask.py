@@ -9,7 +9,6 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
-from django.db.models.functions import Lower, Trim
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -21,7 +20,7 @@ from core.engine.graphs.conflict import cluster_graph
 from core.engine.params import describe
 from core.engine.strategies import available_strategies, runnable_strategies, strategy_class
 from core.engine.strategies.base import NO_CHUNK
-from core.models import Question
+from core.models import Question, asked_as_norm
 from core.roles import analyst_required
 from core.services.asking import MAX_QUESTION_CHARS, conversation, start_question, waiting_reason
 from core.services.engine_context import configured_offers
@@ -214,12 +213,13 @@ def _conversation_context(question: Question, user: Any, **extra: Any) -> dict[s
 
 
 def _earlier_answer(question: Question) -> dict[str, Any] | None:
-    """The latest earlier answer to the same question (same words, case and spaces aside) and
+    """The latest earlier answer to the same question (same words, case and spaces aside; a
+    follow-up compared by its standalone rewrite, never by a bare "When was he born?") and
     whether this one differs from it: after a curator's checks or a new estimation run, asking
     again shows what changed."""
     earlier = (
-        Question.objects.annotate(norm=Lower(Trim("text")))
-        .filter(norm=question.text.strip().lower(), created_at__lt=question.created_at)
+        Question.objects.annotate(norm=asked_as_norm())
+        .filter(norm=question.asked_as.strip().lower(), created_at__lt=question.created_at)
         .exclude(pk=question.pk)
         .exclude(answered_at=None)
         .order_by("-created_at", "-id")
@@ -396,8 +396,9 @@ def _parse_date(value: str | None) -> date | None:
 @analyst_required
 def history(request: HttpRequest) -> HttpResponse:
     """Past questions, newest first; the same question asked again (same text, ignoring case
-    and surrounding spaces) is one row, its latest asking, with how many times it was asked."""
-    matching = Question.objects.annotate(norm=Lower(Trim("text")))
+    and surrounding spaces; a follow-up by its standalone rewrite) is one row, its latest
+    asking, with how many times it was asked."""
+    matching = Question.objects.annotate(norm=asked_as_norm())
     strategy = request.GET.get("strategy", "")
     if strategy:
         matching = matching.filter(strategy=strategy)

@@ -125,3 +125,42 @@ def test_earlier_turns_are_escaped(analyst_client: Any, db: Any) -> None:
     page = analyst_client.get(reverse("question-detail", args=[follow_up.pk])).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>Who</b>" not in page and "&lt;i&gt;rewritten&lt;/i&gt;" in page
+
+
+def test_follow_ups_are_the_same_question_only_when_asked_as_the_same(analyst_client: Any, db: Any) -> None:
+    dracula = answered()
+    hamlet = answered(text="Who wrote Hamlet?", answer="William Shakespeare")
+    plain = answered(text="When was Bram Stoker born?", answer="1847")
+    one = answered(text="When was he born?", answer="1847", follows=dracula, standalone="When was Bram Stoker born?")
+    two = answered(
+        text="When was he born?", answer="1564", follows=hamlet, standalone="When was William Shakespeare born?"
+    )
+    # The second "When was he born?" is about someone else: no "asked before", no changed answer.
+    page = analyst_client.get(reverse("question-detail", args=[two.pk])).content.decode()
+    assert 'id="earlier-answer"' not in page
+    # The first was asked as a question asked plainly before it: that earlier answer is shown.
+    page = analyst_client.get(reverse("question-detail", args=[one.pk])).content.decode()
+    assert 'id="earlier-answer"' in page and f'href="{reverse("question-detail", args=[plain.pk])}"' in page
+    assert "Same answer." in page
+    # The history groups the two Bram Stoker questions, never the two "When was he born?".
+    history = analyst_client.get(reverse("history")).content.decode()
+    assert history.count("When was he born?") == 2  # one row per person asked about
+    rows = [row for row in history.split("<tr") if "question-detail" in row or "/questions/" in row]
+    stoker = [row for row in rows if f"/questions/{one.pk}/" in row]
+    assert len(stoker) == 1 and "×2" in stoker[0]
+    assert not any(f"/questions/{plain.pk}/" in row for row in rows)  # grouped under its latest asking
+    assert any(f"/questions/{two.pk}/" in row and "×2" not in row for row in rows)
+
+
+def test_the_same_question_lookups_use_the_asked_as_index(db: Any) -> None:
+    from django.db import connection
+
+    from core.models import asked_as_norm
+
+    query = Question.objects.annotate(norm=asked_as_norm()).filter(norm="when was bram stoker born?").values("id")
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "question_norm_asked_as" in plan, plan
