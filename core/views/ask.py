@@ -405,7 +405,7 @@ def history(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()[:200]
     if q:
         # The question or its answer: "Frankie Valli" finds the question it answered.
-        matching = matching.filter(Q(text__icontains=q) | Q(answer__icontains=q))
+        matching = matching.filter(Q(text__icontains=q) | Q(answer__icontains=q) | Q(standalone__icontains=q))
     start, end = _parse_date(request.GET.get("from")), _parse_date(request.GET.get("to"))
     tz = timezone.get_current_timezone()
     if start:

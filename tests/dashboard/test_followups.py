@@ -164,3 +164,12 @@ def test_the_same_question_lookups_use_the_asked_as_index(db: Any) -> None:
         cursor.execute(f"EXPLAIN {sql}", params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "question_norm_asked_as" in plan, plan
+
+
+def test_the_history_shows_and_searches_how_a_follow_up_was_asked(analyst_client: Any, db: Any) -> None:
+    dracula = answered()
+    answered(text="When was he born?", answer="1847", follows=dracula, standalone="When was Bram Stoker born?")
+    history = analyst_client.get(reverse("history")).content.decode()
+    assert "(asked as: When was Bram Stoker born?)" in history
+    found = analyst_client.get(reverse("history"), {"q": "Stoker born"}).content.decode()
+    assert "When was he born?" in found and EARLIER not in found
