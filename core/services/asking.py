@@ -128,8 +128,7 @@ def _new_question(
     follows: Question | int | None = None,
 ) -> Question:
     """Validate everything (the question, its parameters, its choice of sources, the
-    question it follows up), report
-    every offending field at once, and store the question."""
+    question it follows up), report every offending field at once, and store the question."""
     errors: dict[str, list[str]] = {}
     cleaned, given, selection = "", {}, {}
     try:

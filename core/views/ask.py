@@ -11,7 +11,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
@@ -285,8 +285,11 @@ def ask(request: HttpRequest) -> HttpResponse:
                 errors = exc.message_dict if hasattr(exc, "error_dict") else {"text": exc.messages}
             else:
                 if request.htmx and question.follows_id is not None:
-                    # The follow-up replaces the page's conversation: earlier turns, then its panel.
-                    response = render(request, "core/_conversation.html", _conversation_context(question, request.user))
+                    # The follow-up replaces the page's conversation: earlier turns, then its panel
+                    # (on a question's page, with the page's heading: it becomes the follow-up's page).
+                    on_question_page = _current_url_name(request) == "question-detail"
+                    template = "core/_question_page.html" if on_question_page else "core/_conversation.html"
+                    response = render(request, template, _conversation_context(question, request.user))
                     response["HX-Push-Url"] = reverse("question-detail", args=[question.pk])
                     return response
                 if request.htmx:
@@ -359,6 +362,14 @@ def _too_many_asks(request: HttpRequest, wait: int) -> HttpResponse:
         response = _ask_page(request, form, errors, status=429)
     response["Retry-After"] = str(wait)
     return response
+
+
+def _current_url_name(request: HttpRequest) -> str:
+    """The URL name of the page that sent this htmx request (its HX-Current-URL), or ""."""
+    try:
+        return resolve(urlsplit(request.headers.get("HX-Current-URL", "")).path).url_name or ""
+    except Resolver404:
+        return ""
 
 
 def _is_at(request: HttpRequest, path: str) -> bool:

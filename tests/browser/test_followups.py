@@ -1,7 +1,8 @@
 """Follow-up questions in headless Chromium against the real server and a real Celery worker,
 on a desktop (1366 px) and on a phone (390 px): ask, ask a follow-up under the answer, and
 read the conversation (the earlier turn above, with its answer and link) and the question as
-rewritten to stand alone; the follow-up's own address keeps all of it after a reload."""
+rewritten to stand alone; the follow-up's own address keeps all of it after a reload, and
+the conversation goes on from there."""
 
 from __future__ import annotations
 
@@ -103,3 +104,24 @@ def test_a_follow_up_shows_the_conversation_and_the_rewritten_question(
     assert axe_violations(browser) == []
     if viewport == "phone":
         assert_no_sideways_scroll(browser, "a follow-up's page", PHONE[0])
+
+    # From the follow-up's own page, the conversation goes on: the page becomes the third turn's.
+    browser.execute_script("window.__sameDocument = true")
+    follow_box = browser.find_element(By.ID, "follow-up-text")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", follow_box)
+    follow_box.send_keys("Who wrote it?")
+    browser.find_element(By.ID, "follow-up-button").click()
+    third = answered_panel(browser, other_than=second)
+    assert browser.execute_script("return window.__sameDocument") is True
+    WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{base}/questions/{third}/")
+    assert browser.find_element(By.TAG_NAME, "h1").text == f"Question #{third}"
+    turns = browser.find_elements(By.CSS_SELECTOR, "#conversation li.turn")
+    assert [t.find_element(By.CSS_SELECTOR, ".turn-answer").text for t in turns] == [
+        "Answer: Bram Stoker",
+        "Answer: 1897",
+    ]
+    assert turns[1].find_element(By.CSS_SELECTOR, ".turn-asked-as").text == f"Asked as: {STANDALONE}"
+    assert browser.find_element(By.ID, "asked-as").text == "Asked as: Who wrote Dracula?"
+    assert browser.find_element(By.ID, "answer-text").text == "Bram Stoker"
+    assert csp_violations(browser) == []
+    assert axe_violations(browser) == []

@@ -72,6 +72,21 @@ def test_with_htmx_the_follow_up_replaces_the_conversation_and_pushes_its_addres
     assert content.index('id="conversation"') < content.index('id="question-panel"')
     assert f'hx-get="{reverse("question-panel", args=[follow_up.pk])}"' in content  # it polls for the answer
     assert "Asked as:</span> When was Dracula published?" in content
+    assert "<h1>" not in content  # on the ask page, under its own heading
+
+    # Asked from the earlier question's page, it becomes the follow-up's page, heading and all.
+    response = analyst_client.post(
+        reverse("ask"),
+        {"text": "Where was he born?", "follows": str(earlier.pk), "strategy": "ra-rag"},
+        headers={
+            "HX-Request": "true",
+            "HX-Current-URL": "http://testserver" + reverse("question-detail", args=[earlier.pk]),
+        },
+    )
+    third = Question.objects.latest("id")
+    content = response.content.decode()
+    assert content.index(f"<h1>Question #{third.pk}</h1>") < content.index('id="conversation"')
+    assert "Asked as:</span> Where was Bram Stoker born?" in content
 
 
 def test_the_follow_up_box_targets_the_page_conversation_and_keeps_the_source_choice(
