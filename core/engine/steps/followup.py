@@ -39,6 +39,12 @@ MAX_REWRITE_TOKENS = 96
 # An answer short and plain enough to stand in for a pronoun ("Bram Stoker", "1897", "Paris").
 MAX_REFERENT_CHARS = 60
 MAX_REFERENT_WORDS = 6
+# A model's rewrite may bring in this many content words found nowhere in the conversation
+# ("the person who wrote ..."); more, and it wrote something else (an answer, or what text
+# planted in the earlier answer told it to). Only the earlier answer's first words count as
+# the conversation's: an answer's tail is where planted instructions would sit.
+MAX_NEW_WORDS = 3
+ANSWER_WORDS_IN_CONVERSATION = 12
 
 UNCHANGED = "unchanged"  # already standalone
 RULES = "rules"  # the deterministic rewrite
@@ -300,8 +306,9 @@ def rewrite_prompt(earlier: Turn, follow_up: str) -> str:
 def parse_rewrite(output: str, earlier: Turn, follow_up: str) -> tuple[str | None, str]:
     """(the standalone question the generator wrote, or None; why not). Unusable: empty,
     longer than the follow-up and the earlier turn could make it, garbled, "I don't know",
-    or no longer holding the follow-up's own content words (a model that answered, or that
-    obeyed text planted in the earlier answer)."""
+    bringing in more than MAX_NEW_WORDS content words from outside the conversation, or no
+    longer holding the follow-up's own content words (a model that answered, or that obeyed
+    text planted in the earlier answer)."""
     lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
     if not lines:
         return None, "the language model wrote nothing"
@@ -318,6 +325,10 @@ def parse_rewrite(output: str, earlier: Turn, follow_up: str) -> tuple[str | Non
         return None, "the language model's rewrite was garbled"
     if is_idk(line):
         return None, "the language model did not rewrite the question"
+    said = " ".join(earlier.answer.split()[:ANSWER_WORDS_IN_CONVERSATION])
+    new = content_set(line) - content_set(follow_up) - content_set(earlier.question) - content_set(said)
+    if len(new) > MAX_NEW_WORDS:
+        return None, "the language model's rewrite brought in words from outside the conversation"
     own = content_set(follow_up)
     if own:
         kept = len(own & content_set(line))
