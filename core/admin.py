@@ -243,6 +243,8 @@ class QuestionAdmin(admin.ModelAdmin[Question]):
     search_fields = ("text", "answer")
     list_select_related = ("asked_by",)
     readonly_fields = (
+        "follows",
+        "standalone",
         "strategy",
         "params",
         "answer",

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models.functions import Lower, Trim
+from django.db.models.functions import Coalesce, Lower, NullIf, Trim
 
 from core.engine.strategies.codec import ResultSchemaError, validate_evidence, validate_graph
 from core.engine.text import is_idk
@@ -286,6 +286,12 @@ class SourceGroup(models.Model):
         return self.name
 
 
+def asked_as_norm() -> Any:
+    """A question as answered (a follow-up's standalone rewrite, else its text), case and
+    surrounding spaces aside: what "the same question asked again" compares (indexed)."""
+    return Lower(Trim(Coalesce(NullIf("standalone", models.Value("", output_field=models.TextField())), "text")))
+
+
 class Question(models.Model):
     """A question an analyst (or a tool) asked, with the answer and how it was reached."""
 
@@ -308,6 +314,11 @@ class Question(models.Model):
     # source; else {"include": [{id, name}], "exclude": [{id, name}], "group": {id, name} | None,
     # "allowed": [{id, name}]}, resolved when asked, so the permalink shows what was allowed.
     source_selection = models.JSONField(default=dict, blank=True)
+    # A follow-up: the question it follows (the conversation is the chain of these), and the
+    # follow-up rewritten into a standalone question, which retrieval and answering use
+    # (core.engine.steps.followup). "" for a question that follows none.
+    follows = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="follow_ups")
+    standalone = models.TextField(blank=True)
     job = models.OneToOneField("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="question")
     asked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -317,10 +328,27 @@ class Question(models.Model):
         ordering = ["-created_at", "-id"]
         # The same question asked again, case and spaces aside: the history groups by it and
         # an answer looks up its earlier answer by it (core.views.ask), so neither scans the table.
-        indexes = [models.Index(Lower(Trim("text")), name="question_norm_text")]
+        # A follow-up is the same question as another when it was asked as the same: two "When
+        # was he born?" about different people are not; "When was Bram Stoker born?" asked
+        # plainly and as a follow-up are. The lookups use question_norm_asked_as (asked_as_norm);
+        # question_norm_text, on the text alone, is what they used before follow-ups.
+        indexes = [
+            models.Index(Lower(Trim("text")), name="question_norm_text"),
+            models.Index(asked_as_norm(), name="question_norm_asked_as"),
+        ]
 
     def __str__(self) -> str:
         return self.text[:80]
+
+    @property
+    def asked_as(self) -> str:
+        """The question the strategy answers: a follow-up's standalone rewrite, else the text."""
+        return self.standalone or self.text
+
+    @property
+    def rewritten(self) -> bool:
+        """A follow-up whose standalone form differs from what was typed (the page shows it)."""
+        return bool(self.standalone) and self.standalone.strip() != self.text.strip()
 
     @property
     def low_evidence(self) -> bool:

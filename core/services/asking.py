@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from core.engine.params import ParamError, describe, parse_params
 from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE
+from core.engine.steps.followup import Rewrite, Turn, rewrite_follow_up, rule_rewrite
 from core.engine.strategies import (
     AnswerStrategy,
     SourceEvent,
@@ -39,6 +40,46 @@ from runtime.jobs import NullProgress, Progress, dispatch_job
 MAX_QUESTION_CHARS = 2000
 MAX_PART_DETAIL = 200  # characters of a source's answer shown while the ask runs
 MAX_KAPPA = RA_RAG_MAX_KAPPA
+MAX_CONVERSATION_TURNS = 10  # earlier turns a follow-up's page shows
+
+
+def _followed(follows: Question | int | str | None) -> tuple[Question | None, str]:
+    """(the question a follow-up follows, or None; why it cannot be followed, or "")."""
+    if follows is None or follows == "":
+        return None, ""
+    if isinstance(follows, Question):
+        earlier: Question | None = follows
+        pk = follows.pk
+    else:
+        if isinstance(follows, bool) or not isinstance(follows, int | str) or not str(follows).strip().isdigit():
+            return None, "follows must be the id of an earlier question (a whole number)."
+        pk = int(str(follows).strip())
+        earlier = Question.objects.select_related("job").filter(pk=pk).first()
+    if earlier is None:
+        return None, f"There is no question #{pk} to follow up."
+    if earlier.answered_at is None or (earlier.job is not None and earlier.job.state == "failed"):
+        return None, f"Question #{pk} has no answer yet: ask the follow-up once it is answered."
+    return earlier, ""
+
+
+def earlier_turn(earlier: Question) -> Turn:
+    """The turn a follow-up of ``earlier`` follows: its standalone question and its answer."""
+    return Turn(question=earlier.asked_as, answer=earlier.answer or "")
+
+
+def conversation(question: Question, limit: int = MAX_CONVERSATION_TURNS) -> list[Question]:
+    """The earlier turns of a follow-up's conversation, oldest first (at most ``limit``)."""
+    turns: list[Question] = []
+    seen = {question.pk}
+    pk = question.follows_id
+    while pk is not None and pk not in seen and len(turns) < limit:
+        seen.add(pk)
+        earlier = Question.objects.filter(pk=pk).only("id", "text", "standalone", "answer", "follows_id").first()
+        if earlier is None:
+            break
+        turns.append(earlier)
+        pk = earlier.follows_id
+    return turns[::-1]
 
 
 def validate_question(
@@ -84,9 +125,10 @@ def _new_question(
     user: Any,
     params: Mapping[str, Any] | None = None,
     sources: SourceChoice | None = None,
+    follows: Question | int | str | None = None,
 ) -> Question:
-    """Validate everything (the question, its parameters, its choice of sources), report
-    every offending field at once, and store the question."""
+    """Validate everything (the question, its parameters, its choice of sources, the
+    question it follows up), report every offending field at once, and store the question."""
     errors: dict[str, list[str]] = {}
     given: dict[str, Any]
     cleaned, given, selection = "", {}, {}
@@ -94,6 +136,9 @@ def _new_question(
         cleaned, given = validate_question(text, strategy, kappa, params)
     except ValidationError as exc:
         errors.update(exc.message_dict)
+    earlier, why = _followed(follows)
+    if why:
+        errors["follows"] = [why]
     try:
         selection = resolve_sources(sources, strategy, user)
     except ValidationError as exc:
@@ -101,8 +146,17 @@ def _new_question(
     if errors:
         raise ValidationError(errors)
     asked_by = user if getattr(user, "is_authenticated", False) else None
+    # A follow-up gets its deterministic standalone form now (cheap, and shown at once); with a
+    # language model the worker rewrites it again before answering (answer_question).
+    standalone = rule_rewrite(earlier_turn(earlier), cleaned).text if earlier is not None else ""
     return Question.objects.create(
-        text=cleaned, strategy=strategy, params=given, source_selection=selection, asked_by=asked_by
+        text=cleaned,
+        strategy=strategy,
+        params=given,
+        source_selection=selection,
+        asked_by=asked_by,
+        follows=earlier,
+        standalone=standalone,
     )
 
 
@@ -114,11 +168,13 @@ def start_question(
     params: Mapping[str, Any] | None = None,
     sources: SourceChoice | None = None,
     user: Any = None,
+    follows: Question | int | str | None = None,
 ) -> Question:
     """Store the question and dispatch its answering (`tasks.answer_question`, "default" queue).
-    ``sources`` limits the sources it may read (core.services.source_selection)."""
+    ``sources`` limits the sources it may read (core.services.source_selection); ``follows``
+    (an answered question, or its id) makes it a follow-up of that question."""
     with transaction.atomic():
-        question = _new_question(text, strategy, kappa, user, params, sources)
+        question = _new_question(text, strategy, kappa, user, params, sources, follows)
         question.job = dispatch_job(
             kind="ask",
             task_name="tasks.answer_question",
@@ -139,9 +195,10 @@ def ask_now(
     sources: SourceChoice | None = None,
     user: Any = None,
     progress: Progress | None = None,
+    follows: Question | int | str | None = None,
 ) -> Question:
     """Ask and answer synchronously (the CLI)."""
-    question = _new_question(text, strategy, kappa, user, params, sources)
+    question = _new_question(text, strategy, kappa, user, params, sources, follows)
     return answer_question(question, progress)
 
 
@@ -192,6 +249,21 @@ class SourceProgress:
         self.progress.report_parts(parts)
 
 
+def _rewrite(question: Question, generator: Any) -> Rewrite | None:
+    """A follow-up's standalone form, rewritten again now that the generator is at hand (a
+    language model's rewrite, checked, else the deterministic one); stored in
+    ``question.standalone``. None for a question that follows none (or whose earlier question
+    was deleted: the standalone form stored when it was asked stays)."""
+    if question.follows_id is None:
+        return None
+    earlier = Question.objects.filter(pk=question.follows_id).first()
+    if earlier is None:
+        return None
+    rewrite = rewrite_follow_up(earlier_turn(earlier), question.text, generator)
+    question.standalone = rewrite.text
+    return rewrite
+
+
 def answer_question(question: Question, progress: Progress | None = None) -> Question:
     """Run the question's strategy through the engine and persist the answer, its votes and
     its evidence. Parameters were validated when the question was stored; settings fill the
@@ -207,8 +279,9 @@ def answer_question(question: Question, progress: Progress | None = None) -> Que
     params = parse_params(
         strategy.Params, {k: v for k, v in question.params.items() if k in known}, strategy_defaults()
     )
+    rewrite = _rewrite(question, ctx.generator)
     progress.advance(1, f"Answering with {question.strategy} over {len(ctx.sources)} source(s)")
-    result = strategy.answer(question.text, ctx, params)
+    result = strategy.answer(question.asked_as, ctx, params)
     seconds = time.perf_counter() - started
     accuracy = {s.id: s.accuracy for s in ctx.sources}
 
@@ -220,14 +293,19 @@ def answer_question(question: Question, progress: Progress | None = None) -> Que
             {"id": c.id, "label": c.label, "members": list(c.members), "weight": float(c.weight)}
             for c in result.clusters
         ]
-        question.calls = result.stats.calls
-        question.tokens = result.stats.tokens
+        question.calls = result.stats.calls + (rewrite.calls if rewrite else 0)
+        question.tokens = result.stats.tokens + (rewrite.tokens if rewrite else 0)
         question.seconds = round(seconds, 4)
         question.notes = _notes(result, strategy, len(ctx.sources))
         question.params = params.as_dict()
         question.evidence = evidence_to_json(result.evidence)
         question.graph = graph_to_json(result.graph)
         question.trace = jsonable(result.trace)
+        if rewrite is not None:
+            question.trace = {
+                **question.trace,
+                "follow_up": {"follows": question.follows_id, "method": rewrite.method, "fallback": rewrite.fallback},
+            }
         question.answered_at = timezone.now()
         question.full_clean(validate_unique=False, validate_constraints=False)
         question.save()

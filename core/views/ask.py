@@ -9,10 +9,9 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
-from django.db.models.functions import Lower, Trim
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
@@ -21,9 +20,9 @@ from core.engine.graphs.conflict import cluster_graph
 from core.engine.params import describe
 from core.engine.strategies import available_strategies, runnable_strategies, strategy_class
 from core.engine.strategies.base import NO_CHUNK
-from core.models import Question
+from core.models import Question, asked_as_norm
 from core.roles import analyst_required
-from core.services.asking import MAX_QUESTION_CHARS, start_question, waiting_reason
+from core.services.asking import MAX_QUESTION_CHARS, conversation, start_question, waiting_reason
 from core.services.engine_context import configured_offers
 from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.pages.question import question_clusters
@@ -179,16 +178,49 @@ def _result_context(question: Question, user: Any) -> dict[str, Any]:
             earlier=_earlier_answer(question),
             can_ask_again=not question.source_selection,
         )
+        follow_up_sources = _follow_up_sources(selection)
+        failed = question.job is not None and question.job.state == "failed"
+        context.update(
+            can_follow_up=question.answered_at is not None and not failed and follow_up_sources is not None,
+            follow_up_sources=follow_up_sources or [],
+            max_chars=MAX_QUESTION_CHARS,
+        )
     return context
 
 
+def _follow_up_sources(selection: dict[str, Any]) -> list[tuple[str, Any]] | None:
+    """The hidden fields that make a follow-up ask the sources its question asked (the ask
+    form's names: core.views.ask_sources), or None when the form cannot say it: another
+    analyst's private group (hidden from this user), or sources both included and excluded."""
+    if not selection:
+        return []
+    if selection.get("private_group"):
+        return None
+    include = [s["id"] for s in selection.get("include") or [] if isinstance(s, dict) and "id" in s]
+    exclude = [s["id"] for s in selection.get("exclude") or [] if isinstance(s, dict) and "id" in s]
+    if include and exclude:
+        return None
+    group = selection.get("group") or {}
+    fields: list[tuple[str, Any]] = [("sources_mode", "include" if include else "exclude" if exclude else "all")]
+    fields += [("sources", pk) for pk in include or exclude]
+    if group.get("id"):
+        fields.append(("source_group", group["id"]))
+    return fields
+
+
+def _conversation_context(question: Question, user: Any, **extra: Any) -> dict[str, Any]:
+    """A question's page: its panel and, for a follow-up, the earlier turns of its conversation."""
+    return {**_result_context(question, user), "turns": conversation(question), **extra}
+
+
 def _earlier_answer(question: Question) -> dict[str, Any] | None:
-    """The latest earlier answer to the same question (same words, case and spaces aside) and
+    """The latest earlier answer to the same question (same words, case and spaces aside; a
+    follow-up compared by its standalone rewrite, never by a bare "When was he born?") and
     whether this one differs from it: after a curator's checks or a new estimation run, asking
     again shows what changed."""
     earlier = (
-        Question.objects.annotate(norm=Lower(Trim("text")))
-        .filter(norm=question.text.strip().lower(), created_at__lt=question.created_at)
+        Question.objects.annotate(norm=asked_as_norm())
+        .filter(norm=question.asked_as.strip().lower(), created_at__lt=question.created_at)
         .exclude(pk=question.pk)
         .exclude(answered_at=None)
         .order_by("-created_at", "-id")
@@ -208,6 +240,7 @@ def _blank_form() -> dict[str, Any]:
         "strategy": DEFAULT_STRATEGY,
         "research_strategy": "",
         "kappa": DEFAULT_KAPPA,
+        "follows": "",
         **SOURCE_FORM_DEFAULTS,
     }
 
@@ -237,20 +270,59 @@ def ask(request: HtmxHttpRequest) -> HttpResponse:
         choice, source_form, source_errors = source_choice_from_form(request.POST)
         form.update(source_form)
         errors.update(source_errors)
+        follows = request.POST.get("follows", "").strip()[:20]
+        form["follows"] = follows
         if not errors:
             try:
                 question = start_question(
-                    form["text"], strategy=form["strategy"], kappa=kappa, sources=choice, user=request.user
+                    form["text"],
+                    strategy=form["strategy"],
+                    kappa=kappa,
+                    sources=choice,
+                    user=request.user,
+                    follows=follows or None,
                 )
             except ValidationError as exc:
                 errors = exc.message_dict if hasattr(exc, "error_dict") else {"text": exc.messages}
             else:
+                if request.htmx and question.follows_id is not None:
+                    # The follow-up replaces the page's conversation: earlier turns, then its panel
+                    # (on a question's page, with the page's heading: it becomes the follow-up's page).
+                    on_question_page = _current_url_name(request) == "question-detail"
+                    template = "core/_question_page.html" if on_question_page else "core/_conversation.html"
+                    response = render(request, template, _conversation_context(question, request.user))
+                    response["HX-Push-Url"] = reverse("question-detail", args=[question.pk])
+                    return response
                 if request.htmx:
                     return render(request, "core/_question_panel.html", _result_context(question, request.user))
                 return redirect("question-detail", pk=question.pk)
+        if follows:
+            return _follow_up_errors(request, follows, form, errors)
         if request.htmx:
             return render(request, "core/_ask_errors.html", {"errors": errors})
     return _ask_page(request, form, errors, status=400 if errors else 200)
+
+
+def _follow_up_errors(
+    request: HtmxHttpRequest, follows: str, form: dict[str, Any], errors: dict[str, list[str]]
+) -> HttpResponse:
+    """A follow-up that was not sent: with htmx, the errors go under its box (not over the
+    conversation); without, the earlier question's page again with the box, the text typed
+    and the errors (or the ask page when there is no such question to follow)."""
+    earlier = (
+        Question.objects.select_related("job", "asked_by").filter(pk=int(follows)).first()
+        if follows.isdigit()
+        else None
+    )
+    if request.htmx:
+        response = render(request, "core/_ask_errors.html", {"errors": errors})
+        response["HX-Retarget"] = "#follow-up-errors"
+        response["HX-Reswap"] = "innerHTML"
+        return response
+    if earlier is None:
+        return _ask_page(request, form, errors, status=400)
+    context = _conversation_context(earlier, request.user, follow_up_text=form["text"], follow_up_errors=errors)
+    return render(request, "core/question_detail.html", context, status=400)
 
 
 def _ask_page(request: HttpRequest, form: dict[str, Any], errors: dict[str, list[str]], status: int) -> HttpResponse:
@@ -283,11 +355,22 @@ def _too_many_asks(request: HtmxHttpRequest, wait: int) -> HttpResponse:
     errors = {"text": [message]}
     if request.htmx:
         response = render(request, "core/_ask_errors.html", {"errors": errors}, status=429)
+        if request.POST.get("follows"):
+            response["HX-Retarget"] = "#follow-up-errors"
+            response["HX-Reswap"] = "innerHTML"
     else:
         form = {**_blank_form(), "text": request.POST.get("text", "")}
         response = _ask_page(request, form, errors, status=429)
     response["Retry-After"] = str(wait)
     return response
+
+
+def _current_url_name(request: HttpRequest) -> str:
+    """The URL name of the page that sent this htmx request (its HX-Current-URL), or ""."""
+    try:
+        return resolve(urlsplit(request.headers.get("HX-Current-URL", "")).path).url_name or ""
+    except Resolver404:
+        return ""
 
 
 def _is_at(request: HttpRequest, path: str) -> bool:
@@ -312,7 +395,7 @@ def question_panel(request: HttpRequest, pk: int) -> HttpResponse:
 @analyst_required
 def question_detail(request: HttpRequest, pk: int) -> HttpResponse:
     question = _question(pk)
-    return render(request, "core/question_detail.html", _result_context(question, request.user))
+    return render(request, "core/question_detail.html", _conversation_context(question, request.user))
 
 
 def _parse_date(value: str | None) -> date | None:
@@ -325,15 +408,16 @@ def _parse_date(value: str | None) -> date | None:
 @analyst_required
 def history(request: HttpRequest) -> HttpResponse:
     """Past questions, newest first; the same question asked again (same text, ignoring case
-    and surrounding spaces) is one row, its latest asking, with how many times it was asked."""
-    matching = Question.objects.annotate(norm=Lower(Trim("text")))
+    and surrounding spaces; a follow-up by its standalone rewrite) is one row, its latest
+    asking, with how many times it was asked."""
+    matching = Question.objects.annotate(norm=asked_as_norm())
     strategy = request.GET.get("strategy", "")
     if strategy:
         matching = matching.filter(strategy=strategy)
     q = request.GET.get("q", "").strip()[:200]
     if q:
         # The question or its answer: "Frankie Valli" finds the question it answered.
-        matching = matching.filter(Q(text__icontains=q) | Q(answer__icontains=q))
+        matching = matching.filter(Q(text__icontains=q) | Q(answer__icontains=q) | Q(standalone__icontains=q))
     start, end = _parse_date(request.GET.get("from")), _parse_date(request.GET.get("to"))
     tz = timezone.get_current_timezone()
     if start:

@@ -8,11 +8,14 @@ import csv
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
 from django.core.paginator import Paginator
-from django.db.models.functions import Left
+from django.db.models import Value
+from django.db.models.functions import Left, Replace
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from core.models import EstimationRun, Question
 from core.roles import analyst_required
@@ -25,6 +28,13 @@ DOCUMENTS_PER_PAGE = 25
 # every search of its source a 500. A character is at most 4 bytes of UTF-8, so 200,000 of
 # them stay under the limit whatever the script (lexemes are never longer than their text).
 SEARCH_TEXT_CHARS = 200_000
+# A hit's snippet: PostgreSQL's ts_headline (the same stemming as the search) over the first
+# this-many characters of its text, cut to at most SNIPPET_CHARS characters shown.
+SNIPPET_TEXT_CHARS = 50_000
+SNIPPET_CHARS = 300
+# ts_headline marks the query's words with these two private-use characters (removed from the
+# text first, so a document cannot plant them): the snippet is escaped, then they become <mark>.
+_START, _STOP = "\ue000", "\ue001"
 # Cells a spreadsheet would run as a formula (CSV injection): prefixed with a quote.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -76,13 +86,72 @@ def source_documents(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         documents = documents.order_by("-ingested_at", "id")
     page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    snippets = _snippets([d.pk for d in page.object_list], q) if q else {}
+    rows = [(document, snippets.get(document.pk, "")) for document in page.object_list]
     params = request.GET.copy()
     params.pop("page", None)
     return render(
         request,
         "core/document_list.html",
-        {"source": source, "page": page, "q": q, "query": params.urlencode()},
+        {"source": source, "page": page, "rows": rows, "q": q, "query": params.urlencode()},
     )
+
+
+def _snippets(ids: list[int], q: str) -> dict[int, SafeString]:
+    """Each hit's snippet (only the page's hits: ts_headline reads the text again): the passage
+    of its text that best matches ``q``, the query's words marked."""
+    if not ids:
+        return {}
+    text = Replace(Replace(Left("text", SNIPPET_TEXT_CHARS), Value(_START), Value("")), Value(_STOP), Value(""))
+    headline = SearchHeadline(
+        text,
+        SearchQuery(q, config="english", search_type="websearch"),
+        config="english",
+        start_sel=_START,
+        stop_sel=_STOP,
+        max_words=30,
+        min_words=12,
+        max_fragments=2,
+        fragment_delimiter=" … ",
+    )
+    rows = Document.objects.filter(pk__in=ids).annotate(headline=headline).values_list("pk", "headline")
+    return {pk: snippet_html(value or "") for pk, value in rows}
+
+
+def snippet_html(headline: str, limit: int = SNIPPET_CHARS) -> SafeString:
+    """A headline as safe HTML: whitespace collapsed, cut at a word within ``limit`` characters
+    (marks not counted), every character escaped, and the marked words (between _START and
+    _STOP) in <mark>; a mark the cut left open is closed."""
+    flat = " ".join(headline.split())
+    shown = flat.replace(_START, "").replace(_STOP, "")
+    if len(shown) > limit:
+        kept, count = [], 0
+        for char in flat:
+            if char not in (_START, _STOP):
+                if count >= limit:
+                    break
+                count += 1
+            kept.append(char)
+        cut = "".join(kept)
+        space = cut.rfind(" ")
+        flat = (cut[:space] if space > len(cut) // 2 else cut).rstrip()
+    parts: list[str] = []
+    open_mark = False
+    for char in flat:
+        if char == _START and not open_mark:
+            parts.append("<mark>")
+            open_mark = True
+        elif char == _STOP and open_mark:
+            parts.append("</mark>")
+            open_mark = False
+        elif char not in (_START, _STOP):
+            parts.append(str(escape(char)))
+    if open_mark:
+        parts.append("</mark>")
+    if len(shown) > limit:
+        parts.append(" …")
+    html = "".join(parts).replace("<mark></mark>", "")
+    return mark_safe(html)  # noqa: S308 - every character of the text was escaped above
 
 
 def csv_cell(value: Any) -> str:

@@ -49,6 +49,14 @@ class AskSerializer(StrictSerializer):
         allow_null=True,
         help_text="Ask the sources of this saved group (GET /api/source-groups/ lists those open to you).",
     )
+    follows = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_ID,
+        required=False,
+        allow_null=True,
+        help_text="Ask this as a follow-up of that answered question (its id): the text may say he, it, there... "
+        "and is rewritten into a standalone question (`standalone` in the answer) before retrieval.",
+    )
     wait = serializers.FloatField(
         min_value=0, max_value=30, default=0, help_text="Seconds to wait for the answer before answering 202."
     )
@@ -175,6 +183,15 @@ class QuestionSerializer(serializers.ModelSerializer[Question]):
         help_text="The sources the asker allowed ({} when every active source was allowed).",
     )
     chunk_ids = serializers.SerializerMethodField(help_text="Every chunk the strategy read, in first-read order.")
+    follows: serializers.PrimaryKeyRelatedField[Question] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True, help_text="The question this one follows up (null for none)."
+    )
+    standalone = serializers.CharField(
+        read_only=True,
+        help_text="A follow-up rewritten into a standalone question, which retrieval and answering use "
+        "(rewritten by rules when asked; by the language model, if one is configured, when answered); "
+        "empty for a question that follows none.",
+    )
     low_evidence = serializers.BooleanField(
         read_only=True,
         help_text="The answer rests on little evidence: confidence below 0.5, or a caveat in `notes` "
@@ -186,6 +203,8 @@ class QuestionSerializer(serializers.ModelSerializer[Question]):
         fields = [
             "id",
             "text",
+            "follows",
+            "standalone",
             "strategy",
             "params",
             "state",

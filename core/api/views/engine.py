@@ -125,6 +125,7 @@ class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Question]):
                     group=data.get("source_group"),
                 ),
                 user=request.user,
+                follows=data.get("follows"),
             )
         job_id = question.job_id
         if job_id is not None and data["wait"] > 0:

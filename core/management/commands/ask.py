@@ -1,5 +1,5 @@
-"""python manage.py ask "QUESTION" [--strategy NAME] [--kappa K] [--include ID] [--exclude ID] [--group ID] [--json]
-(synchronous)"""
+"""python manage.py ask "QUESTION" [--strategy NAME] [--kappa K] [--include ID] [--exclude ID] [--group ID]
+[--follows ID] [--json] (synchronous)"""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ def question_json(question: Question) -> dict[str, Any]:
     return {
         "id": question.pk,
         "question": question.text,
+        "follows": question.follows_id,
+        "standalone": question.standalone,
         "answer": question.answer,
         "strategy": question.strategy,
         "backend": question.backend,
@@ -82,6 +84,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--group", type=int, default=None, metavar="ID", help="ask the sources of this source group"
         )
+        parser.add_argument(
+            "--follows",
+            type=int,
+            default=None,
+            metavar="ID",
+            help="ask it as a follow-up of this answered question (rewritten into a standalone question first)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -89,7 +98,12 @@ class Command(BaseCommand):
             params = _params(opts["param"])
             sources = SourceChoice.of(include=opts["include"], exclude=opts["exclude"], group=opts["group"])
             question = ask_now(
-                opts["question"], strategy=opts["strategy"], kappa=opts["kappa"], params=params, sources=sources
+                opts["question"],
+                strategy=opts["strategy"],
+                kappa=opts["kappa"],
+                params=params,
+                sources=sources,
+                follows=opts["follows"],
             )
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
@@ -97,6 +111,8 @@ class Command(BaseCommand):
         if opts["json"]:
             self.stdout.write(json.dumps(data, ensure_ascii=False))
             return
+        if question.rewritten:
+            self.stdout.write(f"Asked as: {question.standalone}")
         self.stdout.write(self.style.SUCCESS(f"Answer: {data['answer']}"))
         confidence = f"{data['confidence']:.2f}" if data["confidence"] is not None else "-"
         self.stdout.write(
