@@ -69,6 +69,13 @@ class CannedGenerator:
             "Who first climbed Mount Everest?",
         ),
         (Turn("When was the Eiffel Tower completed?", "1889"), "Who led France then?", "Who led France in 1889?"),
+        (
+            Turn("When was the Eiffel Tower completed?", "1889"),
+            "What else happened that year?",
+            "What else happened in 1889?",
+        ),
+        (Turn("When was the Eiffel Tower completed?", "1889"), "Who was king in that year?", "Who was king in 1889?"),
+        (EIFFEL, "How far is Lyon from there?", "How far is Lyon from Paris?"),
     ],
 )
 def test_pronouns_and_ellipsis_are_resolved_by_the_earlier_subject_or_answer(

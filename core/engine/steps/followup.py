@@ -80,9 +80,10 @@ _POSSESSIVE = {"his", "hers", "their", "theirs", "its"}
 # happen?", "is this true?"; otherwise they are a determiner or a relative ("that year", "the
 # book that he wrote").
 _DEMONSTRATIVE_NEXT = _BE | {"did", "does", "do", "happen", "happened", "happens", "mean", "means", "meant", "?", ""}
+_PREPOSITIONS = {"in", "at", "from", "to", "by", "since", "until", "before", "after", "during", "near", "of"}
 _OBJECT_NEXT = {"", "?", "to", "in", "on", "at", "for", "with", "from", "by", "and", "or", "when", "where", "first"}
 _PRONOUNS = re.compile(
-    r"\b(he|she|him|his|her|hers|they|them|their|theirs|it|its|this|that|there|then|that year|that time)\b",
+    r"\b(he|she|him|his|her|hers|they|them|their|theirs|it|its|this|that year|that time|that|there|then)\b",
     re.IGNORECASE,
 )
 _PROMPT_PREFIX = re.compile(r"^\s*(standalone|rewritten|rewrite|reformulated)?\s*(question)?\s*[:\-]\s*", re.IGNORECASE)
@@ -240,8 +241,9 @@ def _substitute(follow_up: str, refs: dict[str, str | None]) -> tuple[str, bool,
         if not referent:
             unresolved = True
             return word
-        if kind == "place" or (kind == "time" and low in {"then", "that time"}):
-            text = f"in {referent}"
+        if kind in ("place", "time"):
+            # "there" -> "in Paris", "then" / "that year" -> "in 1889"; "from there" -> "from Paris"
+            text = referent if before in _PREPOSITIONS else f"in {referent}"
         elif possessive:
             text = _possessive(referent)
         else:
