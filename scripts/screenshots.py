@@ -174,6 +174,9 @@ def _account(username: str, role: str) -> str:
     return password
 
 
+FOLLOW_UP = "When was he born?"  # asked as a follow-up of the first question the world asks (a "who" question)
+
+
 def load_world(n_queries: int, n_asked: int) -> dict[str, Any]:
     """The demo's sources holding the documents of the chosen questions, its query set cut to
     ``n_queries`` queries, two finished estimation runs (the second with another alignment
@@ -228,11 +231,18 @@ def load_world(n_queries: int, n_asked: int) -> dict[str, Any]:
         run.refresh_from_db()
         assert run.state == EstimationRun.State.SUCCEEDED, f"run #{run.pk}: {job.state} {job.error[-2000:]}"
         print(f"run #{run.pk} (tau {tau}): {job.message}")
+    first = None
     for item in asked[1:]:
         question = start_question(item["question"], strategy="ra-rag", user=analyst)
         assert question.job is not None  # start_question sets it
         job = wait_for(question.job, timeout=JOB_TIMEOUT)
+        first = first or question
         print(f"asked {item['question']!r}: {job.state}")
+    if first is not None:  # a follow-up of the first, for the conversation's page
+        follow_up = start_question(FOLLOW_UP, strategy="ra-rag", user=analyst, follows=first.pk)
+        assert follow_up.job is not None
+        job = wait_for(follow_up.job, timeout=JOB_TIMEOUT)
+        print(f"asked the follow-up {FOLLOW_UP!r} as {follow_up.standalone!r}: {job.state}")
     return {"passwords": passwords, "ask": asked[0]["question"]}
 
 
@@ -264,15 +274,17 @@ def pages() -> list[tuple[str, str, str]]:
     from tasks.models import Job
 
     run = EstimationRun.objects.filter(state=EstimationRun.State.SUCCEEDED).order_by("-created_at").first()
-    question = Question.objects.exclude(answered_at=None).order_by("created_at").last()
+    question = Question.objects.exclude(answered_at=None).filter(follows=None).order_by("created_at").last()
+    follow_up = Question.objects.exclude(answered_at=None).exclude(follows=None).order_by("created_at").last()
     weakest = Source.objects.exclude(reliability=None).order_by("reliability").first()
     job = Job.objects.filter(kind=Job.Kind.ESTIMATE).order_by("-created_at").first()
     document = Document.objects.filter(source=weakest).order_by("id").first()
-    assert run and question and weakest and job and document, "the world is incomplete"
+    assert run and question and follow_up and weakest and job and document, "the world is incomplete"
     search = {"q": max(document.title.split() or ["a"], key=len)}  # a full-text search of the source's documents
     return [
         ("history", reverse("history"), "#history-table"),
         ("question", reverse("question-detail", args=[question.pk]), "#question-panel"),
+        ("follow_up", reverse("question-detail", args=[follow_up.pk]), "#question-panel"),
         ("sources", reverse("source-list"), "#source-table"),
         ("source_detail", reverse("source-detail", args=[weakest.pk]), "#document-table"),
         ("source_documents", f"{reverse('source-documents', args=[weakest.pk])}?{urlencode(search)}", "main"),

@@ -12,7 +12,7 @@ from core.models import EstimationRun
 from sources.models import Claim, Source
 from tasks.models import Job
 from tests.api.conftest import error_of
-from tests.api.test_run_start_rules import demo_query_set, three_sources
+from tests.api.helpers import demo_query_set, three_sources
 
 
 def start_run(client, params):

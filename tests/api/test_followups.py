@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.models import Question
 from tasks.models import Job
 from tests.api.conftest import error_of
-from tests.api.test_questions import answered_question
+from tests.api.helpers import answered_question
 from tests.factories import QuestionFactory
 
 

@@ -9,38 +9,8 @@ from django.utils import timezone
 from core.models import Question
 from tasks.models import Job
 from tests.api.conftest import error_of
-from tests.factories import JobFactory, QuestionFactory, SourceFactory, VoteFactory
-
-
-def answered_question(text: str = "Where is the Eiffel Tower?", strategy: str = "ra-rag") -> Question:
-    """Answered "Paris" (confidence 0.75): wiki voted for it, blog abstained."""
-    question = QuestionFactory(
-        answered=True,
-        text=text,
-        strategy=strategy,
-        job=JobFactory(kind=Job.Kind.ASK, state=Job.State.SUCCEEDED),
-        clusters=[{"id": 0, "label": "Paris", "members": [1], "weight": 1.5}],
-    )
-    passage = {
-        "chunk_id": 1,
-        "document_id": 2,
-        "title": "Eiffel",
-        "url": "",
-        "text": "The tower is in Paris.",
-        "distance": 0.12,
-    }
-    VoteFactory(question=question, source=SourceFactory(name="wiki"), rank=0, weight=1.5, passages=[passage])
-    VoteFactory(
-        question=question,
-        source=SourceFactory(name="blog"),
-        rank=1,
-        response="I don't know",
-        filtered=True,
-        cluster=None,
-        weight=0.0,
-        align_score=0.02,
-    )
-    return question
+from tests.api.helpers import answered_question
+from tests.factories import QuestionFactory
 
 
 def test_asking_without_waiting_answers_202_with_the_job_to_poll(as_analyst, analyst):

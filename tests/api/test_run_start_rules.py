@@ -4,21 +4,11 @@ runs in progress."""
 
 from __future__ import annotations
 
-from core.models import EstimationRun, QueryCollection
+from core.models import EstimationRun
 from tasks.models import Job
 from tests.api.conftest import error_of
-from tests.factories import EstimationRunFactory, FactQueryFactory, QuerySetFactory, SourceFactory
-
-
-def demo_query_set() -> QueryCollection:
-    query_set = QuerySetFactory(name="demo")
-    FactQueryFactory(query_set=query_set, question="Question?")
-    return query_set
-
-
-def three_sources() -> list[int]:
-    """An estimation run needs at least three sources (reliability comes from agreement between them)."""
-    return [SourceFactory(name=name, chunk_count=3).pk for name in ("wiki", "wire", "almanac")]
+from tests.api.helpers import demo_query_set, three_sources
+from tests.factories import EstimationRunFactory, SourceFactory
 
 
 def test_an_empty_body_starts_nothing_and_asks_for_the_sources(as_curator):

@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-from core.models import EstimationRun, QueryCollection
+from core.models import EstimationRun
 from tasks.models import Job
 from tests.api.conftest import error_of
-from tests.api.test_questions import answered_question
+from tests.api.helpers import answered_question, demo_query_set, finished_run
 from tests.factories import (
     EstimationRunFactory,
     FactQueryFactory,
     JobFactory,
-    QuerySetFactory,
-    ReliabilityScoreFactory,
     RunResponseFactory,
     SourceFactory,
 )
-
-
-def finished_run(sources, reliabilities) -> EstimationRun:
-    """A succeeded run (3 iterations, converged) scoring each source with its reliability +-0.1."""
-    run = EstimationRunFactory(succeeded=True, query_set=None, sources=sources)
-    for source, value in zip(sources, reliabilities, strict=True):
-        ReliabilityScoreFactory(run=run, source=source, reliability=value, answers=8, agreements=6)
-    return run
-
-
-def demo_query_set(n: int = 2) -> QueryCollection:
-    query_set = QuerySetFactory(name="demo")
-    for i in range(n):
-        FactQueryFactory(query_set=query_set, question=f"Question {i}?")
-    return query_set
 
 
 def test_a_run_is_retrieved_with_per_source_scores_and_changes(as_analyst):
@@ -55,7 +38,7 @@ def test_runs_are_listed_newest_first_and_filtered_by_state(as_analyst):
 
 
 def test_a_curator_starts_a_run_and_gets_202_with_its_job(as_curator, curator):
-    query_set = demo_query_set()
+    query_set = demo_query_set(2)
     # At least three sources: a source's reliability comes from agreement with the others.
     chosen = [SourceFactory(name=name, chunk_count=3) for name in ("wiki", "wire", "almanac")]
     response = as_curator.post(
@@ -74,7 +57,7 @@ def test_a_curator_starts_a_run_and_gets_202_with_its_job(as_curator, curator):
 
 
 def test_a_run_over_sources_without_documents_names_the_sources_and_stores_nothing(as_curator):
-    query_set = demo_query_set()
+    query_set = demo_query_set(2)
     empty = SourceFactory(name="empty")
     response = as_curator.post(
         "/api/estimation-runs/", {"query_set": query_set.pk, "sources": [empty.pk]}, format="json"
@@ -86,7 +69,7 @@ def test_a_run_over_sources_without_documents_names_the_sources_and_stores_nothi
 
 
 def test_a_bad_run_parameter_is_named_inside_params(as_curator):
-    query_set = demo_query_set()
+    query_set = demo_query_set(2)
     for name in ("wiki", "wire", "almanac"):  # enough sources: only the parameters are at fault
         SourceFactory(name=name, chunk_count=3)
     response = as_curator.post(

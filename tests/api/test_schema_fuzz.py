@@ -20,8 +20,7 @@ from rest_framework.test import APIClient
 from schemathesis.specs.openapi.checks import ignored_auth
 
 from tasks.models import Job
-from tests.api.test_questions import answered_question
-from tests.api.test_runs_jobs_conflicts import demo_query_set, finished_run
+from tests.api.helpers import answered_question, demo_query_set, finished_run
 from tests.conftest import token_client
 from tests.factories import CuratorFactory, DocumentFactory, SourceFactory
 
@@ -37,7 +36,7 @@ def api_schema(db: Any, settings: Any, monkeypatch: Any) -> Iterator[Any]:
     source = SourceFactory(name="wiki", chunk_count=2)
     DocumentFactory(source=source)
     finished_run([source], [0.7])
-    demo_query_set()
+    demo_query_set(2)
     answered_question()
     document = APIClient().get("/api/schema/?format=json")
     assert document.status_code == 200

@@ -19,8 +19,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from core.models import Question
 from sources.models import Chunk, Source
 from tests.browser.conftest import csp_violations, screenshot, watch_csp
-from tests.browser.test_dashboard_flow import WAIT, log_in
-from tests.browser.test_phone_layout import PHONE, assert_no_sideways_scroll, axe_violations, set_viewport
+from tests.browser.helpers import PHONE, WAIT, assert_no_sideways_scroll, axe_violations, log_in, set_viewport
 from tests.factories import EstimationRunFactory, QuestionFactory, ReliabilityScoreFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]

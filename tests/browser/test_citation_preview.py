@@ -14,8 +14,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser.test_dashboard_flow import WAIT, log_in
-from tests.browser.test_phone_layout import PHONE, set_viewport
+from tests.browser.helpers import PHONE, WAIT, log_in, set_viewport
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 QUESTION = "Who wrote the novel Dracula?"

@@ -11,18 +11,9 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.browser.conftest import csp_violations, screenshot, watch_csp
-from tests.factories import PASSWORD
+from tests.browser.helpers import WAIT, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
-WAIT = 180  # seconds: the worker loads the models on its first task
-
-
-def log_in(driver: Any, base: str, username: str) -> None:
-    driver.get(f"{base}/login/")
-    driver.find_element(By.NAME, "username").send_keys(username)
-    driver.find_element(By.NAME, "password").send_keys(PASSWORD)
-    driver.find_element(By.ID, "login-button").click()
-    WebDriverWait(driver, 30).until(ec.presence_of_element_located((By.ID, "ask-form")))
 
 
 def start_run(driver: Any, base: str, *, tau: str) -> None:

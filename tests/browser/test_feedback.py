@@ -14,7 +14,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from core.models import AnswerFeedback
 from tests.browser.conftest import csp_violations, screenshot, watch_csp
-from tests.browser.test_dashboard_flow import WAIT, log_in
+from tests.browser.helpers import WAIT, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 MARKED_WRONG = "Marked as wrong; a curator will review it. If you know the right answer, add it below."

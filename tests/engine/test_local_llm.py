@@ -20,36 +20,13 @@ from core.engine.backends.generation import GenerationRequest
 from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.backends.generation.local_transformers import CONVERTED_MARKER, TransformersGenerator, cpu_has_amx_bf16
 from core.engine.text import answer_contains_gold, is_idk
+from tests.engine.helpers import ANSWERABLE, UNANSWERABLE
 from tests.engine.local_model import require_local_model
 
 pytestmark = pytest.mark.slow
 
 KEY = QWEN_05B.key
 IDK = "I don't know"
-
-# Natural Questions-style questions, each with a passage that holds the answer.
-ANSWERABLE = [
-    (
-        "who sang i can't help falling in love with you",
-        '"Can\'t Help Falling in Love" is a song recorded by American singer Elvis Presley for the '
-        "album Blue Hawaii (1961).",
-        ["Elvis Presley"],
-    ),
-    (
-        "when did the first world war end",
-        "World War I ended with the armistice of 11 November 1918, after four years of fighting on the Western Front.",
-        ["1918"],
-    ),
-    (
-        "what is the largest moon of saturn",
-        "Titan is the largest moon of Saturn and the second-largest natural satellite in the Solar System.",
-        ["Titan"],
-    ),
-]
-UNANSWERABLE = (
-    "who is the author of the hobbit",
-    "The Amazon rainforest covers much of the Amazon basin of South America.",
-)
 
 
 @pytest.fixture(scope="module")

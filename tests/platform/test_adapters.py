@@ -12,6 +12,7 @@ from sources.ingest import IngestError, parse_bytes
 from sources.models import Chunk, Document
 from sources.services import FileOutcome, ingest_files, store_documents, validate_uploads
 from tests.factories import SourceFactory
+from tests.platform.helpers import CountingEmbedder
 
 UTC = dt.UTC
 
@@ -289,24 +290,6 @@ def test_validate_uploads_counts_documents_and_rejects_the_first_bad_file():
 
 
 # --- nothing of a rejected file is stored ---------------------------------------------------
-
-
-class CountingEmbedder:
-    """Stands in for the model where only the storage path is under test."""
-
-    name = "counting"
-    dimension = 384
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def encode(self, texts, batch_size=64):
-        import numpy as np
-
-        self.texts.extend(texts)
-        vectors = np.zeros((len(texts), 384), dtype=np.float32)
-        vectors[:, 0] = 1.0
-        return vectors
 
 
 BAD_FILES = {

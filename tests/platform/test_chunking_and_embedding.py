@@ -6,18 +6,7 @@ import numpy as np
 import pytest
 
 from core.engine.chunking import chunk_text, split_sentences
-
-SENTENCES = [
-    "The Eiffel Tower is a wrought-iron lattice tower in Paris.",
-    "It is named after the engineer Gustave Eiffel, whose company designed and built it.",
-    "Locally nicknamed the Iron Lady, it was constructed from 1887 to 1889.",
-    "It was the centrepiece of the 1889 World's Fair.",
-    "Although initially criticised by some artists, it has become a global cultural icon of France.",
-    "The tower received 5,889,000 visitors in 2022.",
-    "It is 330 metres tall, about the same height as an 81-storey building.",
-    "Its base is square, measuring 125 metres on each side.",
-]
-TEXT = " ".join(SENTENCES)
+from tests.platform.helpers import SENTENCES, TEXT
 
 
 def words(text: str) -> list[str]:

@@ -21,83 +21,20 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import pytest
 from django.db import connection
 
 from core.models import EstimationRun, ReliabilityScore, RunResponse
-from reliability_site.celery import app
 from tasks.models import Job
+from tests.platform.helpers import Broker, database_url, responses_of, scores_of, wait_until
 from tests.services.corpus import FACTS, build_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.worker]
-
-
-def wait_until(
-    condition: Callable[[], Any],
-    timeout: float,
-    what: str,
-    poll: float = 0.05,
-    detail: Callable[[], str] | None = None,
-) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f"\n{detail()}" if detail else ""))
-
-
-def database_url(settings_dict: dict[str, Any]) -> str:
-    """A DATABASE_URL for reliability_site.dburl naming this connection's (test) database."""
-    host, port = settings_dict["HOST"], settings_dict["PORT"]
-    credentials = f"{quote(settings_dict['USER'])}:{quote(settings_dict['PASSWORD'])}@"
-    if host.startswith("/"):  # a Unix socket folder
-        return f"postgresql://{credentials}{f':{port}' if port else ''}/{settings_dict['NAME']}?{urlencode({'host': host})}"
-    return f"postgresql://{credentials}{host}{f':{port}' if port else ''}/{settings_dict['NAME']}"
-
-
-class Broker:
-    """A broker namespace of its own: a key prefix on this session's Redis, or a folder."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.url = app.conf.broker_url if str(app.conf.broker_url).startswith("redis") else ""
-        self.prefix = f"fault-{uuid.uuid4().hex[:12]}:"
-        self.folder = tmp / "broker"
-
-    def env(self) -> dict[str, str]:
-        if self.url:
-            return {"CELERY_BROKER_URL": self.url, "CELERY_BROKER_KEY_PREFIX": self.prefix}
-        return {"CELERY_BROKER_URL": "", "BROKER_DIR": str(self.folder)}
-
-    def purge(self, queue: str) -> int:
-        """Drop the messages waiting in a queue of this namespace; returns how many."""
-        from kombu import Connection
-
-        from reliability_site.celery import broker_settings
-
-        if self.url:
-            options: Any = {"global_keyprefix": self.prefix}
-        else:
-            options = broker_settings("", self.folder)["broker_transport_options"]
-        with Connection(self.url or "filesystem://", transport_options=options) as conn:
-            return int(conn.default_channel.queue_purge(queue) or 0)
-
-    def clear(self) -> None:
-        """Drop what is left under the prefix (messages a killed worker held unacknowledged)."""
-        if self.url:
-            import redis
-
-            client = redis.Redis.from_url(self.url)
-            keys = list(client.scan_iter(f"{self.prefix}*"))
-            if keys:
-                client.delete(*keys)
 
 
 class Processes:
@@ -157,15 +94,6 @@ def fault_tmp() -> Iterator[Path]:
 
 
 # --- A worker killed in the middle of an estimation run -------------------------------
-
-
-def scores_of(run_id: int) -> dict[str, float]:
-    return dict(ReliabilityScore.objects.filter(run_id=run_id).values_list("source__name", "reliability"))
-
-
-def responses_of(run_id: int) -> dict[tuple[str, str], str]:
-    rows = RunResponse.objects.filter(run_id=run_id).values_list("query__question", "source__name", "response")
-    return {(question, source): response for question, source, response in rows}
 
 
 def test_a_run_whose_worker_is_killed_fails_with_its_job_and_resumes_to_the_scores_of_an_uninterrupted_run(

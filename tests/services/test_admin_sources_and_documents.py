@@ -115,7 +115,7 @@ def test_curators_start_claim_extraction_from_text_on_selected_sources_with_hist
 
     from sources import claims as claim_service
     from tasks.models import Job
-    from tests.services.test_claim_ingest import ScriptedModel
+    from tests.services.helpers import ScriptedModel
 
     monkeypatch.setattr(claim_service, "configured_generator", lambda: ScriptedModel({}))
     wire, farm = SourceFactory(name="wire"), SourceFactory(name="farm")

@@ -16,7 +16,6 @@ from django.core.management import CommandError, call_command
 
 from core.bench import truth
 from core.bench.paths import default_data_dir
-from core.engine.backends.generation import Capability, Generation, GenerationRequest
 from core.engine.claims.extraction import DOCUMENT_END, DOCUMENT_START, parse_triples, triple_prompt
 from core.engine.claims.mapping import ClaimMapping, MappingError
 from core.engine.claims.types import ClaimRecord
@@ -36,6 +35,7 @@ from sources.ingest.claims import XmlClaims, parse_claim_bytes
 from sources.models import Claim, ClaimKey, Source
 from tasks.models import Job
 from tests.factories import ChunkFactory, ClaimFactory, DocumentFactory, SourceFactory
+from tests.services.helpers import ScriptedModel
 
 FLIGHT_MAPPING = ClaimMapping.from_json(
     {
@@ -395,26 +395,6 @@ def test_text_yields_no_claims_with_the_offline_reader_and_says_why(db, settings
     with pytest.raises(ClaimExtractionUnavailable, match="no claims without a language model"):
         start_text_claim_extraction(source)
     assert Claim.objects.count() == 0 and Job.objects.count() == 0
-
-
-class ScriptedModel:
-    """A generator that writes free text: the answer scripted for the document in the prompt."""
-
-    name = "scripted"
-    capabilities = frozenset({Capability.FREE_TEXT})
-
-    def __init__(self, answers: dict[str, str]) -> None:
-        self.answers = answers
-        self.prompts: list[str] = []
-
-    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        out = []
-        for request in requests:
-            assert request.prompt is not None
-            self.prompts.append(request.prompt)
-            answer = next(a for key, a in self.answers.items() if key in request.prompt)
-            out.append(Generation(answer, self.name))
-        return out
 
 
 class RecordingProgress:

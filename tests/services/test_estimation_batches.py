@@ -26,7 +26,7 @@ from runtime.locks import lock_key
 from tasks.models import Job
 from tasks.progress import JobProgress
 from tests.factories import EstimationRunFactory, JobFactory
-from tests.platform.test_worker_faults import wait_until
+from tests.platform.helpers import wait_until
 from tests.services.corpus import FACTS, build_corpus
 
 

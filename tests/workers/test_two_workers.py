@@ -25,7 +25,7 @@ import pytest
 from django.db import connection
 
 from core.models import EstimationRun, ReliabilityScore, RunAnswer, RunResponse
-from tests.platform.test_worker_faults import Broker, database_url, responses_of, scores_of, wait_until
+from tests.platform.helpers import Broker, database_url, responses_of, scores_of, wait_until
 from tests.services.corpus import FACTS, build_corpus
 
 ROOT = Path(__file__).resolve().parents[2]

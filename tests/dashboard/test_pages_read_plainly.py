@@ -1,4 +1,4 @@
-"""Issue 14, pages that do not mislead: jobs read as a person's log, run and source pages that
+"""Pages that do not mislead: jobs read as a person's log, run and source pages that
 show the reference answers, the source list by reliability, the three-source rule of estimation
 runs, the conflicts page's default run, a branded admin with rounded numbers, styled error pages,
 the favicon, page titles and the logout confirmation.

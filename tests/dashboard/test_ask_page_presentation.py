@@ -1,4 +1,4 @@
-"""Issue 14, the ask page: strategies grouped, plain-language confidence, inline citations,
+"""The ask page as it presents an answer: strategies grouped, plain-language confidence, inline citations,
 the document page and browser, permalinks and CSV exports, the question box's limits."""
 
 from __future__ import annotations

@@ -1,0 +1,118 @@
+"""Helpers shared by the platform and worker tests: a counting embedder, a sample text, and the worker-fault harness."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import numpy as np
+
+from core.models import ReliabilityScore, RunResponse
+from reliability_site.celery import app
+
+
+class CountingEmbedder:
+    """Stands in for the model where only the storage path is under test."""
+
+    name = "counting"
+    dimension = 384
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def encode(self, texts, batch_size=64):
+
+        self.texts.extend(texts)
+        vectors = np.zeros((len(texts), 384), dtype=np.float32)
+        vectors[:, 0] = 1.0
+        return vectors
+
+
+SENTENCES = [
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris.",
+    "It is named after the engineer Gustave Eiffel, whose company designed and built it.",
+    "Locally nicknamed the Iron Lady, it was constructed from 1887 to 1889.",
+    "It was the centrepiece of the 1889 World's Fair.",
+    "Although initially criticised by some artists, it has become a global cultural icon of France.",
+    "The tower received 5,889,000 visitors in 2022.",
+    "It is 330 metres tall, about the same height as an 81-storey building.",
+    "Its base is square, measuring 125 metres on each side.",
+]
+
+
+TEXT = " ".join(SENTENCES)
+
+
+def wait_until(
+    condition: Callable[[], Any],
+    timeout: float,
+    what: str,
+    poll: float = 0.05,
+    detail: Callable[[], str] | None = None,
+) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f"\n{detail()}" if detail else ""))
+
+
+def database_url(settings_dict: dict[str, Any]) -> str:
+    """A DATABASE_URL for reliability_site.dburl naming this connection's (test) database."""
+    host, port = settings_dict["HOST"], settings_dict["PORT"]
+    credentials = f"{quote(settings_dict['USER'])}:{quote(settings_dict['PASSWORD'])}@"
+    if host.startswith("/"):  # a Unix socket folder
+        return f"postgresql://{credentials}{f':{port}' if port else ''}/{settings_dict['NAME']}?{urlencode({'host': host})}"
+    return f"postgresql://{credentials}{host}{f':{port}' if port else ''}/{settings_dict['NAME']}"
+
+
+class Broker:
+    """A broker namespace of its own: a key prefix on this session's Redis, or a folder."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.url = app.conf.broker_url if str(app.conf.broker_url).startswith("redis") else ""
+        self.prefix = f"fault-{uuid.uuid4().hex[:12]}:"
+        self.folder = tmp / "broker"
+
+    def env(self) -> dict[str, str]:
+        if self.url:
+            return {"CELERY_BROKER_URL": self.url, "CELERY_BROKER_KEY_PREFIX": self.prefix}
+        return {"CELERY_BROKER_URL": "", "BROKER_DIR": str(self.folder)}
+
+    def purge(self, queue: str) -> int:
+        """Drop the messages waiting in a queue of this namespace; returns how many."""
+        from kombu import Connection
+
+        from reliability_site.celery import broker_settings
+
+        if self.url:
+            options: Any = {"global_keyprefix": self.prefix}
+        else:
+            options = broker_settings("", self.folder)["broker_transport_options"]
+        with Connection(self.url or "filesystem://", transport_options=options) as conn:
+            return int(conn.default_channel.queue_purge(queue) or 0)
+
+    def clear(self) -> None:
+        """Drop what is left under the prefix (messages a killed worker held unacknowledged)."""
+        if self.url:
+            import redis
+
+            client = redis.Redis.from_url(self.url)
+            keys = list(client.scan_iter(f"{self.prefix}*"))
+            if keys:
+                client.delete(*keys)
+
+
+def scores_of(run_id: int) -> dict[str, float]:
+    return dict(ReliabilityScore.objects.filter(run_id=run_id).values_list("source__name", "reliability"))
+
+
+def responses_of(run_id: int) -> dict[tuple[str, str], str]:
+    rows = RunResponse.objects.filter(run_id=run_id).values_list("query__question", "source__name", "response")
+    return {(question, source): response for question, source, response in rows}
