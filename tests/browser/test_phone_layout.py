@@ -289,3 +289,39 @@ def test_pages_have_no_serious_accessibility_violation(browser: Any, world: dict
         found[name] = axe_violations(browser)
     found = {name: v for name, v in found.items() if v}
     assert not found, "\n".join(f"{name}: {v}" for name, vs in found.items() for v in vs)
+
+
+_BOX = "const r = arguments[0].getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom];"
+
+
+@pytest.mark.parametrize("viewport", ["phone", "desktop"])
+def test_a_colluding_pair_is_flagged_on_the_source_list_and_on_its_sources_page_on_screen(
+    browser: Any, world: dict[str, Any], viewport: str
+) -> None:
+    """The world's two colluding sources (rumour-mill and echo-blog-...) each carry a badge
+    naming the other in the source list, visible within the screen's width at both widths,
+    and the badge leads to the evidence; the colluder's own page says so near its top."""
+    base, paths = world["base"], world["paths"]
+    size, mobile = (PHONE, True) if viewport == "phone" else (DESKTOP, False)
+    set_viewport(browser, size, mobile=mobile)
+    log_in(browser, base, "alice")
+    open_page(browser, base + paths["source-list"])
+    badges = [b for b in browser.find_elements(By.CSS_SELECTOR, "#source-table a.collusion-badge") if b.is_displayed()]
+    texts = sorted(b.text for b in badges)
+    assert len(texts) == 2, texts
+    assert "echo-blog-with-a-rather-long-name" in texts[0] and "rumour-mill" in texts[1], texts
+    assert all(t.startswith(("copies with", "colludes with")) for t in texts), texts
+    for badge in badges:
+        left, right, _, _ = browser.execute_script(_BOX, badge)
+        assert left >= 0 and right <= size[0] + 0.5, (badge.text, left, right)
+    href = badges[0].get_attribute("href")
+    assert "#copying" in href
+    open_page(browser, href)
+    assert browser.find_element(By.ID, "copying").is_displayed()
+    open_page(browser, base + paths["source-detail"])
+    notice = browser.find_element(By.ID, "source-collusion")
+    assert notice.is_displayed() and "rumour-mill" in notice.text
+    left, right, top, _ = browser.execute_script(_BOX, notice)
+    assert left >= 0 and right <= size[0] + 0.5 and top < size[1] * 2, (left, right, top)
+    assert notice.find_element(By.LINK_TEXT, "See the evidence").is_displayed()
+    assert_no_sideways_scroll(browser, "source-detail", size[0])
