@@ -9,7 +9,9 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Model, QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from core.admin_numbers import rounded
 from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField, validate_question_bytes
@@ -24,7 +26,7 @@ from core.models import (
     SourceGroup,
     Vote,
 )
-from core.services.feedback import confirm_feedback, reject_feedback
+from core.services.feedback import FEEDBACK_QUERY_SET, confirm_feedback, reject_feedback
 
 _Child = TypeVar("_Child", bound=Model)
 _Parent = TypeVar("_Parent", bound=Model)
@@ -318,6 +320,21 @@ class FeedbackStatusFilter(admin.SimpleListFilter):
         return queryset
 
 
+def feedback_update_offer() -> SafeString:
+    """What a curator does next with confirmed answers: a run over the feedback set tests every
+    source against them; once it has finished, "Ask again" on the question answers with the
+    new reliabilities and says what changed."""
+    query_set = QueryCollection.objects.filter(name=FEEDBACK_QUERY_SET).first()
+    url = reverse("run-list") + "?start=1" + (f"&query_set={query_set.pk}" if query_set else "") + "#start-run"
+    return format_html(
+        'To use them, <a href="{}">start an estimation run over “{}”</a> (the form opens with the set chosen); '
+        "once it has finished, “Ask again” on the question answers with the updated reliabilities and says "
+        "what changed.",
+        url,
+        FEEDBACK_QUERY_SET,
+    )
+
+
 @admin.register(AnswerFeedback)
 class AnswerFeedbackAdmin(admin.ModelAdmin[AnswerFeedback]):
     """Analysts' feedback on answers, for curators to confirm or reject (core.services.feedback):
@@ -406,6 +423,8 @@ class AnswerFeedbackAdmin(admin.ModelAdmin[AnswerFeedback]):
             verb = "Confirmed" if confirm else "Rejected"
             extra = f"; {gold} became gold-checked queries of the “Analyst feedback” set" if confirm else ""
             self.message_user(request, f"{verb} {done} feedback item(s){extra}.", messages.SUCCESS)
+        if confirm and gold:
+            self.message_user(request, feedback_update_offer(), messages.INFO)
         for line in refused:
             self.message_user(request, f"Not confirmed, {line}", messages.ERROR)
 

@@ -61,7 +61,11 @@ def run_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
     context = {"page": page, "can_start": is_curator(request.user)}
     if context["can_start"]:
-        context.update(_form_context())
+        # ?start=1&query_set=N opens the form on that query set (the admin's offer after a
+        # curator confirms feedback links here with the feedback set).
+        chosen = request.GET.get("query_set", "")
+        form = {"params": form_defaults(), "sources": [], "query_set": chosen} if chosen.isdigit() else None
+        context.update(_form_context(form))
     return render(request, "core/run_list.html", context)
 
 

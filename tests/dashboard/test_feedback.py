@@ -13,7 +13,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
-from core.models import AnswerFeedback, FactQuery
+from core.models import AnswerFeedback, FactQuery, QueryCollection
 from core.services.feedback import FEEDBACK_QUERY_SET, record_feedback
 from tests.dashboard.conftest import World
 from tests.factories import CuratorFactory, QuestionFactory
@@ -276,6 +276,23 @@ def test_the_admin_lists_feedback_and_confirming_a_right_answer_makes_it_a_gold_
     assert (feedback.status, feedback.gold_query, feedback.gold_answer) == ("confirmed", query, "paris")
     assert feedback.reviewed_by is not None and feedback.reviewed_by.username == "reviewer"
     assert query.origin == FactQuery.Origin.FEEDBACK
+
+
+def test_confirming_gold_offers_the_run_that_uses_it_and_the_run_form_opens_on_the_feedback_set(
+    staff_curator: Client, analyst: Any, world: World
+) -> None:
+    feedback, _ = record_feedback(world.question, analyst, "answer_right")  # type: ignore[arg-type]
+    page = review(staff_curator, "confirm", feedback)
+    feedback_set = QueryCollection.objects.get(name=FEEDBACK_QUERY_SET)
+    link = f"/runs/?start=1&amp;query_set={feedback_set.pk}#start-run"
+    assert f'<a href="{link}">start an estimation run over “{FEEDBACK_QUERY_SET}”</a>' in page
+    assert "“Ask again” on the question answers with the updated reliabilities" in page
+    form = staff_curator.get(f"/runs/?start=1&query_set={feedback_set.pk}").content.decode()
+    assert '<details open id="start-run">' in " ".join(form.split())
+    assert f'<option value="{feedback_set.pk}" selected>' in form
+    # Rejecting (no new gold) offers nothing.
+    other, _ = record_feedback(world.question, analyst, "answer_wrong")  # type: ignore[arg-type]
+    assert "start an estimation run over" not in review(staff_curator, "reject", other)
 
 
 def test_a_corrected_answer_becomes_gold_and_a_wrong_answer_without_one_is_kept_as_known_wrong(
