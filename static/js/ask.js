@@ -3,10 +3,11 @@
 // enhancement: without it the form posts, the permalink is a plain link, citations are anchors.
 "use strict";
 
-// Enter sends the question; Shift+Enter keeps its newline.
+// Enter sends the question (and a follow-up, on a question's page too); Shift+Enter keeps its newline.
+const SEND_ON_ENTER = new Set(["id_text", "follow-up-text"]);
 document.addEventListener("keydown", (event) => {
   const box = event.target;
-  if (!(box instanceof HTMLTextAreaElement) || box.id !== "id_text") return;
+  if (!(box instanceof HTMLTextAreaElement) || !SEND_ON_ENTER.has(box.id)) return;
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing && box.form) {
     event.preventDefault();
     box.form.requestSubmit();

@@ -108,8 +108,7 @@ def test_a_follow_up_shows_the_conversation_and_the_rewritten_question(
     browser.execute_script("window.__sameDocument = true")
     follow_box = browser.find_element(By.ID, "follow-up-text")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", follow_box)
-    follow_box.send_keys("Who wrote it?")
-    browser.find_element(By.ID, "follow-up-button").click()
+    follow_box.send_keys("Who wrote it?", Keys.ENTER)  # Enter sends it on a question's page too
     third = answered_panel(browser, other_than=second)
     assert browser.execute_script("return window.__sameDocument") is True
     WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{base}/questions/{third}/")
