@@ -290,7 +290,10 @@ def ask(request: HtmxHttpRequest) -> HttpResponse:
                     # (on a question's page, with the page's heading: it becomes the follow-up's page).
                     on_question_page = _current_url_name(request) == "question-detail"
                     template = "core/_question_page.html" if on_question_page else "core/_conversation.html"
-                    response = render(request, template, _conversation_context(question, request.user))
+                    context = _conversation_context(question, request.user)
+                    # htmx sets the tab's title from a <title> in the response: the page is the follow-up's now.
+                    context["swap_title"] = on_question_page
+                    response = render(request, template, context)
                     response["HX-Push-Url"] = reverse("question-detail", args=[question.pk])
                     return response
                 if request.htmx:

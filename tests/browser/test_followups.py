@@ -113,6 +113,8 @@ def test_a_follow_up_shows_the_conversation_and_the_rewritten_question(
     assert browser.execute_script("return window.__sameDocument") is True
     WebDriverWait(browser, 20).until(lambda d: d.current_url == f"{base}/questions/{third}/")
     assert browser.find_element(By.TAG_NAME, "h1").text == f"Question #{third}"
+    assert browser.title.startswith(f"Question #{third} ")  # the tab says so too
+    assert not browser.find_elements(By.CSS_SELECTOR, "#conversation-host > title")  # htmx took it out of the page
     turns = browser.find_elements(By.CSS_SELECTOR, "#conversation li.turn")
     assert [t.find_element(By.CSS_SELECTOR, ".turn-answer").text for t in turns] == [
         "Answer: Bram Stoker",
