@@ -198,6 +198,8 @@ def main() -> None:
     others = {
         "subject": timed(client, subject_url(SUBJECT), args.repeat),
         "browser": timed(client, reverse("claim-list") + "?q=AA-3859", args.repeat),
+        "browser_unfiltered": timed(client, reverse("claim-list"), args.repeat),
+        "source_list": timed(client, reverse("source-list"), args.repeat),
         "conflicts_claims_mode": timed(client, reverse("conflicts") + "?mode=claims", args.repeat),
     }
     result = {
