@@ -78,3 +78,14 @@ def answer_contains_gold(response: str, golds: str | Iterable[str]) -> bool:
 def whitespace_tokens(text: str) -> int:
     """Token count used by backends that do not report one (comparable across strategies)."""
     return len(text.split())
+
+
+def bound(text: str, limit: int) -> str:
+    """``text`` on one line with collapsed whitespace, cut at a word within ``limit`` characters
+    (" ..." marks the cut): how prompts quote untrusted text and traces keep long outputs."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + " ..."

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from core.engine.backends.generation.base import Capability, GenerationRequest, Generator
 from core.engine.lexical import content_set
-from core.engine.text import is_idk
+from core.engine.text import bound, is_idk
 
 MAX_STANDALONE_CHARS = 2000  # as long as a question may be (core.services.asking.MAX_QUESTION_CHARS)
 MAX_PROMPT_QUESTION_CHARS = 500  # the earlier question and the follow-up, as quoted in the prompt
@@ -109,16 +109,6 @@ class Rewrite:
     fallback: str = ""
     calls: int = 0
     tokens: int = 0
-
-
-def bound(text: str, limit: int) -> str:
-    """``text`` on one line with collapsed whitespace, cut at a word within ``limit`` characters."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[:limit]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip() + " ..."
 
 
 def usable_referent(answer: str) -> str | None:

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.engine.strategies.astute_prompts import EXTERNAL, MEMORY, ContextDocument, bound
-from core.engine.text import IDK, is_idk, normalize_answer
+from core.engine.strategies.astute_prompts import EXTERNAL, MEMORY, ContextDocument
+from core.engine.text import IDK, bound, is_idk, normalize_answer
 
 MAX_INTERNAL_CHARS = 1000  # an internal passage is cut here
 MAX_GROUP_CHARS = 800  # a consolidated group's summary is cut here

@@ -22,6 +22,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.engine.text import bound
+
 MEMORY = "memory"
 EXTERNAL = "external"
 
@@ -49,16 +51,6 @@ class ContextDocument:
     origins: tuple[str, ...]
     source: str = ""  # the external source's name, for retrieved passages
     cites: tuple[int, ...] = ()
-
-
-def bound(text: str, limit: int) -> str:
-    """``text`` with collapsed whitespace, cut at a word boundary within ``limit`` characters."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[:limit]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip() + " ..."
 
 
 def defuse(text: str, limit: int = MAX_DOCUMENT_CHARS) -> str:

@@ -55,14 +55,13 @@ from core.engine.strategies.astute_prompts import (
     MEMORY,
     ContextDocument,
     answer_prompt,
-    bound,
     consolidation_prompt,
     generation_prompt,
 )
 from core.engine.strategies.base import Answering, AnswerStrategy, EngineContext, Evidence, Requirement, StrategyResult
 from core.engine.strategies.pipeline import caveat_from_evidence
 from core.engine.strategies.registry import register
-from core.engine.text import IDK, is_idk, normalize_answer
+from core.engine.text import IDK, bound, is_idk, normalize_answer
 from core.engine.types import Passage
 
 # A self-reported confidence is missing: an unscored answer is worth a coin flip, the
