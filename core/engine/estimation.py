@@ -19,6 +19,7 @@ from core.engine.reliability.identify import equalise, identify
 from core.engine.steps.alignment import align_many, support_texts
 from core.engine.steps.calibration import Calibration, calibrate
 from core.engine.steps.clustering import cluster_answers, clustering_texts
+from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import EngineContext
 from core.engine.text import answer_contains_gold
 from core.engine.types import CallStats, Passage, Vector
@@ -182,11 +183,7 @@ def answer_candidates(matrix: Sequence[Sequence[int | None]]) -> list[int | None
     zero below 0.5, and with many mediocre sources (a Beta prior) the estimate then rests on
     the few above 0.5 (core.engine.reliability.weights). Only this path passes K: in truth
     discovery the wrong values are far from uniform (co-author lists), see docs/benchmarks.md."""
-    out: list[int | None] = []
-    for row in matrix:
-        labels = {label for label in row if label is not None and label >= 0}
-        out.append(len(labels) + 1 if labels else None)
-    return out
+    return [candidate_count(row) if any(label is not None for label in row) else None for row in matrix]
 
 
 def gold_label(records: Sequence[ResponseRecord], references: Sequence[str]) -> int:

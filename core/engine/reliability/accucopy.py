@@ -300,42 +300,13 @@ def _pairs(cells: AnswerCells, post: FloatArray, dependence: FloatArray) -> list
 
 @dataclass(frozen=True)
 class OneCoin:
-    """Bayes-optimal one-coin EM with log-odds weights (registered as "onecoin")."""
+    """Bayes-optimal one-coin EM with log-odds weights (registered as "onecoin"); with a
+    ``copy`` model, AccuCopy's dependence discount in every E-step (see AccuCopy)."""
 
     name: str = "onecoin"
     weight_scheme: str = "log-odds"
     detects_copying: bool = False
-    gold_weight: float = GOLD_WEIGHT
-    tol: float = 1e-6
-    max_iter: int = 200
-
-    def estimate(
-        self,
-        labels: LabelMatrix,
-        *,
-        prior: Prior = UNIFORM_PRIOR,
-        gold: Mapping[int, int] | None = None,
-        candidates: Candidates = None,
-    ) -> ReliabilityResult:
-        return one_coin(
-            labels,
-            prior,
-            gold,
-            gold_weight=self.gold_weight,
-            n_candidates=candidates,
-            tol=self.tol,
-            max_iter=self.max_iter,
-        )
-
-
-@dataclass(frozen=True)
-class AccuCopy:
-    """One-coin EM with AccuCopy's copy detection and vote discounting ("accucopy")."""
-
-    name: str = "accucopy"
-    weight_scheme: str = "log-odds"
-    detects_copying: bool = True
-    copy: CopyModel = CopyModel()
+    copy: CopyModel | None = None
     gold_weight: float = GOLD_WEIGHT
     tol: float = 1e-6
     max_iter: int = 200
@@ -358,3 +329,12 @@ class AccuCopy:
             tol=self.tol,
             max_iter=self.max_iter,
         )
+
+
+@dataclass(frozen=True)
+class AccuCopy(OneCoin):
+    """One-coin EM with AccuCopy's copy detection and vote discounting ("accucopy")."""
+
+    name: str = "accucopy"
+    detects_copying: bool = True
+    copy: CopyModel | None = CopyModel()
