@@ -44,16 +44,6 @@ def prompts(data: Path, n: int) -> list[Any]:
     return [GenerationRequest(it["question"], it["adv_texts"][: 3 if i % 2 else 1]) for i, it in enumerate(items)]
 
 
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (Linux), to say which instruction sets the numbers ran on."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    line = next((row for row in text.splitlines() if row.startswith("flags")), "")
-    return set(line.partition(":")[2].split())
-
-
 def timed(generator: Any, requests: list[Any], batch: int) -> tuple[list[str], list[float]]:
     answers: list[str] = []
     seconds: list[float] = []
@@ -79,6 +69,7 @@ def main() -> int:
 
     from core.engine.backends.generation import CTranslate2Generator, OpenAIChatGenerator, TransformersGenerator
     from core.engine.backends.generation.gguf_files import MODELS, assemble
+    from core.engine.backends.generation.local_transformers import cpu_flags
 
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
     requests = prompts(args.data, args.prompts)

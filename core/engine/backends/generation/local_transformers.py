@@ -110,16 +110,22 @@ def convert_gguf(gguf: Path, dest: Path) -> None:
 DTYPES = ("auto", "float32", "bfloat16")
 
 
-def cpu_has_amx_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """Whether this CPU has AMX tiles that multiply bfloat16 (Intel Sapphire Rapids and later;
-    Linux reports it as the ``amx_bf16`` flag). False where the flags cannot be read."""
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The CPU's feature flags as Linux reports them (empty where they cannot be read)."""
     try:
         with cpuinfo.open() as handle:
             for line in handle:
                 if line.startswith("flags"):
-                    return "amx_bf16" in line.partition(":")[2].split()
+                    return frozenset(line.partition(":")[2].split())
     except OSError:
-        return False
+        pass
+    return frozenset()
+
+
+def cpu_has_amx_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether this CPU has AMX tiles that multiply bfloat16 (Intel Sapphire Rapids and later;
+    Linux reports it as the ``amx_bf16`` flag). False where the flags cannot be read."""
+    return "amx_bf16" in cpu_flags(cpuinfo)
     return False
 
 
