@@ -182,6 +182,7 @@ def _result_context(question: Question, user: Any) -> dict[str, Any]:
         failed = question.job is not None and question.job.state == "failed"
         context.update(
             can_follow_up=question.answered_at is not None and not failed and follow_up_sources is not None,
+            follow_up_private=question.answered_at is not None and not failed and follow_up_sources is None,
             follow_up_sources=follow_up_sources or [],
             max_chars=MAX_QUESTION_CHARS,
         )
@@ -190,19 +191,20 @@ def _result_context(question: Question, user: Any) -> dict[str, Any]:
 
 def _follow_up_sources(selection: dict[str, Any]) -> list[tuple[str, Any]] | None:
     """The hidden fields that make a follow-up ask the sources its question asked (the ask
-    form's names: core.views.ask_sources), or None when the form cannot say it: another
-    analyst's private group (hidden from this user), or sources both included and excluded."""
+    form's names: core.views.ask_sources), or None when it may not: another analyst's private
+    group, whose sources this user may neither see nor ask (the page says so). Sources both
+    included and excluded (possible through the API) travel as "only these" and "also_exclude"."""
     if not selection:
         return []
     if selection.get("private_group"):
         return None
     include = [s["id"] for s in selection.get("include") or [] if isinstance(s, dict) and "id" in s]
     exclude = [s["id"] for s in selection.get("exclude") or [] if isinstance(s, dict) and "id" in s]
-    if include and exclude:
-        return None
     group = selection.get("group") or {}
     fields: list[tuple[str, Any]] = [("sources_mode", "include" if include else "exclude" if exclude else "all")]
     fields += [("sources", pk) for pk in include or exclude]
+    if include:
+        fields += [("also_exclude", pk) for pk in exclude]
     if group.get("id"):
         fields.append(("source_group", group["id"]))
     return fields

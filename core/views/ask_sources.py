@@ -35,6 +35,10 @@ def source_choice_from_form(post: QueryDict) -> tuple[SourceChoice, dict[str, An
     mode = post.get("sources_mode", "all")
     mode = mode if mode in MODES else "all"
     ticked, bad = _whole_numbers(post.getlist("sources"))
+    # A follow-up's hidden copy of a question asked (through the API) with "only these" and
+    # "never these" at once: the ids never to ask, whatever the mode.
+    also_excluded, bad_excluded = _whole_numbers(post.getlist("also_exclude"))
+    bad += bad_excluded
     group_value = post.get("source_group", "").strip()
     form = {"sources_mode": mode, "sources": ticked, "source_group": group_value}
     errors: dict[str, list[str]] = {}
@@ -50,7 +54,7 @@ def source_choice_from_form(post: QueryDict) -> tuple[SourceChoice, dict[str, An
         errors[INCLUDE] = ["Tick at least one source to ask only those (or choose “every active source”)."]
     choice = SourceChoice.of(
         include=ticked if mode == "include" else (),
-        exclude=ticked if mode == "exclude" else (),
+        exclude=[*(ticked if mode == "exclude" else ()), *also_excluded],
         group=group,
     )
     return choice, form, errors

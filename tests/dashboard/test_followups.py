@@ -3,6 +3,7 @@ conversation and the rewritten question, with htmx and without, and clear errors
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.urls import reverse
@@ -101,6 +102,50 @@ def test_the_follow_up_box_targets_the_page_conversation_and_keeps_the_source_ch
     assert 'hx-target="closest .conversation-host"' in page and 'class="conversation-host"' in page
     assert '<input type="hidden" name="sources_mode" value="exclude">' in form
     assert f'<input type="hidden" name="sources" value="{left_out.pk}">' in form
+
+
+def test_a_question_asked_with_sources_included_and_excluded_keeps_both_in_its_follow_up(
+    analyst_client: Any, db: Any
+) -> None:
+    from tests.factories import SourceFactory
+
+    kept, dropped = SourceFactory(name="almanac", chunk_count=3), SourceFactory(name="rumours", chunk_count=3)
+    earlier = answered(  # the API allows "only these" and "never these" in one question
+        source_selection={
+            "include": [{"id": kept.pk, "name": "almanac"}],
+            "exclude": [{"id": dropped.pk, "name": "rumours"}],
+        }
+    )
+    page = analyst_client.get(reverse("question-detail", args=[earlier.pk])).content.decode()
+    form = page[page.index('id="follow-up-form"') : page.index("</form>", page.index('id="follow-up-form"'))]
+    fields = re.findall(r'<input type="hidden" name="(sources_mode|sources|also_exclude)" value="([^"]+)">', form)
+    assert fields == [("sources_mode", "include"), ("sources", str(kept.pk)), ("also_exclude", str(dropped.pk))]
+
+    data: dict[str, Any] = {"text": "When was it published?", "follows": str(earlier.pk), "strategy": "ra-rag"}
+    data.update(fields)
+    response = analyst_client.post(reverse("ask"), data)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    follow_up = Question.objects.exclude(pk=earlier.pk).get()
+    assert [s["id"] for s in follow_up.source_selection["include"]] == [kept.pk]
+    assert [s["id"] for s in follow_up.source_selection["exclude"]] == [dropped.pk]
+
+
+def test_a_question_that_asked_another_analysts_private_group_says_why_it_offers_no_follow_up(
+    analyst_client: Any, db: Any
+) -> None:
+    from core.models import SourceGroup
+    from tests.factories import SourceFactory, UserFactory
+
+    owner = UserFactory(username="bob")
+    group = SourceGroup.objects.create(name="bob's desk", shared=False, owner=owner)
+    group.sources.set([SourceFactory(name="almanac")])
+    earlier = answered(
+        asked_by=owner, source_selection={"include": [], "exclude": [], "group": {"id": group.pk, "name": group.name}}
+    )
+    page = analyst_client.get(reverse("question-detail", args=[earlier.pk])).content.decode()
+    assert 'id="follow-up-form"' not in page
+    assert 'id="no-follow-up"' in page and "another analyst's private group" in page
+    assert "bob&#x27;s desk" not in page and "bob's desk" not in page  # the group's name stays private
 
 
 def test_htmx_errors_go_under_the_follow_up_box(analyst_client: Any, db: Any) -> None:
