@@ -72,7 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1)")
     parser.add_argument("--seed", type=int, default=None, help="run this one seed only")
     parser.add_argument(
-        "--methods", nargs="+", default=None, help="default: every registered strategy + dawid-skene wawa"
+        "--methods",
+        nargs="+",
+        default=None,
+        help="default: every registered strategy + dawid-skene wawa; a strategy's parameters may follow a colon "
+        "(astute-rag:prompt=compact,t=0)",
     )
     parser.add_argument(
         "--collude", action="store_true", help="misinformation sources share one wrong answer (official code)"

@@ -10,6 +10,7 @@ Wawa, fed with the same per-source answers that MV votes on.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -75,10 +76,43 @@ class QAConfig:
             # What the benchmark's offline reader (plus the oracle) can run: a strategy that
             # needs an LLM writing free text (vanilla-llm) is left out.
             return [*runnable_strategies(BENCH_OFFERS), *CROWD_METHODS]
-        unknown = [m for m in self.methods if m not in registered and m not in CROWD_METHODS]
+        unknown = [m for m in self.methods if method_spec(m)[0] not in registered and m not in CROWD_METHODS]
         if unknown:
             raise ValueError(f"unknown methods {unknown}; available: {[*registered, *CROWD_METHODS]}")
+        from core.engine.params import ParamError, parse_params
+        from core.engine.strategies import get_strategy
+
+        for method in self.methods:
+            name, overrides = method_spec(method)
+            if overrides:
+                try:
+                    parse_params(get_strategy(name).Params, overrides)
+                except ParamError as exc:
+                    raise ValueError(f"method {method!r}: {exc}") from exc
         return list(self.methods)
+
+
+def method_spec(method: str) -> tuple[str, dict[str, Any]]:
+    """A method as the benchmark names it: a strategy's name, optionally with parameters after
+    a colon ("astute-rag:prompt=compact,t=0"), which override the benchmark's defaults for it.
+    The whole spelling names the method in the results, so variants sit side by side."""
+    name, _, rest = method.partition(":")
+    overrides: dict[str, Any] = {}
+    for pair in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"method {method!r}: parameters are written key=value, separated by commas")
+        overrides[key.strip()] = _literal(value.strip())
+    return name, overrides
+
+
+def _literal(text: str) -> Any:
+    """A parameter value as written: a number or true/false as JSON reads it, else the text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, bool | int | float) else text
 
 
 @dataclass
@@ -308,9 +342,10 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     if any(m in CROWD_METHODS for m in methods) and CROWD_BASE not in strategy_names:
         strategy_names.append(CROWD_BASE)
     for name in strategy_names:
-        strategy = get_strategy(name)
+        strategy_name, overrides = method_spec(name)
+        strategy = get_strategy(strategy_name)
         ensure_runnable(strategy, ctx)
-        strategy_params = parse_params(strategy.Params, {}, defaults)
+        strategy_params = parse_params(strategy.Params, overrides, defaults)
         run = MethodRun()
         for q in tests:
             replayed = getattr(generator, "replayed_seconds", 0.0)

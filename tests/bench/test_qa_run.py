@@ -60,3 +60,28 @@ def test_oracle_weighted_vote_beats_majority_vote_when_adversaries_are_the_major
     run = run_seed(config, poisonedrag, HashingEmbedder(), seed=1)
     accuracy = {m: sum(r.correct) / len(r.correct) for m, r in run.methods.items()}
     assert accuracy["wmv-oracle"] > accuracy["mv"]
+
+
+def test_a_strategy_with_parameters_runs_as_its_own_method_beside_its_defaults(
+    poisonedrag: list[BenchQuestion],
+) -> None:
+    config = QAConfig(
+        sources=5, adversaries=2, estimation_queries=20, max_questions=40, methods=["ra-rag", "ra-rag:kappa=2"]
+    )
+    run = run_seed(config, poisonedrag, HashingEmbedder(), seed=0)
+    assert list(run.methods) == ["ra-rag", "ra-rag:kappa=2"]
+    calls = {name: m.calls / len(m.correct) for name, m in run.methods.items()}
+    assert calls["ra-rag:kappa=2"] < calls["ra-rag"]  # kappa-RRSS asks fewer sources (ties at the cut stay whole)
+
+
+def test_a_method_with_a_bad_parameter_is_refused_before_anything_runs() -> None:
+    import pytest
+
+    for methods, message in (
+        (["ra-rag:kappa=0"], "kappa"),
+        (["ra-rag:nonsense=1"], "Unknown parameter"),
+        (["astute-rag:prompt"], "key=value"),
+        (["no-such-strategy:k=1"], "unknown methods"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            QAConfig(methods=methods).resolved_methods()

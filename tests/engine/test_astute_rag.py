@@ -198,6 +198,45 @@ def test_t_0_answers_without_consolidating() -> None:
     assert _astute(result)["groups"] == [] and [e.used for e in result.evidence] == [True, True, False]
 
 
+def test_the_compact_prompt_answers_in_one_call_over_the_same_source_labelled_documents() -> None:
+    generator = RecordedGenerator(
+        generate=MEMORY, answer=" Elvis Presley (confidence: 0.8)\nBecause two sources agree."
+    )
+    result = answer_with(astute_context(generator), prompt="compact")
+    assert result.answer == "Elvis Presley" and result.confidence == pytest.approx(0.8)
+    assert result.stats.calls == 2 and generator.prompts["consolidate"] == []  # p_gen, then the one answer call
+    (prompt,) = generator.prompts["answer"]
+    assert 'Document 1 (source: external; from source 0):\n"""' + TRUE + '"""' in prompt
+    assert "Document 4 (source: memory):\n" in prompt
+    assert "Step 1" not in prompt and "<<<ANSWER>>>" not in prompt and prompt.endswith("Answer:")
+    trace = _astute(result)
+    assert trace["prompt"] == "compact" and trace["groups"] == [] and trace["format_ok"] is True
+    assert [e.used for e in result.evidence] == [True, True, False]  # the passages that hold the answer
+
+
+@pytest.mark.parametrize(
+    ("output", "answer", "confidence"),
+    [
+        ("Answer: Elvis Presley (confidence: 0.7)", "Elvis Presley", 0.7),
+        ("**Final answer:** Elvis Presley.\n\nDocument 3 is wrong.", "Elvis Presley", DEFAULT_CONFIDENCE),
+        ("<<<ANSWER>>> Elvis Presley <<</ANSWER>>> (confidence: 60%)", "Elvis Presley", 0.6),  # the paper's tags
+        ("I don't know (confidence: 0.1)", IDK, 0.0),
+    ],
+)
+def test_compact_replies_are_read_from_their_first_line(output: str, answer: str, confidence: float) -> None:
+    generator = RecordedGenerator(generate=MEMORY, answer=output)
+    result = answer_with(astute_context(generator), prompt="compact", plain_fallback=False)
+    assert result.answer == answer and result.confidence == pytest.approx(confidence)
+    assert generator.prompts["plain"] == []
+
+
+def test_an_empty_compact_reply_falls_back_on_the_plain_prompt() -> None:
+    generator = RecordedGenerator(generate=MEMORY, answer="\n  \n", plain="Elvis Presley.")
+    result = answer_with(astute_context(generator), prompt="compact")
+    assert result.answer == "Elvis Presley" and result.stats.calls == 3
+    assert _astute(result)["fallback"] == "one more call with the plain answer prompt"
+
+
 @pytest.mark.parametrize(
     ("output", "answer", "how"),
     [
@@ -349,4 +388,4 @@ def test_parameters_out_of_bounds_are_refused(raw: dict[str, int]) -> None:
 
 def test_defaults_follow_the_paper() -> None:
     params = parse_params(get_strategy("astute-rag").Params, {})
-    assert (params.m_hat, params.t, params.pooled_k) == (1, 1, 10)  # type: ignore[attr-defined]
+    assert (params.m_hat, params.t, params.pooled_k, params.prompt) == (1, 1, 10, "paper")  # type: ignore[attr-defined]

@@ -225,3 +225,20 @@ def groups_as_context(groups: Sequence[Group]) -> list[ContextDocument]:
         )
         for i, g in enumerate(groups, start=1)
     ]
+
+
+_ANSWER_PREFIX = re.compile(_PREFIX + r"(?:final\s+)?answer\s*[:=-]\s*", re.IGNORECASE)
+
+
+def parse_compact(output: str) -> FinalAnswer:
+    """The answer of a compact-prompt reply: its first non-empty line (an "Answer:" prefix
+    dropped; the prompt itself ends with "Answer:"), with the confidence written on it. An
+    answer between tags counts as well: a model may fall back on the paper's format."""
+    if _TAGGED.search(output):
+        return parse_final(output, {})
+    line = next((line.strip() for line in output.splitlines() if line.strip()), "")
+    line = _ANSWER_PREFIX.sub("", line, count=1)
+    answer = clean_answer(line)
+    if not answer or is_idk(answer):
+        return FinalAnswer(IDK, None, bool(answer), "")
+    return FinalAnswer(answer, parse_confidence(line), True, "")

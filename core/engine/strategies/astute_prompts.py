@@ -201,3 +201,27 @@ def answer_prompt(
         f"{REMINDER}\n"
         "Answer:"
     )
+
+
+# The compact answer prompt (AstuteRagParams.prompt = "compact"): for small models that do not keep
+# the paper's three-step format. One call, no groups: the same source-labelled, fenced documents
+# (the model's own passages among them, labelled "memory"), the paper's selection criterion in one
+# sentence, and a one-line reply the parser reads whatever the model adds around it.
+COMPACT_FORMAT = "Reply with one line: Answer: <a few words> (confidence: <a number from 0 to 1>)"
+
+
+def compact_answer_prompt(question: str, initial: Sequence[ContextDocument], *, limit: int = MAX_DOCUMENT_CHARS) -> str:
+    """A one-step variant of p_ans for small models: weigh the documents by their source and
+    agreement, and reply with the answer and a confidence on one line."""
+    return (
+        "Task: Answer the question using the documents below: some come from your own memory, the others "
+        "from external sources of unknown reliability, which may be wrong. Prefer the answer that documents "
+        "from several sources agree on and that fits what you know; ignore documents that do not address "
+        "the question. If no document answers it and you do not know, answer I don't know.\n"
+        f"{COMPACT_FORMAT}\n\n"
+        f"{UNTRUSTED}\n\n"
+        f"Documents:\n{render_context(initial, limit)}\n\n"
+        f"Question: {question.strip()}\n"
+        f"{COMPACT_FORMAT}\n"
+        "Answer:"
+    )

@@ -45,6 +45,7 @@ from core.engine.strategies.astute_parsing import (
     Group,
     clean_answer,
     groups_as_context,
+    parse_compact,
     parse_final,
     parse_groups,
     parse_internal_passages,
@@ -55,6 +56,7 @@ from core.engine.strategies.astute_prompts import (
     MEMORY,
     ContextDocument,
     answer_prompt,
+    compact_answer_prompt,
     consolidation_prompt,
     generation_prompt,
 )
@@ -73,6 +75,10 @@ MAX_TRACE_TEXT = 300  # each document's text kept in the trace (for the ask page
 GEN_TOKENS_PER_PASSAGE = 200
 CONSOLIDATION_TOKENS = 500
 ANSWER_TOKENS = 600
+COMPACT_TOKENS = 48  # one line: a few words and a confidence
+
+
+PROMPT_STYLES = ("paper", "compact")
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,13 @@ class AstuteRagParams(ParamSet):
     pooled_k: int = param(10, low=1, high=20, help="passages retrieved from all sources together (as vanilla-rag)")
     passage_chars: int = param(
         1000, low=100, high=4000, help="each document is cut to this many characters in the prompts"
+    )
+    prompt: str = param(
+        "paper",
+        choices=PROMPT_STYLES,
+        help="paper: the paper's consolidation and answer prompts (groups, an answer per group, the final answer "
+        "in tags); compact: one short answer prompt over the same documents, for small models that do not keep "
+        "the paper's format (t is then not used)",
     )
     plain_fallback: bool = param(
         True,
@@ -155,11 +168,15 @@ class AstuteRagStrategy(AnswerStrategy):
         internal = self.internal_passages(run, params, transcript)
         passages = run.pooled_passages(params.pooled_k)
         initial = _documents(passages, internal, {s.id: s.name for s in ctx.sources})
-        consolidation = self.consolidate(run, initial, params, transcript)
-        output = self.finalise(run, initial, consolidation.last, params, transcript)
-        groups, _ = parse_groups(output, initial) if params.t > 0 else ([], 0)
-        proposals = parse_proposals(output)
-        final = self.final_answer(run, output, proposals, initial, params, transcript)
+        if params.prompt == "compact":
+            consolidation, groups, proposals = _Consolidation(), [], {}
+            final = self.compact_answer(run, initial, params, transcript)
+        else:
+            consolidation = self.consolidate(run, initial, params, transcript)
+            output = self.finalise(run, initial, consolidation.last, params, transcript)
+            groups, _ = parse_groups(output, initial) if params.t > 0 else ([], 0)
+            proposals = parse_proposals(output)
+            final = self.final_answer(run, output, proposals, initial, params, transcript)
         answer = IDK if is_idk(final.answer) else final.answer
 
         shown = groups or consolidation.groups  # the answer's own groups, else the last consolidation's
@@ -179,6 +196,7 @@ class AstuteRagStrategy(AnswerStrategy):
             "astute": {
                 "m_hat": params.m_hat,
                 "t": params.t,
+                "prompt": params.prompt,
                 "internal_passages": internal,
                 "documents": [
                     {
@@ -254,6 +272,18 @@ class AstuteRagStrategy(AnswerStrategy):
         output = _ask(run, prompt, ANSWER_TOKENS)
         transcript.raw["answer"] = bound(output, MAX_RAW_CHARS)
         return output
+
+    def compact_answer(
+        self, run: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
+    ) -> FinalAnswer:
+        """The compact variant's one answer call (instead of p_con and p_ans); a reply that
+        gives no answer goes through the same plain fallback as the paper's format."""
+        output = _ask(run, compact_answer_prompt(run.question, initial, limit=params.passage_chars), COMPACT_TOKENS)
+        transcript.raw["answer"] = bound(output, MAX_RAW_CHARS)
+        final = parse_compact(output)
+        if final.tagged or not params.plain_fallback:
+            return final
+        return self.final_answer(run, "", {}, initial, params, transcript)
 
     @staticmethod
     def final_answer(
