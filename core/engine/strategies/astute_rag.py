@@ -20,6 +20,10 @@
    on by default: small models rarely keep the format, and abstaining on every broken output
    threw their answers away), else the strategy abstains. ``t = 0`` skips consolidation:
    p_ans only compares the documents and answers.
+5. ``prompt = "compact"`` (not the paper's; for small models that do not keep its three-step
+   format) replaces steps 3 and 4 with one short answer prompt over the same D0: the documents
+   labelled and fenced as above, the paper's criterion (agreement across sources, consistency
+   with the model's own knowledge) in one sentence, and a one-line "answer (confidence)" reply.
 
 The confidence is the one the model gives its chosen answer (after the final tag, or on the
 matching group's answer line; a number in [0, 1] or a percentage), else DEFAULT_CONFIDENCE;
@@ -168,8 +172,10 @@ class AstuteRagStrategy(AnswerStrategy):
         internal = self.internal_passages(run, params, transcript)
         passages = run.pooled_passages(params.pooled_k)
         initial = _documents(passages, internal, {s.id: s.name for s in ctx.sources})
+        groups: list[Group] = []
+        proposals: dict[int, tuple[str, float | None]] = {}
         if params.prompt == "compact":
-            consolidation, groups, proposals = _Consolidation(), [], {}
+            consolidation = _Consolidation()
             final = self.compact_answer(run, initial, params, transcript)
         else:
             consolidation = self.consolidate(run, initial, params, transcript)
