@@ -130,7 +130,7 @@ class SeedRun:
     seed: int
     methods: dict[str, MethodRun]
     true_reliability: dict[int, float]
-    estimated_accuracy: dict[int, float]  # w_i of the configured estimator (IWMV by default)
+    estimated_accuracy: dict[int, float]  # w_i of the configured estimator (the product's default unless set)
     estimated_weight: dict[int, float]  # v_i
     answers_count: dict[int, int]
     estimation_calls: int
@@ -287,7 +287,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         oracle=true,
     )
 
-    # Reliability estimation over the fact-checking queries (IWMV unless configured otherwise).
+    # Reliability estimation over the fact-checking queries (the product's default estimator unless set).
     replayed = getattr(generator, "replayed_seconds", 0.0)
     started = time.perf_counter()
     estimation_texts = [corpus.question(q).question for q in corpus.estimation_ids]
