@@ -82,6 +82,7 @@ class QAConfig:
         from core.engine.params import ParamError, parse_params
         from core.engine.strategies import get_strategy
 
+        seen: dict[tuple[str, tuple[tuple[str, Any], ...]], str] = {}
         for method in self.methods:
             name, overrides = method_spec(method)
             if overrides:
@@ -89,6 +90,9 @@ class QAConfig:
                     parse_params(get_strategy(name).Params, overrides)
                 except ParamError as exc:
                     raise ValueError(f"method {method!r}: {exc}") from exc
+            same = seen.setdefault((name, tuple(sorted(overrides.items()))), method)
+            if same != method or self.methods.count(method) > 1:
+                raise ValueError(f"method {method!r} is given twice (as {same!r}): each method runs once")
         return list(self.methods)
 
 
@@ -96,7 +100,9 @@ def method_spec(method: str) -> tuple[str, dict[str, Any]]:
     """A method as the benchmark names it: a strategy's name, optionally with parameters after
     a colon ("astute-rag:prompt=compact,t=0"), which override the benchmark's defaults for it.
     The whole spelling names the method in the results, so variants sit side by side."""
-    name, _, rest = method.partition(":")
+    name, colon, rest = method.partition(":")
+    if colon and not rest.strip():
+        raise ValueError(f"method {method!r}: no parameters after the colon (write {name!r} for its defaults)")
     overrides: dict[str, Any] = {}
     for pair in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = pair.partition("=")

@@ -10,7 +10,7 @@ from django.db.models import Count, F
 from django.http import QueryDict
 
 from core.models import Question
-from core.services.source_selection import EXCLUDE, GROUP, INCLUDE, SourceChoice, visible_groups
+from core.services.source_selection import EXCLUDE, GROUP, INCLUDE, MAX_CHOSEN, SourceChoice, visible_groups
 from sources.models import Source
 
 MODES = ("all", "include", "exclude")
@@ -36,9 +36,13 @@ def source_choice_from_form(post: QueryDict) -> tuple[SourceChoice, dict[str, An
     mode = mode if mode in MODES else "all"
     ticked, bad = _whole_numbers(post.getlist("sources"))
     # A follow-up's hidden copy of a question asked (through the API) with "only these" and
-    # "never these" at once: the ids never to ask, whatever the mode.
-    also_excluded, bad_excluded = _whole_numbers(post.getlist("also_exclude"))
-    bad += bad_excluded
+    # "never these" at once: the ids never to ask, whatever the mode. Read only with a follow-up;
+    # a source deleted since then is dropped (excluding it again would change nothing).
+    also_excluded: list[int] = []
+    if post.get("follows"):
+        also_excluded, bad_excluded = _whole_numbers(post.getlist("also_exclude")[:MAX_CHOSEN])
+        bad += bad_excluded
+        also_excluded = list(Source.objects.filter(pk__in=also_excluded).values_list("pk", flat=True))
     group_value = post.get("source_group", "").strip()
     form = {"sources_mode": mode, "sources": ticked, "source_group": group_value}
     errors: dict[str, list[str]] = {}

@@ -82,6 +82,9 @@ def test_a_method_with_a_bad_parameter_is_refused_before_anything_runs() -> None
         (["ra-rag:nonsense=1"], "Unknown parameter"),
         (["astute-rag:prompt"], "key=value"),
         (["no-such-strategy:k=1"], "unknown methods"),
+        (["ra-rag:"], "no parameters after the colon"),
+        (["mv", "mv"], "given twice"),
+        (["ra-rag:kappa=3,tau=0.2", "ra-rag:tau=0.2, kappa=3"], "given twice"),
     ):
         with pytest.raises(ValueError, match=message):
             QAConfig(methods=methods).resolved_methods()

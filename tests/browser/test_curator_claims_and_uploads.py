@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -37,10 +38,13 @@ def _upload(driver: Any, base: str, *, name: str, path: Path) -> None:
 
 
 def _wait_for_job(driver: Any) -> None:
-    WebDriverWait(driver, WAIT).until(
-        lambda d: d.find_element(By.ID, "job-status").get_attribute("data-state") in {"succeeded", "failed"}
-    )
-    assert driver.find_element(By.ID, "job-status").get_attribute("data-state") == "succeeded"
+    # htmx replaces the job panel every second: a read that lands between two swaps is retried.
+    def ended(d: Any) -> str | None:
+        state = d.find_element(By.ID, "job-status").get_attribute("data-state")
+        return state if state in {"succeeded", "failed"} else None
+
+    state = WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)).until(ended)
+    assert state == "succeeded"
 
 
 def test_a_curator_creates_a_source_with_its_first_upload_and_a_malformed_one_leaves_nothing(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -73,7 +74,7 @@ def test_a_curator_runs_an_estimation_and_reads_the_results(browser: Any, live_s
     start_run(browser, base, tau="0.05")
     assert "Changes against" in browser.find_element(By.ID, "run-result").text
     # The job may show 100% a moment before it records success; the panel polls until it does.
-    WebDriverWait(browser, 30).until(
+    WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,)).until(
         lambda d: d.find_element(By.ID, "job-status").get_attribute("data-state") == "succeeded"
     )
     scores = browser.find_element(By.ID, "score-table").text

@@ -107,27 +107,66 @@ def test_the_follow_up_box_targets_the_page_conversation_and_keeps_the_source_ch
 def test_a_question_asked_with_sources_included_and_excluded_keeps_both_in_its_follow_up(
     analyst_client: Any, db: Any
 ) -> None:
+    from core.models import SourceGroup
     from tests.factories import SourceFactory
 
-    kept, dropped = SourceFactory(name="almanac", chunk_count=3), SourceFactory(name="rumours", chunk_count=3)
-    earlier = answered(  # the API allows "only these" and "never these" in one question
+    almanac, gazette, rumours, blog = (
+        SourceFactory(name=name, chunk_count=3) for name in ("almanac", "gazette", "rumours", "blog")
+    )
+    group = SourceGroup.objects.create(name="desk", shared=True)
+    group.sources.set([almanac, rumours])
+    earlier = answered(  # the API allows a group, "only these" and "never these" in one question
         source_selection={
-            "include": [{"id": kept.pk, "name": "almanac"}],
-            "exclude": [{"id": dropped.pk, "name": "rumours"}],
+            "group": {"id": group.pk, "name": "desk"},
+            "include": [{"id": gazette.pk, "name": "gazette"}],
+            "exclude": [{"id": rumours.pk, "name": "rumours"}],
         }
     )
     page = analyst_client.get(reverse("question-detail", args=[earlier.pk])).content.decode()
     form = page[page.index('id="follow-up-form"') : page.index("</form>", page.index('id="follow-up-form"'))]
-    fields = re.findall(r'<input type="hidden" name="(sources_mode|sources|also_exclude)" value="([^"]+)">', form)
-    assert fields == [("sources_mode", "include"), ("sources", str(kept.pk)), ("also_exclude", str(dropped.pk))]
+    names = "sources_mode|sources|also_exclude|source_group"
+    fields = re.findall(rf'<input type="hidden" name="({names})" value="([^"]+)">', form)
+    assert sorted(fields) == sorted(
+        [
+            ("sources_mode", "include"),
+            ("sources", str(gazette.pk)),
+            ("also_exclude", str(rumours.pk)),
+            ("source_group", str(group.pk)),
+        ]
+    )
 
-    data: dict[str, Any] = {"text": "When was it published?", "follows": str(earlier.pk), "strategy": "ra-rag"}
-    data.update(fields)
-    response = analyst_client.post(reverse("ask"), data)
-    assert response.status_code == 302, response.content.decode()[-3000:]
-    follow_up = Question.objects.exclude(pk=earlier.pk).get()
-    assert [s["id"] for s in follow_up.source_selection["include"]] == [kept.pk]
-    assert [s["id"] for s in follow_up.source_selection["exclude"]] == [dropped.pk]
+    def follow_up(extra: list[tuple[str, str]]) -> Question:
+        data: dict[str, Any] = {"text": "When was it published?", "follows": str(earlier.pk), "strategy": "ra-rag"}
+        for name, value in [*fields, *extra]:
+            data.setdefault(name, []).append(value)
+        response = analyst_client.post(reverse("ask"), data)
+        assert response.status_code == 302, response.content.decode()[-3000:]
+        return Question.objects.latest("id")
+
+    # The group's sources and the one included, less the one excluded: as the first question asked.
+    asked = follow_up([])
+    assert {s["id"] for s in asked.source_selection["allowed"]} == {almanac.pk, gazette.pk}
+    assert [s["id"] for s in asked.source_selection["exclude"]] == [rumours.pk]
+    # A source deleted since is dropped from the exclusions rather than refusing the follow-up.
+    gone = SourceFactory(name="gone")
+    gone_pk = gone.pk
+    gone.delete()
+    asked = follow_up([("also_exclude", str(gone_pk))])
+    assert [s["id"] for s in asked.source_selection["exclude"]] == [rumours.pk]
+    assert blog.pk not in {s["id"] for s in asked.source_selection["allowed"]}
+
+
+def test_also_exclude_means_nothing_outside_a_follow_up(analyst_client: Any, db: Any) -> None:
+    from tests.factories import SourceFactory
+
+    SourceFactory(name="almanac", chunk_count=3)
+    other = SourceFactory(name="gazette", chunk_count=3)
+    response = analyst_client.post(
+        reverse("ask"),
+        {"text": "Who wrote Dracula?", "strategy": "ra-rag", "also_exclude": [str(other.pk)]},
+    )
+    assert response.status_code == 302
+    assert not Question.objects.latest("id").source_selection  # every active source, as the visible form says
 
 
 def test_a_question_that_asked_another_analysts_private_group_says_why_it_offers_no_follow_up(

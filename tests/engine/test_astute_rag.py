@@ -219,22 +219,42 @@ def test_the_compact_prompt_answers_in_one_call_over_the_same_source_labelled_do
     [
         ("Answer: Elvis Presley (confidence: 0.7)", "Elvis Presley", 0.7),
         ("**Final answer:** Elvis Presley.\n\nDocument 3 is wrong.", "Elvis Presley", DEFAULT_CONFIDENCE),
+        ("Here is my answer:\nElvis Presley (confidence: 0.6)", "Elvis Presley", 0.6),  # a preface is skipped
+        ("Answer:\nElvis Presley", "Elvis Presley", DEFAULT_CONFIDENCE),  # the answer on the next line
+        ("Two sources agree.\nAnswer: Elvis Presley (confidence: 0.9)", "Elvis Presley", 0.9),  # the labelled line
         ("<<<ANSWER>>> Elvis Presley <<</ANSWER>>> (confidence: 60%)", "Elvis Presley", 0.6),  # the paper's tags
-        ("I don't know (confidence: 0.1)", IDK, 0.0),
+        ("I don't know (confidence: 0.1)", IDK, 0.0),  # an abstention is an answer: no fallback
     ],
 )
-def test_compact_replies_are_read_from_their_first_line(output: str, answer: str, confidence: float) -> None:
-    generator = RecordedGenerator(generate=MEMORY, answer=output)
-    result = answer_with(astute_context(generator), prompt="compact", plain_fallback=False)
+def test_compact_replies_are_read_without_a_second_call(output: str, answer: str, confidence: float) -> None:
+    generator = RecordedGenerator(generate=MEMORY, answer=output, plain="Frank Sinatra")
+    result = answer_with(astute_context(generator), prompt="compact")
     assert result.answer == answer and result.confidence == pytest.approx(confidence)
-    assert generator.prompts["plain"] == []
+    assert generator.prompts["plain"] == [] and result.notes == []
 
 
-def test_an_empty_compact_reply_falls_back_on_the_plain_prompt() -> None:
-    generator = RecordedGenerator(generate=MEMORY, answer="\n  \n", plain="Elvis Presley.")
+@pytest.mark.parametrize(
+    "output",
+    [
+        "\n  \n",
+        "<a few words> (confidence: <a number from 0 to 1>)",  # the format copied back
+        "Based on the documents above, several of which disagree, the song was first recorded by a singer in 1961.",
+    ],
+)
+def test_a_compact_reply_without_an_answer_line_falls_back_on_the_plain_prompt_and_says_so(output: str) -> None:
+    generator = RecordedGenerator(generate=MEMORY, answer=output, plain="Elvis Presley.")
     result = answer_with(astute_context(generator), prompt="compact")
     assert result.answer == "Elvis Presley" and result.stats.calls == 3
     assert _astute(result)["fallback"] == "one more call with the plain answer prompt"
+    assert result.notes == [
+        "The model's reply to the compact prompt held no usable answer line: the answer was taken from one more "
+        "call with the plain answer prompt."
+    ]
+    abstained = answer_with(
+        astute_context(RecordedGenerator(generate=MEMORY, answer=output)), prompt="compact", plain_fallback=False
+    )
+    assert abstained.answer == IDK and abstained.stats.calls == 2
+    assert any("held no usable answer line: the strategy abstained" in n for n in abstained.notes)
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ _FINAL_LINE = re.compile(
 )
 _DOC_HEADER = re.compile(r"^\s*(?:\*\*)?\s*document\s*\d+\s*(?:\*\*)?\s*:\s*", re.IGNORECASE | re.MULTILINE)
 _RANGE = re.compile(r"(\d+)\s*(?:-|–|to)\s*(\d+)")
-_PLACEHOLDERS = {"your answer", "answer", "short answer", "exact answer"}
+_PLACEHOLDERS = {"your answer", "answer", "short answer", "exact answer", "a few words"}
 _MEMORY_WORDS = ("memory", "memorized", "internal", "own knowledge")
 _EXTERNAL_WORDS = ("external", "retriev", "web")
 
@@ -228,17 +228,23 @@ def groups_as_context(groups: Sequence[Group]) -> list[ContextDocument]:
 
 
 _ANSWER_PREFIX = re.compile(_PREFIX + r"(?:final\s+)?answer\s*[:=-]\s*", re.IGNORECASE)
+_TEMPLATE = re.compile(r"<[^<>]*>")  # the format line copied back: "<a few words> (confidence: <...>)"
 
 
 def parse_compact(output: str) -> FinalAnswer:
-    """The answer of a compact-prompt reply: its first non-empty line (an "Answer:" prefix
-    dropped; the prompt itself ends with "Answer:"), with the confidence written on it. An
+    """The answer of a compact-prompt reply: an "Answer:" line if the reply has one, else its
+    first line that is not a preface ending with a colon (the prompt itself ends with
+    "Answer:"), with the confidence written on it. A line longer than a short reply, or the
+    format copied back, is no answer (``tagged`` and ``how`` empty: the caller falls back). An
     answer between tags counts as well: a model may fall back on the paper's format."""
     if _TAGGED.search(output):
         return parse_final(output, {})
-    line = next((line.strip() for line in output.splitlines() if line.strip()), "")
-    line = _ANSWER_PREFIX.sub("", line, count=1)
-    answer = clean_answer(line)
-    if not answer or is_idk(answer):
-        return FinalAnswer(IDK, None, bool(answer), "")
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    labelled = [rest for line in lines if (rest := _ANSWER_PREFIX.sub("", line, count=1)) != line and rest]
+    line = next(iter(labelled), next((line for line in lines if not line.endswith(":")), ""))
+    answer = "" if _TEMPLATE.search(line) else clean_answer(line)
+    if not answer or len(answer.split()) > SHORT_REPLY_WORDS:
+        return FinalAnswer(IDK, None, False, "")
+    if is_idk(answer):
+        return FinalAnswer(IDK, None, True, "")
     return FinalAnswer(answer, parse_confidence(line), True, "")

@@ -80,6 +80,7 @@ GEN_TOKENS_PER_PASSAGE = 200
 CONSOLIDATION_TOKENS = 500
 ANSWER_TOKENS = 600
 COMPACT_TOKENS = 48  # one line: a few words and a confidence
+PLAIN_FALLBACK = "one more call with the plain answer prompt"
 
 
 PROMPT_STYLES = ("paper", "compact")
@@ -282,17 +283,35 @@ class AstuteRagStrategy(AnswerStrategy):
     def compact_answer(
         self, run: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
     ) -> FinalAnswer:
-        """The compact variant's one answer call (instead of p_con and p_ans); a reply that
-        gives no answer goes through the same plain fallback as the paper's format."""
+        """The compact variant's one answer call (instead of p_con and p_ans); a reply with no
+        usable answer line goes to the same plain fallback as the paper's format, with a note."""
         output = _ask(run, compact_answer_prompt(run.question, initial, limit=params.passage_chars), COMPACT_TOKENS)
         transcript.raw["answer"] = bound(output, MAX_RAW_CHARS)
         final = parse_compact(output)
-        if final.tagged or not params.plain_fallback:
+        if final.tagged or final.how:
             return final
-        return self.final_answer(run, "", {}, initial, params, transcript)
+        if params.plain_fallback:
+            final = self.plain_answer(run, initial, params, transcript) or final
+        taken = f"the answer was taken from {final.how}" if final.how else "the strategy abstained"
+        transcript.notes.append(f"The model's reply to the compact prompt held no usable answer line: {taken}.")
+        return final
 
     @staticmethod
+    def plain_answer(
+        run: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
+    ) -> FinalAnswer | None:
+        """The plain answer prompt over the same documents D0 (the format fallback); None when
+        it abstains too."""
+        texts = [bound(d.text, params.passage_chars) for d in initial]
+        generations = run.generate([GenerationRequest(run.question, texts)])
+        plain = generations[0].text if generations else ""
+        transcript.raw["plain"] = bound(plain, MAX_RAW_CHARS)
+        first = next((line for line in plain.splitlines() if line.strip()), "")
+        answer_text = "" if is_idk(first) else clean_answer(first)
+        return FinalAnswer(answer_text, None, False, PLAIN_FALLBACK) if answer_text else None
+
     def final_answer(
+        self,
         run: Answering,
         output: str,
         proposals: dict[int, tuple[str, float | None]],
@@ -305,14 +324,7 @@ class AstuteRagStrategy(AnswerStrategy):
         answer without tags is said in a note."""
         final = parse_final(output, proposals)
         if not final.tagged and not final.how and params.plain_fallback:
-            texts = [bound(d.text, params.passage_chars) for d in initial]
-            generations = run.generate([GenerationRequest(run.question, texts)])
-            plain = generations[0].text if generations else ""
-            transcript.raw["plain"] = bound(plain, MAX_RAW_CHARS)
-            first = next((line for line in plain.splitlines() if line.strip()), "")
-            answer_text = "" if is_idk(first) else clean_answer(first)
-            if answer_text:
-                final = FinalAnswer(answer_text, None, False, "one more call with the plain answer prompt")
+            final = self.plain_answer(run, initial, params, transcript) or final
         if not final.tagged:
             taken = f"the answer was taken from {final.how}" if final.how else "the strategy abstained"
             transcript.notes.append(f"The model did not mark its final answer with <<<ANSWER>>> tags: {taken}.")
