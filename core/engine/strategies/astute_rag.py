@@ -89,7 +89,11 @@ PROMPT_STYLES = ("paper", "compact")
 @dataclass(frozen=True)
 class AstuteRagParams(ParamSet):
     m_hat: int = param(
-        1, low=0, high=5, help="at most this many passages the model writes from its own memory (0: none)"
+        1,
+        low=0,
+        high=5,
+        help="at most this many passages the model writes from its own memory (0: none; with a small local "
+        "model 0 does better: its own passages are mostly fragments, docs/benchmarks.md)",
     )
     t: int = param(
         1,
