@@ -15,11 +15,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from core.engine.claims.mapping import ClaimMapping
 from sources.claims import load_claims
 from sources.models import Claim, Document, Source
 from tests.browser.conftest import screenshot
 from tests.browser.helpers import WAIT, log_in
+from tests.services.helpers import DEPARTURES_CSV, DEPARTURES_MAPPING
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 
@@ -85,22 +85,7 @@ def test_a_curator_creates_a_source_with_its_first_upload_and_a_malformed_one_le
     assert "Added" in browser.find_element(By.ID, "change-history").text
 
 
-FLIGHTS = ClaimMapping.from_json(
-    {
-        "subject": "flight",
-        "source": "site",
-        "attributes": {
-            "actual departure time": {"field": "dep", "normalizer": "time"},
-            "actual arrival time": {"field": "arr", "normalizer": "time"},
-        },
-    }
-)
-ROWS = (
-    b"site,flight,dep,arr\n"
-    b"airline,UA-10-SFO-JFK,7:10 a.m.,3:40 p.m.\n"
-    b"airport,UA-10-SFO-JFK,07:10,3:40 p.m.\n"
-    b"tracker,UA-10-SFO-JFK,7:10 AM,3:41 p.m.\n"
-    b"rumours,UA-10-SFO-JFK,9:45 p.m.,11:00 p.m.\n"
+ROWS = DEPARTURES_CSV + (  # a second flight: four (flight, attribute) items in all
     b"airline,DL-20-ATL-LAX,8:05 a.m.,10:15 a.m.\n"
     b"airport,DL-20-ATL-LAX,08:05,10:15 a.m.\n"
     b"rumours,DL-20-ATL-LAX,6:00 p.m.,10:15 a.m.\n"
@@ -110,7 +95,7 @@ ROWS = (
 def test_a_claims_run_starts_from_the_runs_page_and_multirag_answers_from_the_claims(
     browser: Any, live_server: Any, seeded: Any
 ) -> None:
-    load_claims([("flights.csv", ROWS)], FLIGHTS)
+    load_claims([("flights.csv", ROWS)], DEPARTURES_MAPPING)
     base = live_server.url
     log_in(browser, base, seeded["user"].username)
 

@@ -5,34 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.engine.claims.mapping import ClaimMapping
 from core.engine.strategies import Requirement
 from core.services.asking import ask_now
 from core.services.engine_context import build_context, configured_offers
 from sources.claims import load_claims
 from sources.models import Claim, Source
-
-MAPPING = ClaimMapping.from_json(
-    {
-        "subject": "flight",
-        "source": "site",
-        "attributes": {
-            "actual departure time": {"field": "dep", "normalizer": "time"},
-            "actual arrival time": {"field": "arr", "normalizer": "time"},
-        },
-    }
-)
-ROWS = (
-    b"site,flight,dep,arr\n"
-    b"airline,UA-10-SFO-JFK,7:10 a.m.,3:40 p.m.\n"
-    b"airport,UA-10-SFO-JFK,07:10,3:40 p.m.\n"
-    b"tracker,UA-10-SFO-JFK,7:10 AM,3:41 p.m.\n"
-    b"rumours,UA-10-SFO-JFK,9:45 p.m.,11:00 p.m.\n"
-)
+from tests.services.helpers import DEPARTURES_CSV, DEPARTURES_MAPPING
 
 
 def _load(reliability: dict[str, float]) -> None:
-    load_claims([("flights.csv", ROWS)], MAPPING)
+    load_claims([("flights.csv", DEPARTURES_CSV)], DEPARTURES_MAPPING)
     for name, value in reliability.items():
         Source.objects.filter(name=name).update(reliability=value, reliability_answers=40)
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from core.engine.claims.extraction import DOCUMENT_END, DOCUMENT_START, parse_triples, triple_prompt
+from runtime.jobs import NullProgress
 from sources import claims as claim_service
 from sources.claims import (
     ClaimExtractionUnavailable,
@@ -33,18 +34,11 @@ def test_text_yields_no_claims_with_the_offline_reader_and_says_why(db, settings
     assert Claim.objects.count() == 0 and Job.objects.count() == 0
 
 
-class RecordingProgress:
+class RecordingProgress(NullProgress):
+    """Progress that keeps the lines logged (the rest goes nowhere)."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
-
-    def set_total(self, total: int, message: str | None = None) -> None:
-        pass
-
-    def advance(self, step: int = 1, message: str | None = None) -> None:
-        pass
-
-    def set_progress(self, current: int, message: str | None = None) -> None:
-        pass
 
     def log(self, line: str) -> None:
         self.lines.append(line)
