@@ -10,7 +10,6 @@ Wawa, fed with the same per-source answers that MV votes on.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
 from core.bench.metrics import correlations
 from core.engine.estimation import calibration_from_records
+from core.engine.params import parse_assignments
 from core.engine.reliability import DEFAULT_ESTIMATOR, get_estimator
 from core.engine.strategies.base import Requirement
 from core.engine.text import IDK, answer_contains_gold
@@ -90,9 +90,10 @@ class QAConfig:
                     parse_params(get_strategy(name).Params, overrides)
                 except ParamError as exc:
                     raise ValueError(f"method {method!r}: {exc}") from exc
-            same = seen.setdefault((name, tuple(sorted(overrides.items()))), method)
-            if same != method or self.methods.count(method) > 1:
-                raise ValueError(f"method {method!r} is given twice (as {same!r}): each method runs once")
+            key = (name, tuple(sorted(overrides.items())))
+            if key in seen:
+                raise ValueError(f"method {method!r} is given twice (as {seen[key]!r}): each method runs once")
+            seen[key] = method
         return list(self.methods)
 
 
@@ -103,22 +104,11 @@ def method_spec(method: str) -> tuple[str, dict[str, Any]]:
     name, colon, rest = method.partition(":")
     if colon and not rest.strip():
         raise ValueError(f"method {method!r}: no parameters after the colon (write {name!r} for its defaults)")
-    overrides: dict[str, Any] = {}
-    for pair in filter(None, (p.strip() for p in rest.split(","))):
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"method {method!r}: parameters are written key=value, separated by commas")
-        overrides[key.strip()] = _literal(value.strip())
-    return name, overrides
-
-
-def _literal(text: str) -> Any:
-    """A parameter value as written: a number or true/false as JSON reads it, else the text."""
     try:
-        value = json.loads(text)
-    except ValueError:
-        return text
-    return value if isinstance(value, bool | int | float) else text
+        overrides = parse_assignments(p.strip() for p in rest.split(",") if p.strip())
+    except ValueError as exc:
+        raise ValueError(f"method {method!r}: parameters are written key=value, separated by commas") from exc
+    return name, overrides
 
 
 @dataclass

@@ -9,10 +9,11 @@ half-valid reaches a worker.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 P = TypeVar("P", bound="ParamSet")
@@ -135,3 +136,19 @@ def parse_params(cls: type[P], raw: Mapping[str, Any] | None, defaults: Mapping[
     if errors:
         raise ParamError(errors)
     return cls(**values)
+
+
+def parse_assignments(pairs: Iterable[str]) -> dict[str, Any]:
+    """NAME=VALUE pairs as raw parameters for parse_params (the ask command's --param, the
+    benchmark's method parameters): VALUE as JSON reads it (5, 0.2, true), a bare word as text.
+    Raises ValueError naming the first pair that is not NAME=VALUE."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{pair!r}: write NAME=VALUE")
+        try:
+            params[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            params[name.strip()] = value  # a bare word is text
+    return params

@@ -6,7 +6,7 @@ import pytest
 
 from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
-from core.engine.params import ParamError, parse_params
+from core.engine.params import ParamError, parse_assignments, parse_params
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import (
     EngineContext,
@@ -188,3 +188,11 @@ def test_it_validates_each_strategys_own_parameters() -> None:
     with pytest.raises(ParamError) as bad:
         parse_params(get_strategy("vanilla-rag").Params, {"kappa": 3})
     assert "kappa" in bad.value.errors["params"]
+
+
+def test_name_value_pairs_read_their_values_as_json_and_bare_words_as_text() -> None:
+    raw = parse_assignments(["kappa=4", " tau = 0.2", "plain_fallback=true", "prompt=compact", 'label="x=1"'])
+    assert raw == {"kappa": 4, "tau": 0.2, "plain_fallback": True, "prompt": "compact", "label": "x=1"}
+    for bad in ("kappa", "=4"):
+        with pytest.raises(ValueError, match="write NAME=VALUE"):
+            parse_assignments(["tau=0.2", bad])

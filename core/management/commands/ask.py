@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.engine.params import parse_assignments
 from core.engine.strategies import available_strategies
 from core.models import Question
 from core.services.asking import ask_now
@@ -49,16 +50,10 @@ def question_json(question: Question) -> dict[str, Any]:
 
 
 def _params(pairs: list[str]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise CommandError(f"--param {pair!r}: write NAME=VALUE")
-        try:
-            params[name.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            params[name.strip()] = value  # a bare word is text
-    return params
+    try:
+        return parse_assignments(pairs)
+    except ValueError as exc:
+        raise CommandError(f"--param {exc}") from exc
 
 
 class Command(BaseCommand):
