@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 import subprocess
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -27,6 +26,7 @@ from tasks.jobs import reap_stale_jobs, wait_for_job
 from tasks.models import Job
 from tasks.progress import JobProgress
 from tasks.signals import _fail_jobs_left_running
+from tasks.tasks import ingest_files as ingest_task
 from tests.factories import EstimationRunFactory, JobFactory, SourceFactory
 from tests.services.corpus import build_corpus
 
@@ -44,19 +44,17 @@ def running_job(kind: str = Job.Kind.OTHER, worker: str = "worker-a@host", heart
     )
 
 
-class SlowEmbedder:
-    """Vectors of the right size, taking `per_text` seconds per text (a big file's embedding)."""
+class RandomEmbedder:
+    """Unit vectors of the right size at once, recording each call's batch size."""
 
-    name = "slow-test-embedder"
+    name = "random-test-embedder"
     dimension = 384
 
-    def __init__(self, per_text: float = 0.0) -> None:
-        self.per_text = per_text
+    def __init__(self) -> None:
         self.calls: list[int] = []
 
     def encode(self, texts, batch_size: int = 64):
         self.calls.append(len(texts))
-        time.sleep(self.per_text * len(texts))
         rng = np.random.default_rng(len(self.calls))
         vectors = rng.normal(size=(len(texts), self.dimension)).astype(np.float32)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -198,7 +196,7 @@ def test_the_failure_write_gives_up_after_its_bounded_backoff(transactional_db, 
 
 def test_a_big_file_is_embedded_in_batches_with_a_heartbeat_after_each_and_stored_in_one_piece(db):
     source = SourceFactory(name="big")
-    embedder = SlowEmbedder()
+    embedder = RandomEmbedder()
     beats: list[tuple[int, int]] = []
     outcome = store_documents(
         source,
@@ -220,7 +218,7 @@ def test_ingestion_reports_each_embedded_batch_as_a_heartbeat_naming_the_file(db
     rows = ["title,text"] + [f"r{i},{long_documents(1, str(i))[0].text}" for i in range(100)]
     (tmp_path / "big.csv").write_text("\n".join(rows) + "\n")
     messages: list[str] = []
-    ingest_files(source, [tmp_path / "big.csv"], SlowEmbedder(), heartbeat=messages.append)
+    ingest_files(source, [tmp_path / "big.csv"], RandomEmbedder(), heartbeat=messages.append)
     total = Chunk.objects.filter(source=source).count()
     assert total > 512
     assert messages == [f"big.csv: embedded {min(n, total)} of {total} chunks" for n in range(512, total + 512, 512)]
@@ -240,7 +238,7 @@ def test_a_database_failure_mid_file_stores_nothing_of_that_file_keeps_the_earli
 
     paths = [tmp_path / "a.txt", tmp_path / "b.csv", tmp_path / "c.txt"]
     with pytest.raises(IngestInterrupted) as caught:
-        ingest_files(source, paths, SlowEmbedder(), heartbeat=heartbeat)
+        ingest_files(source, paths, RandomEmbedder(), heartbeat=heartbeat)
     assert str(caught.value).startswith("b.csv: the database failed while this file was being stored")
     assert "OperationalError: server closed the connection unexpectedly" in str(caught.value)
     assert [o.name for o in caught.value.outcomes] == ["a.txt"]
@@ -249,31 +247,63 @@ def test_a_database_failure_mid_file_stores_nothing_of_that_file_keeps_the_earli
     assert source.chunk_count == Chunk.objects.filter(source=source).count() == 1
 
 
-@pytest.mark.worker
-@pytest.mark.slow
-def test_a_long_ingestion_is_never_reaped_while_it_embeds_and_ends_succeeded_without_an_error(
-    worker, settings, monkeypatch, tmp_path
-):
-    """Each batch of 512 chunks takes about 2.6 s, the whole file about 8 s: longer than
-    JOB_STALE_SECONDS, so only a heartbeat per batch keeps the reaper away."""
-    settings.JOB_STALE_SECONDS = 6  # a batch (2.6 s) fits with room on a loaded machine; the file (8 s) does not
-    monkeypatch.setattr("tasks.tasks.configured_embedder", lambda: SlowEmbedder(per_text=0.005))
+class ClockedEmbedder:
+    """Embeds in `seconds_per_batch` of a test clock (no real waiting) and runs the reaper
+    between batches, as beat would while a long file embeds on a worker."""
+
+    name = "clocked-test-embedder"
+    dimension = 384
+
+    def __init__(self, clock: list[dt.datetime], seconds_per_batch: float) -> None:
+        self.clock = clock
+        self.step = dt.timedelta(seconds=seconds_per_batch)
+        self.batches = 0
+        self.reaped = 0
+        self.vectors = RandomEmbedder()
+
+    def encode(self, texts, batch_size: int = 64):
+        self.clock[0] += self.step
+        self.batches += 1
+        self.reaped += reap_stale_jobs(now=self.clock[0])
+        return self.vectors.encode(texts)
+
+
+def run_ingestion_on_a_clock(monkeypatch, tmp_path, seconds_per_batch: float) -> tuple[Job, ClockedEmbedder]:
+    """The ingest task run in this process on a test clock that moves only while a batch embeds."""
+    clock = [timezone.now()]
+    monkeypatch.setattr(timezone, "now", lambda: clock[0])
+    embedder = ClockedEmbedder(clock, seconds_per_batch)
+    monkeypatch.setattr("tasks.tasks.configured_embedder", lambda: embedder)
     source = SourceFactory(name="long")
     rows = ["title,text"] + [f"r{i},{long_documents(1, str(i))[0].text}" for i in range(200)]
     (tmp_path / "long.csv").write_text("\n".join(rows) + "\n")
-    job = start_ingest_job(source, [tmp_path / "long.csv"])
-    seen: set[str] = set()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        reap_stale_jobs()  # as the beat task does, only far more often
-        job.refresh_from_db()
-        seen.add(job.state)
-        if job.finished:
-            break
-        time.sleep(0.25)
-    assert Job.State.FAILED not in seen
+    job = start_ingest_job(source, [tmp_path / "long.csv"])  # enqueued only on commit: never, in this test
+    ingest_task.apply(kwargs={"job_id": job.pk})
+    job.refresh_from_db()
+    return job, embedder
+
+
+def test_a_long_ingestion_is_never_reaped_while_it_embeds_and_ends_succeeded_without_an_error(
+    db, settings, monkeypatch, tmp_path
+):
+    """Each batch of 512 chunks takes 4 s of the clock and the file four times that, longer than
+    JOB_STALE_SECONDS: only the heartbeat after each batch keeps the reaper away."""
+    settings.JOB_STALE_SECONDS = 6
+    job, embedder = run_ingestion_on_a_clock(monkeypatch, tmp_path, seconds_per_batch=4)
+    assert embedder.batches >= 3 and embedder.batches * 4 > settings.JOB_STALE_SECONDS
+    assert embedder.reaped == 0
     assert (job.state, job.error) == (Job.State.SUCCEEDED, "")
-    assert job.result["chunks"] == Chunk.objects.filter(source=source).count() > 1024
+    assert job.result["chunks"] == Chunk.objects.filter(source=job.params["source_id"]).count() > 1024
+
+
+def test_an_ingestion_whose_batch_outlasts_the_stale_time_is_reaped_and_stores_nothing_more(
+    db, settings, monkeypatch, tmp_path
+):
+    settings.JOB_STALE_SECONDS = 6
+    job, embedder = run_ingestion_on_a_clock(monkeypatch, tmp_path, seconds_per_batch=10)
+    assert embedder.reaped == 1 and embedder.batches == 1  # the first heartbeat finds the job ended: no more batches
+    assert (job.state, job.message) == (Job.State.FAILED, "Failed: worker lost")
+    assert not Chunk.objects.filter(source=job.params["source_id"]).exists()
 
 
 def test_an_estimation_batch_is_a_heartbeat_of_its_run_s_job(db, embedder):
