@@ -114,26 +114,48 @@ def heartbeat_interval() -> float:
     return min(30.0, max(0.05, float(settings.JOB_STALE_SECONDS) / 4))
 
 
-class Dispatcher(Protocol):
-    """Store a job record of `kind` and enqueue the Celery task `task_name` for it; returns the
-    job (a tasks.models.Job instance: assign it to a "tasks.Job" foreign key).
-
-    Typed Any: the record's class lives in the tasks app, which runtime, core.services and
-    sources may not import (tests/platform/test_architecture.py), and a "tasks.Job" foreign
-    key takes nothing less precise than a Job."""
-
-    def __call__(
-        self, kind: str, task_name: str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
-    ) -> Any: ...
-
-
 class JobRecord(Protocol):
-    """What wait_for reads of a job record (a tasks.models.Job)."""
+    """What services and wait_for use of a started job: a tasks.models.Job, whose class lives
+    in the tasks app, which runtime, core.services and sources may not import
+    (tests/platform/test_architecture.py). A "tasks.Job" foreign key is set by its id
+    (``run.job_id = job.id``), which needs nothing of the class."""
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def state(self) -> str: ...
 
     @property
     def finished(self) -> bool: ...
 
+    @property
+    def succeeded(self) -> bool: ...
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def error(self) -> str: ...
+
+    @property
+    def params(self) -> Any: ...
+
+    @property
+    def result(self) -> Any: ...
+
     def refresh_from_db(self) -> None: ...
+
+
+class Dispatcher(Protocol):
+    """Store a job record of `kind` and enqueue the Celery task `task_name` for it; returns the job."""
+
+    def __call__(
+        self, kind: str, task_name: str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
+    ) -> JobRecord: ...
 
 
 J = TypeVar("J", bound=JobRecord)
@@ -155,9 +177,8 @@ def set_dispatcher(dispatcher: Dispatcher | None) -> Dispatcher | None:
 
 def dispatch_job(
     *, kind: str, task_name: str, params: dict[str, Any], user: Any = None, queue: str | None = None
-) -> Any:
-    """Start a background job through the installed dispatcher; returns the job record (Any:
-    see Dispatcher)."""
+) -> JobRecord:
+    """Start a background job through the installed dispatcher; returns the job record."""
     if _dispatcher is None:
         raise NoDispatcher("No job dispatcher is installed: is the 'tasks' app in INSTALLED_APPS?")
     return _dispatcher(kind, task_name, params, user=user, queue=queue)

@@ -30,7 +30,7 @@ from core.engine.claims.mapping import ClaimMapping
 from core.engine.claims.normalize import normalize_text
 from core.engine.claims.types import MAX_ATTRIBUTE_CHARS, MAX_SUBJECT_CHARS, ExtractedClaim
 from runtime.backends import configured_generator
-from runtime.jobs import KeepAlive, NullProgress, Progress, dispatch_job, heartbeat_interval
+from runtime.jobs import JobRecord, KeepAlive, NullProgress, Progress, dispatch_job, heartbeat_interval
 from sources.ingest import IngestError
 from sources.ingest.claims import parse_claim_bytes
 from sources.models import Chunk, Claim, Document, Source
@@ -283,7 +283,7 @@ def start_claim_load(
     format_name: str | None = None,
     user: Any = None,
     validate: bool = True,
-) -> Any:
+) -> JobRecord:
     """Keep the uploaded files in UPLOAD_DIR until the worker has loaded them, and start the
     job (tasks.load_claims); returns the Job at once. With ``validate`` the files are parsed
     first, so bad input is refused (IngestError) before any job exists."""
@@ -312,7 +312,7 @@ def start_claim_load(
     return dispatch_job(kind="ingest", task_name="tasks.load_claims", params=params, user=user, queue="ingest")
 
 
-def start_claim_key_embedding(*, user: Any = None) -> Any:
+def start_claim_key_embedding(*, user: Any = None) -> JobRecord:
     """Embed the (subject, attribute) keys that have no embedding yet (tasks.embed_claim_keys)."""
     return dispatch_job(kind="ingest", task_name="tasks.embed_claim_keys", params={}, user=user, queue="ingest")
 
@@ -395,7 +395,7 @@ def extract_text_claims(source: Source, *, job: Any = None, progress: Progress |
     return result
 
 
-def start_text_claim_extraction(source: Source, *, user: Any = None) -> Any:
+def start_text_claim_extraction(source: Source, *, user: Any = None) -> JobRecord:
     """Start claim extraction from a source's documents (tasks.extract_text_claims); refuses at
     once, without a job, when no language model is configured."""
     generator = configured_generator()

@@ -17,7 +17,7 @@ from django.utils.text import get_valid_filename
 
 from core.engine.chunking import chunk_text
 from core.engine.types import Embedder
-from runtime.jobs import Progress, dispatch_job
+from runtime.jobs import JobRecord, Progress, dispatch_job
 from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash
 from sources.vector_index import request_build_after_commit
@@ -271,7 +271,7 @@ def start_ingest_job(
     user: Any = None,
     display_names: dict[str, str] | None = None,
     upload_dir: str | None = None,
-) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
+) -> JobRecord:
     """Create the ingestion job and enqueue it; returns at once (used by CLI, admin, API)."""
     params: dict[str, Any] = {
         "source_id": source.pk,
@@ -288,7 +288,7 @@ def start_ingest_job(
 
 def start_upload_ingest(
     source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None
-) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
+) -> JobRecord:
     """Keep uploaded files in DATA_DIR/uploads until the worker has ingested them."""
     folder = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
     folder.mkdir(parents=True, exist_ok=True)

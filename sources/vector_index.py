@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from runtime.jobs import KeepAlive, dispatch_job
+from runtime.jobs import JobRecord, KeepAlive, dispatch_job
 from sources.models import Source, SourceVectorIndex
 
 logger = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def table_size(source_id: int) -> int:
 # --- Requests (cheap; called after ingestion commits) -----------------------------------------
 
 
-def request_build(source_id: int, *, user: Any = None) -> Any:  # Any: the job record (runtime.jobs.Dispatcher)
+def request_build(source_id: int, *, user: Any = None) -> JobRecord | None:
     """Queue a build job when the source has grown past the threshold and has no index yet
     (nor one queued or being built); returns the job, or None when there is nothing to do."""
     source = Source.objects.filter(pk=source_id).only("id", "name", "chunk_count").first()
@@ -157,7 +157,7 @@ def request_build(source_id: int, *, user: Any = None) -> Any:  # Any: the job r
     )
 
 
-def request_build_after_commit(source_id: int, *, attempts: int = 3) -> Any:  # Any: as request_build
+def request_build_after_commit(source_id: int, *, attempts: int = 3) -> JobRecord | None:
     """`request_build` for an ingestion's on-commit hook: a deadlock or a lost connection
     (another backend rebuilding the table, say) is retried, then logged, never raised: the
     documents are stored already, and `reconcile` queues whatever build is still missing."""

@@ -56,6 +56,10 @@ class Job(models.Model):
         return self.state in self.FINISHED_STATES
 
     @property
+    def succeeded(self) -> bool:
+        return self.state == self.State.SUCCEEDED
+
+    @property
     def percent(self) -> int:
         if self.state == self.State.SUCCEEDED:
             return 100

@@ -175,13 +175,13 @@ def start_question(
     (an answered question, or its id) makes it a follow-up of that question."""
     with transaction.atomic():
         question = _new_question(text, strategy, kappa, user, params, sources, follows)
-        question.job = dispatch_job(
+        question.job_id = dispatch_job(
             kind="ask",
             task_name="tasks.answer_question",
             params={"question_id": question.pk},
             user=user,
             queue="default",
-        )
+        ).id
         question.save(update_fields=["job"])
     return question
 

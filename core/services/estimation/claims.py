@@ -40,7 +40,7 @@ from core.engine.reliability import available_estimators
 from core.models import ClaimResolution, EstimationRun, ReliabilityScore, SourceDependence
 from core.services.estimation.finish import DEPENDENT, MAX_EXAMPLES, UNFINISHED, RunEnded
 from core.services.estimation.start import _check_concurrency
-from runtime.jobs import NullProgress, Progress, dispatch_job
+from runtime.jobs import JobRecord, NullProgress, Progress, dispatch_job
 from sources.models import Claim, Source
 
 CLAIM_TASK = "tasks.claim_estimation"  # the task a claim run's job runs (spelt out in _dispatch for the checks)
@@ -129,12 +129,12 @@ def start_claim_run(
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         run.sources.set(chosen)
-        run.job = _dispatch(run, user)
+        run.job_id = _dispatch(run, user).id
         run.save(update_fields=["job"])
     return run
 
 
-def _dispatch(run: EstimationRun, user: Any) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
+def _dispatch(run: EstimationRun, user: Any) -> JobRecord:
     # Bulk work (hundreds of thousands of claims can take minutes): the bulk worker's queue,
     # never the question worker's ("default"), so questions never wait behind it.
     return dispatch_job(

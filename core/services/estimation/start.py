@@ -15,7 +15,7 @@ from django.db.models import Q, QuerySet
 from core.engine.reliability import available_estimators
 from core.models import EstimationRun, QueryCollection
 from runtime.backends import configured_generator
-from runtime.jobs import dispatch_job
+from runtime.jobs import JobRecord, dispatch_job
 from sources.models import Source
 
 # What a run's params default to; the estimator a run names none of is the
@@ -210,7 +210,7 @@ def _check_concurrency(user: Any, *, resuming: EstimationRun | None = None) -> N
         )
 
 
-def _dispatch(run: EstimationRun, user: Any) -> Any:  # Any: the job record (see runtime.jobs.Dispatcher)
+def _dispatch(run: EstimationRun, user: Any) -> JobRecord:
     return dispatch_job(
         kind="estimate", task_name="tasks.estimation_run", params={"run_id": run.pk}, user=user, queue="default"
     )
@@ -252,7 +252,7 @@ def start_estimation_run(
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         run.sources.set(chosen)
-        run.job = _dispatch(run, user)
+        run.job_id = _dispatch(run, user).id
         run.save(update_fields=["job"])
     return run
 

@@ -74,12 +74,12 @@ class Command(BaseCommand):
             return
         for job in jobs:
             job = wait_for(job, timeout=opts["timeout"])
-            if job.state != job.State.SUCCEEDED:
+            if not job.succeeded:
                 raise CommandError(f"ingestion job {job.pk} did not succeed ({job.state}): {job.error or job.message}")
             self.stdout.write(f"  {job.params['source']}: {job.result.get('documents', 0)} new documents")
         if embedding is not None:
             embedding = wait_for(embedding, timeout=opts["timeout"])
-            if embedding.state != embedding.State.SUCCEEDED:
+            if not embedding.succeeded:
                 raise CommandError(
                     f"claim key embedding job {embedding.pk} did not succeed ({embedding.state}): "
                     f"{embedding.error or embedding.message}"
