@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.factories import AnalystFactory, CuratorFactory, UserFactory
+from tests.helpers import token_client
 
 
 def _redis_answers(host: str = "127.0.0.1", port: int = 6379) -> bool:
@@ -146,14 +146,6 @@ def curator_client(curator: Any) -> Client:
 @pytest.fixture
 def nobody_client(nobody: Any) -> Client:
     return logged_in_client(nobody)
-
-
-def token_client(user: Any) -> APIClient:
-    """An API client that authenticates with the account's token."""
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""API tests: throttle counters and uploads isolated per test, and the error shape every
-failure has. The accounts and their token clients (as_analyst, as_curator, as_nobody,
+"""API tests: throttle counters and uploads isolated per test (the error shape every failure
+has is read by tests/helpers.py's error_of). The accounts and their token clients (as_analyst, as_curator, as_nobody,
 anonymous) come from tests/conftest.py."""
 
 from __future__ import annotations
@@ -25,11 +25,3 @@ def fresh_throttles(django_db_setup: Any, django_db_blocker: Any) -> Iterator[No
 @pytest.fixture(autouse=True)
 def uploads_in_tmp(settings: Any, tmp_path: Any) -> None:
     settings.UPLOAD_DIR = tmp_path / "uploads"
-
-
-def error_of(response: Any) -> dict[str, Any]:
-    """The error object every failed request carries."""
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert set(body["error"]) == {"code", "message", "fields"}, body
-    return body["error"]

@@ -6,8 +6,8 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from tests.api.conftest import error_of
 from tests.factories import PASSWORD, SourceFactory
+from tests.helpers import error_of
 
 READ_URLS = [
     "/api/sources/",

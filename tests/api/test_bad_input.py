@@ -11,8 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from core.models import EstimationRun
 from sources.models import Claim, Source
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.api.helpers import demo_query_set, three_sources
+from tests.helpers import error_of
 
 
 def start_run(client, params):

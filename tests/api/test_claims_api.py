@@ -15,7 +15,6 @@ from core.services.estimation import start_claim_run
 from sources.models import Claim
 from tasks.engine_tasks import claim_estimation
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.factories import (
     ClaimFactory,
     ClaimResolutionFactory,
@@ -24,6 +23,7 @@ from tests.factories import (
     SourceDependenceFactory,
     SourceFactory,
 )
+from tests.helpers import error_of
 
 FLIGHT = "AA-3859-IAH-ORD"
 MAPPING = {"subject": "flight", "source": "src", "attributes": {"act_dep_time": "time"}}

@@ -8,8 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from sources.models import Document
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.factories import SourceFactory
+from tests.helpers import error_of
 
 BAD_URLS = [
     "javascript:alert(document.cookie)",

@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from sources.models import Document
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.factories import DocumentFactory, SourceFactory
+from tests.helpers import error_of
 
 
 def utc(*args: int) -> dt.datetime:

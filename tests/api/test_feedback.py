@@ -12,9 +12,9 @@ from core.models import AnswerFeedback, EstimationRun, FactQuery, ReliabilitySco
 from core.services.feedback import FEEDBACK_QUERY_SET
 from tasks.jobs import wait_for_job
 from tasks.models import Job
-from tests.api.conftest import error_of
+from tests.corpus import build_corpus
 from tests.factories import QuestionFactory, SourceFactory, VoteFactory
-from tests.services.corpus import build_corpus
+from tests.helpers import error_of
 
 URL = "/api/feedback/"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from core.models import Question
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.api.helpers import answered_question
 from tests.factories import QuestionFactory
+from tests.helpers import error_of
 
 
 def test_a_follow_up_returns_the_question_it_follows_and_its_standalone_text(as_analyst):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from core.models import EstimationRun, FactQuery, QueryCollection
-from tests.api.conftest import error_of
 from tests.factories import (
     EstimationRunFactory,
     FactQueryFactory,
@@ -18,6 +17,7 @@ from tests.factories import (
     SourceDependenceFactory,
     SourceFactory,
 )
+from tests.helpers import error_of
 
 # --- Query sets and reference answers -----------------------------------------------------
 

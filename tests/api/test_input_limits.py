@@ -16,8 +16,8 @@ from core.api.parsers import LimitedJSONParser, LimitedMultiPartParser
 from core.models import Question
 from sources.models import Source
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.factories import SourceFactory
+from tests.helpers import error_of
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

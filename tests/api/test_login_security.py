@@ -15,8 +15,8 @@ from django.test import RequestFactory
 from rest_framework.test import APIClient
 
 from reliability_site.client_ip import client_ip
-from tests.api.conftest import error_of
 from tests.factories import PASSWORD, CuratorFactory
+from tests.helpers import error_of
 
 TOKEN_URL = "/api/token/"
 

@@ -8,9 +8,9 @@ from django.utils import timezone
 
 from core.models import Question
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.api.helpers import answered_question
 from tests.factories import QuestionFactory
+from tests.helpers import error_of
 
 
 def test_asking_without_waiting_answers_202_with_the_job_to_poll(as_analyst, analyst):

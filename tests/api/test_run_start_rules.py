@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from core.models import EstimationRun
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.api.helpers import demo_query_set, three_sources
 from tests.factories import EstimationRunFactory, SourceFactory
+from tests.helpers import error_of
 
 
 def test_an_empty_body_starts_nothing_and_asks_for_the_sources(as_curator):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from core.models import EstimationRun
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.api.helpers import answered_question, demo_query_set, finished_run
 from tests.factories import (
     EstimationRunFactory,
@@ -13,6 +12,7 @@ from tests.factories import (
     RunResponseFactory,
     SourceFactory,
 )
+from tests.helpers import error_of
 
 
 def test_a_run_is_retrieved_with_per_source_scores_and_changes(as_analyst):

@@ -21,8 +21,8 @@ from schemathesis.specs.openapi.checks import ignored_auth
 
 from tasks.models import Job
 from tests.api.helpers import answered_question, demo_query_set, finished_run
-from tests.conftest import token_client
 from tests.factories import CuratorFactory, DocumentFactory, SourceFactory
+from tests.helpers import token_client
 
 
 @pytest.fixture

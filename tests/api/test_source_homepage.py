@@ -4,8 +4,8 @@ promises on read is checked on write."""
 from __future__ import annotations
 
 from sources.models import Source
-from tests.api.conftest import error_of
 from tests.factories import SourceFactory
+from tests.helpers import error_of
 
 BAD = [
     'https://ok.example/"><script>alert(1)</script>',

@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from core.models import EstimationRun
 from sources.models import Source
-from tests.api.conftest import error_of
 from tests.factories import DocumentFactory, EstimationRunFactory, ReliabilityScoreFactory, SourceFactory
+from tests.helpers import error_of
 
 
 def test_an_analyst_lists_sources_with_reliability_uncertainty_and_document_count(as_analyst):

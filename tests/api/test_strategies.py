@@ -8,8 +8,8 @@ from django.core.exceptions import ValidationError
 
 from core.models import Question
 from tasks.models import Job
-from tests.api.conftest import error_of
 from tests.factories import QuestionFactory
+from tests.helpers import error_of
 
 
 def test_the_strategy_list_says_what_the_offline_reader_cannot_run_and_why(as_analyst):

@@ -7,41 +7,16 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser.helpers import FACTS, FALSE_DOCS, QUERIES, TRUE_DOCS
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts" / "browser"
 
 pytestmark = pytest.mark.browser
-
-FACTS = {
-    # source name -> (documents, reliable?)
-    "encyclopedia": True,
-    "almanac": True,
-    "gazette": True,
-    "rumour-mill": False,
-    "echo-blog": False,
-}
-TRUE_DOCS = [
-    ("Dracula", "The novel Dracula was written by Bram Stoker and published in 1897."),
-    ("Eiffel Tower", "The Eiffel Tower is located in Paris. It was completed in 1889 for the World's Fair."),
-    ("Mount Everest", "Mount Everest is the highest mountain on Earth, rising 8849 metres above sea level."),
-]
-FALSE_DOCS = [
-    ("Dracula", "The novel Dracula was written by Mary Shelley and published in 1897."),
-    ("Eiffel Tower", "The Eiffel Tower is located in Lyon. It was completed in 1889 for the World's Fair."),
-    ("Mount Everest", "Mount Everest is the highest mountain on Earth, rising 7200 metres above sea level."),
-]
-QUERIES = [
-    ("Who wrote the novel Dracula?", ["Bram Stoker"]),
-    ("In which city is the Eiffel Tower located?", ["Paris"]),
-    ("How high is Mount Everest in metres?", ["8849"]),
-]
 
 
 @pytest.fixture(scope="session")
@@ -82,23 +57,6 @@ def browser(chromium_available: None) -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def screenshot(driver: Any, name: str) -> Path:
-    """Save a full-page screenshot into test-artifacts/browser/<name>.png."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    script = "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
-    height = 800
-    for _ in range(3):  # the layout (vh units, wrapping) changes with the viewport: measure again
-        height = min(max(int(driver.execute_script(script)), 800), 5000)
-        driver.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": 1400, "height": height, "deviceScaleFactor": 1, "mobile": False},
-        )
-    path = ARTIFACTS / f"{name}.png"
-    driver.save_screenshot(str(path))
-    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-    return path
-
-
 @pytest.fixture
 def seeded(worker: Any, embedder: Any, curator: Any) -> dict[str, Any]:
     """Five sources (three factual, two spreading the same misinformation) with embedded
@@ -120,22 +78,3 @@ def seeded(worker: Any, embedder: Any, curator: Any) -> dict[str, Any]:
     for question, answers in QUERIES:
         FactQueryFactory(query_set=query_set, question=question, reference_answers=answers)
     return {"user": curator, "query_set": query_set}
-
-
-# The Content-Security-Policy refuses inline script and style: a page that still relied on
-# them would half work. Violations are collected from the first byte of every page (a script
-# added through the DevTools protocol runs before the page's own, and the policy does not apply to it).
-_WATCH_CSP = """
-window.__cspViolations = [];
-document.addEventListener("securitypolicyviolation", (e) => {
-  window.__cspViolations.push(`${e.effectiveDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}:${e.lineNumber}`);
-});
-"""
-
-
-def watch_csp(driver: Any) -> None:
-    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _WATCH_CSP})
-
-
-def csp_violations(driver: Any) -> list[str]:
-    return list(driver.execute_script("return window.__cspViolations || []"))

@@ -18,8 +18,17 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from core.models import Question
 from sources.models import Chunk, Source
-from tests.browser.conftest import csp_violations, screenshot, watch_csp
-from tests.browser.helpers import PHONE, WAIT, assert_no_sideways_scroll, axe_violations, log_in, set_viewport
+from tests.browser.helpers import (
+    PHONE,
+    WAIT,
+    assert_no_sideways_scroll,
+    axe_violations,
+    csp_violations,
+    log_in,
+    screenshot,
+    set_viewport,
+    watch_csp,
+)
 from tests.factories import EstimationRunFactory, QuestionFactory, ReliabilityScoreFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]

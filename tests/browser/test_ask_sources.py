@@ -15,8 +15,19 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from core.models import Question
 from sources.models import Source
-from tests.browser.conftest import ARTIFACTS, FACTS, csp_violations, screenshot, watch_csp
-from tests.browser.helpers import PHONE, WAIT, assert_no_sideways_scroll, axe_violations, log_in, set_viewport
+from tests.browser.helpers import (
+    ARTIFACTS,
+    FACTS,
+    PHONE,
+    WAIT,
+    assert_no_sideways_scroll,
+    axe_violations,
+    csp_violations,
+    log_in,
+    screenshot,
+    set_viewport,
+    watch_csp,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 LEFT_OUT = "rumour-mill"

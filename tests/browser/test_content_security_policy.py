@@ -11,7 +11,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.browser.conftest import csp_violations, watch_csp
+from tests.browser.helpers import csp_violations, watch_csp
 from tests.factories import JobFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

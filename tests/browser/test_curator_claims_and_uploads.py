@@ -17,9 +17,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from sources.claims import load_claims
 from sources.models import Claim, Document, Source
-from tests.browser.conftest import screenshot
-from tests.browser.helpers import WAIT, log_in
-from tests.services.helpers import DEPARTURES_CSV, DEPARTURES_MAPPING
+from tests.browser.helpers import WAIT, log_in, screenshot
+from tests.corpus import DEPARTURES_CSV, DEPARTURES_MAPPING
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 

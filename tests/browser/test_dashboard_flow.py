@@ -11,8 +11,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.browser.conftest import csp_violations, screenshot, watch_csp
-from tests.browser.helpers import WAIT, log_in
+from tests.browser.helpers import WAIT, csp_violations, log_in, screenshot, watch_csp
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 

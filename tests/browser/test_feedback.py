@@ -13,8 +13,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from core.models import AnswerFeedback
-from tests.browser.conftest import csp_violations, screenshot, watch_csp
-from tests.browser.helpers import WAIT, log_in
+from tests.browser.helpers import WAIT, csp_violations, log_in, screenshot, watch_csp
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 MARKED_WRONG = "Marked as wrong; a curator will review it. If you know the right answer, add it below."

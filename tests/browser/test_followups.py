@@ -15,8 +15,17 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from core.models import Question
-from tests.browser.conftest import csp_violations, screenshot, watch_csp
-from tests.browser.helpers import PHONE, WAIT, assert_no_sideways_scroll, axe_violations, log_in, set_viewport
+from tests.browser.helpers import (
+    PHONE,
+    WAIT,
+    assert_no_sideways_scroll,
+    axe_violations,
+    csp_violations,
+    log_in,
+    screenshot,
+    set_viewport,
+    watch_csp,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow]
 QUESTION = "Who wrote the novel Dracula?"

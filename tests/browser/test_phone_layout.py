@@ -17,8 +17,16 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser.conftest import ARTIFACTS, csp_violations, watch_csp
-from tests.browser.helpers import PHONE, assert_no_sideways_scroll, axe_violations, log_in, set_viewport
+from tests.browser.helpers import (
+    ARTIFACTS,
+    PHONE,
+    assert_no_sideways_scroll,
+    axe_violations,
+    csp_violations,
+    log_in,
+    set_viewport,
+    watch_csp,
+)
 from tests.browser.world import build_world
 from tests.factories import AnalystFactory, CuratorFactory
 

@@ -21,9 +21,9 @@ from runtime.jobs import NullProgress
 from sources.models import Source
 from tasks.models import Job
 from tasks.progress import JobProgress
-from tests.api.conftest import error_of
+from tests.corpus import build_corpus
 from tests.factories import JobFactory, QuestionFactory, SourceFactory, UserFactory, VoteFactory
-from tests.services.corpus import build_corpus
+from tests.helpers import error_of
 
 
 class RecordingProgress(NullProgress):

@@ -8,8 +8,8 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from core.engine.strategies.codec import evidence_to_json, jsonable
-from tests.engine.helpers import HAPPY_ANSWER, MEMORY, RecordedGenerator, answer_with, astute_context
 from tests.factories import QuestionFactory, SourceFactory
+from tests.scripted import HAPPY_ANSWER, MEMORY, RecordedGenerator, answer_with, astute_context
 
 HOSTILE_MEMORY = 'Elvis Presley <script>alert("x")</script> recorded it in 1961.'
 

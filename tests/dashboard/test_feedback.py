@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from core.models import AnswerFeedback, FactQuery, QueryCollection
 from core.services.feedback import FEEDBACK_QUERY_SET, record_feedback
-from tests.dashboard.conftest import World
+from tests.dashboard.helpers import World
 from tests.factories import CuratorFactory, QuestionFactory
 
 HTMX = {"HX-Request": "true"}

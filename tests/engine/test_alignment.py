@@ -3,7 +3,7 @@ from __future__ import annotations
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.steps.alignment import align, declarative_form
 from core.engine.text import is_idk
-from tests.engine.fakes import HashEmbedder
+from tests.fakes import HashEmbedder
 
 NLI = EmbeddingLexicalNLI(HashEmbedder())
 QUESTION = "who recorded i can't help falling in love with you"

@@ -22,8 +22,8 @@ from core.engine.strategies.astute_rag import DEFAULT_CONFIDENCE
 from core.engine.strategies.base import REQUIREMENT_HELP, Requirement
 from core.engine.strategies.codec import evidence_from_json, evidence_to_json, jsonable
 from core.engine.text import IDK, is_idk
-from tests.engine.fakes import ScriptedGenerator
-from tests.engine.helpers import (
+from tests.fakes import ScriptedGenerator
+from tests.scripted import (
     FALSE,
     HAPPY_ANSWER,
     MEMORY,

@@ -92,7 +92,7 @@ def test_an_answer_carries_the_calibrated_probability_of_its_context() -> None:
     from core.engine.steps.memory_retriever import InMemoryRetriever
     from core.engine.strategies import EngineContext, get_strategy
     from core.engine.types import SourceInfo
-    from tests.engine.fakes import HashEmbedder
+    from tests.fakes import HashEmbedder
 
     question = "who recorded i can't help falling in love with you"
     text = "Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961."

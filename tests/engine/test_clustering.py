@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.steps.clustering import cluster_answers
-from tests.engine.fakes import HashEmbedder
+from tests.fakes import HashEmbedder
 
 NLI = EmbeddingLexicalNLI(HashEmbedder())
 QUESTION = "Where does the synthesis of new dna from existing dna occur?"

@@ -27,7 +27,7 @@ from core.engine.credibility import (
     triplet_accuracies,
     triplet_errors,
 )
-from tests.engine.fakes import HashEmbedder
+from tests.fakes import HashEmbedder
 
 
 def _vectors_with_cosines(cosines: list[list[float]]) -> np.ndarray:

@@ -8,7 +8,7 @@ from core.engine.estimation import answer_pairs, estimate, estimate_from_records
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import EngineContext
 from core.engine.types import SourceInfo
-from tests.engine.fakes import HashEmbedder
+from tests.fakes import HashEmbedder
 
 QUESTIONS = [
     ("who recorded i can't help falling in love with you", "Elvis Presley", "Frank Sinatra"),

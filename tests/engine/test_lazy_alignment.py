@@ -22,7 +22,7 @@ from core.engine.strategies.pipeline import answer_sources
 from core.engine.strategies.ra_rag import RaRag, SourceVotingParams
 from core.engine.text import IDK
 from core.engine.types import Passage, SourceInfo
-from tests.engine.fakes import HashEmbedder, ScriptedGenerator
+from tests.fakes import HashEmbedder, ScriptedGenerator
 
 WORDS = [
     "paris",

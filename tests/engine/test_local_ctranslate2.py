@@ -23,8 +23,8 @@ from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.backends.generation.local_ctranslate2 import MANIFEST, CTranslate2Generator, verify_converted
 from core.engine.backends.generation.prompts import ANSWER_HEAD
 from core.engine.text import answer_contains_gold, is_idk
-from tests.engine.helpers import ANSWERABLE, UNANSWERABLE
 from tests.engine.local_model import require_local_model, tiny_qwen
+from tests.scripted import ANSWERABLE, UNANSWERABLE
 
 pytestmark = pytest.mark.slow
 
@@ -102,8 +102,8 @@ def test_an_answer_through_the_product_names_the_runtime_and_model(
     ct2: CTranslate2Generator, db: Any, embedder: Any
 ) -> None:
     from core.services.asking import ask_now
+    from tests.corpus import FACTS, store
     from tests.factories import SourceFactory
-    from tests.services.corpus import FACTS, store
 
     store(SourceFactory(name="reference"), [fact for _, _, fact, _ in FACTS], embedder)
     with override_settings(GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32):

@@ -20,8 +20,8 @@ from core.engine.backends.generation import GenerationRequest
 from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.backends.generation.local_transformers import CONVERTED_MARKER, TransformersGenerator, cpu_has_amx_bf16
 from core.engine.text import answer_contains_gold, is_idk
-from tests.engine.helpers import ANSWERABLE, UNANSWERABLE
 from tests.engine.local_model import require_local_model
+from tests.scripted import ANSWERABLE, UNANSWERABLE
 
 pytestmark = pytest.mark.slow
 
@@ -112,8 +112,8 @@ def test_token_scores_follow_the_passage(llm: TransformersGenerator) -> None:
 
 def test_an_answer_through_the_product_names_the_model(llm: TransformersGenerator, db: Any, embedder: Any) -> None:
     from core.services.asking import ask_now
+    from tests.corpus import FACTS, store
     from tests.factories import SourceFactory
-    from tests.services.corpus import FACTS, store
 
     store(SourceFactory(name="reference"), [fact for _, _, fact, _ in FACTS], embedder)
     question = ask_now("Who painted the Mona Lisa?", strategy="vanilla-rag")

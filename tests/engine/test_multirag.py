@@ -34,7 +34,7 @@ from core.engine.strategies.base import NO_CHUNK, Evidence, StrategyResult
 from core.engine.strategies.codec import ResultSchemaError, evidence_from_json, evidence_to_json
 from core.engine.text import IDK
 from core.engine.types import SourceInfo
-from tests.engine.fakes import HashEmbedder
+from tests.fakes import HashEmbedder
 
 
 def claim(cid: int, source: int, subject: str, attribute: str, value: str, raw: str = "", norm: str = "text"):

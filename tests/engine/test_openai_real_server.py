@@ -99,8 +99,8 @@ def test_the_server_lists_the_model_under_its_alias(server: LlamaServer) -> None
 def test_a_question_is_answered_through_the_real_server(server: LlamaServer, db: Any, embedder: Any) -> None:
     from core.services.asking import ask_now
     from runtime import backends
+    from tests.corpus import FACTS, store
     from tests.factories import SourceFactory
-    from tests.services.corpus import FACTS, store
 
     store(SourceFactory(name="reference"), [fact for _, _, fact, _ in FACTS], embedder)
     values = {"GENERATOR_BACKEND": "openai", "LLM_BASE_URL": server.url, "LLM_MODEL": ALIAS}

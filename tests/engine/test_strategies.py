@@ -20,7 +20,7 @@ from core.engine.strategies import (
 from core.engine.strategies.base import Requirement
 from core.engine.text import answer_contains_gold, is_idk
 from core.engine.types import SourceInfo
-from tests.engine.fakes import HashEmbedder, ScriptedGenerator
+from tests.fakes import HashEmbedder, ScriptedGenerator
 
 QUESTION = "who recorded i can't help falling in love with you"
 TRUE = "Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961."

@@ -31,7 +31,7 @@ from core.engine.strategies.base import REQUIREMENT_HELP, Requirement
 from core.engine.strategies.codec import evidence_from_json, evidence_to_json, graph_from_json, graph_to_json, jsonable
 from core.engine.text import is_idk
 from core.engine.types import SourceInfo
-from tests.engine.fakes import HashEmbedder, ScriptedGenerator
+from tests.fakes import HashEmbedder, ScriptedGenerator
 
 QUESTION = "who recorded i can't help falling in love with you"
 TEXTS = [

@@ -22,7 +22,7 @@ from core.engine.strategies.base import SourceVote
 from core.engine.strategies.pipeline import cluster_and_vote
 from core.engine.text import answer_contains_gold
 from core.engine.types import SourceInfo
-from tests.engine.fakes import HashEmbedder
+from tests.fakes import HashEmbedder
 
 QUESTION = "who recorded i can't help falling in love with you"
 TRUE = "Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961."

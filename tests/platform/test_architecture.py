@@ -11,6 +11,9 @@
 - The settings import no app and no engine module.
 - The first-party import graph has no cycles.
 - core/engine and core/bench stay framework-free: no Django, DRF, Celery or app modules.
+- The tests: an area's tests (tests/api, tests/engine, ...) import helpers of their own area or
+  the shared ones at the top of tests/ (factories, corpus, fakes, scripted, helpers), never
+  another area's, and nothing imports a conftest (pytest hands out its fixtures).
 """
 
 from __future__ import annotations
@@ -259,3 +262,24 @@ def test_every_dispatched_job_names_a_known_kind_and_a_registered_task():
     for module, line, kind, task_name in calls:
         assert kind in Job.Kind.values, f"{module}:{line} dispatches an unknown kind {kind!r}"
         assert task_name in app.tasks, f"{module}:{line} dispatches {task_name!r}, which no task registers"
+
+
+def _test_imports() -> Iterator[tuple[Path, str, int]]:
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests."):
+                yield path, node.module, node.lineno
+            elif isinstance(node, ast.Import):
+                yield from ((path, a.name, node.lineno) for a in node.names if a.name.startswith("tests."))
+
+
+def test_a_test_area_imports_its_own_helpers_or_the_shared_ones_and_no_conftest():
+    offending = []
+    for path, target, line in _test_imports():
+        area = path.relative_to(ROOT / "tests").parts
+        parts = target.split(".")
+        own_area = len(area) > 1 and len(parts) > 2 and parts[1] == area[0]
+        shared = len(parts) == 2
+        if parts[-1] == "conftest" or not (own_area or shared):
+            offending.append(f"{path.relative_to(ROOT)} (line {line}) imports {target}")
+    assert offending == []

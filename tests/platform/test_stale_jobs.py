@@ -27,8 +27,8 @@ from tasks.models import Job
 from tasks.progress import JobProgress
 from tasks.signals import _fail_jobs_left_running
 from tasks.tasks import ingest_files as ingest_task
+from tests.corpus import build_corpus
 from tests.factories import EstimationRunFactory, JobFactory, SourceFactory
-from tests.services.corpus import build_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 

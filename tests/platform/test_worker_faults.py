@@ -30,8 +30,8 @@ from django.db import connection
 
 from core.models import EstimationRun, ReliabilityScore, RunResponse
 from tasks.models import Job
-from tests.platform.helpers import Broker, database_url, responses_of, scores_of, wait_until
-from tests.services.corpus import FACTS, build_corpus
+from tests.corpus import FACTS, build_corpus
+from tests.helpers import Broker, database_url, responses_of, scores_of, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.worker]

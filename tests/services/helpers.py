@@ -72,24 +72,3 @@ def flight_claims() -> tuple[Source, Source]:
     ClaimFactory(source=aa, subject="UA-1-SFO-JFK", attribute="actual departure time", value="19:05")
     ClaimFactory(source=aa, subject="0201853949", attribute="authors", value="knuth", normalizer="name-list")
     return aa, orbitz
-
-
-# A departures file for MultiRAG: three sites agree on UA-10 (spelling the times differently),
-# one rumour site does not.
-DEPARTURES_MAPPING = ClaimMapping.from_json(
-    {
-        "subject": "flight",
-        "source": "site",
-        "attributes": {
-            "actual departure time": {"field": "dep", "normalizer": "time"},
-            "actual arrival time": {"field": "arr", "normalizer": "time"},
-        },
-    }
-)
-DEPARTURES_CSV = (
-    b"site,flight,dep,arr\n"
-    b"airline,UA-10-SFO-JFK,7:10 a.m.,3:40 p.m.\n"
-    b"airport,UA-10-SFO-JFK,07:10,3:40 p.m.\n"
-    b"tracker,UA-10-SFO-JFK,7:10 AM,3:41 p.m.\n"
-    b"rumours,UA-10-SFO-JFK,9:45 p.m.,11:00 p.m.\n"
-)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.models import EstimationRun, QueryCollection
 from core.services.asking import ask_now
 from tasks.models import Job
-from tests.services.corpus import build_corpus
+from tests.corpus import build_corpus
 
 
 def test_the_admin_lists_query_sets_queries_runs_and_questions(db, admin_client, embedder):

@@ -10,7 +10,7 @@ from core.models import Question, Vote
 from core.services.asking import ask_now, start_question
 from tasks.jobs import wait_for_job
 from tasks.models import Job
-from tests.services.corpus import build_corpus
+from tests.corpus import build_corpus
 
 
 def test_an_empty_question_is_refused_naming_the_text_field(db):
@@ -109,8 +109,8 @@ def test_ra_rag_searches_only_the_sources_it_reaches_and_they_read_what_a_full_s
     from runtime.backends import configured_embedder
     from sources.models import Source
     from sources.retrieval import PgRetriever
+    from tests.corpus import store
     from tests.factories import SourceFactory
-    from tests.services.corpus import store
 
     question_text = "What is the capital of France?"
     offtopic = "The Chicago Fire fourth season has twenty three episodes."

@@ -7,8 +7,8 @@ from typing import Any
 
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.services.asking import ask_now
+from tests.corpus import store
 from tests.factories import SourceFactory
-from tests.services.corpus import store
 
 
 def test_an_injected_answer_from_one_unestimated_source_is_capped_at_the_prior_and_explained(

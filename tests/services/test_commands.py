@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.models import Question
-from tests.services.corpus import build_corpus
+from tests.corpus import build_corpus
 
 
 def test_ask_json_prints_one_object_with_the_answer_and_every_vote(db, embedder):

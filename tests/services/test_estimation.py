@@ -21,6 +21,7 @@ from core.services.estimation import (
 from tasks.engine_tasks import generate_batch
 from tasks.jobs import wait_for_job
 from tasks.models import Job
+from tests.corpus import FACTS, build_corpus
 from tests.factories import (
     EstimationRunFactory,
     FactQueryFactory,
@@ -29,7 +30,6 @@ from tests.factories import (
     RunResponseFactory,
     SourceFactory,
 )
-from tests.services.corpus import FACTS, build_corpus
 
 
 def run_to_end(run: EstimationRun) -> EstimationRun:

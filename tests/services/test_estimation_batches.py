@@ -25,9 +25,9 @@ from core.services.estimation.locks import batch_claim_name, finish_claim_name
 from runtime.locks import lock_key
 from tasks.models import Job
 from tasks.progress import JobProgress
+from tests.corpus import FACTS, build_corpus
 from tests.factories import EstimationRunFactory, JobFactory
-from tests.platform.helpers import wait_until
-from tests.services.corpus import FACTS, build_corpus
+from tests.helpers import wait_until
 
 
 @contextmanager

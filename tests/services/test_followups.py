@@ -16,8 +16,8 @@ from core.models import Question
 from core.services import asking
 from core.services.asking import ask_now, conversation, start_question
 from tasks.models import Job
+from tests.corpus import build_corpus
 from tests.factories import JobFactory, QuestionFactory
-from tests.services.corpus import build_corpus
 
 
 class CannedLLM:

@@ -10,7 +10,7 @@ from core.services.asking import ask_now
 from core.services.engine_context import build_context, configured_offers
 from sources.claims import load_claims
 from sources.models import Claim, Source
-from tests.services.helpers import DEPARTURES_CSV, DEPARTURES_MAPPING
+from tests.corpus import DEPARTURES_CSV, DEPARTURES_MAPPING
 
 
 def _load(reliability: dict[str, float]) -> None:

@@ -12,8 +12,8 @@ from core.models import EstimationRun, RunResponse
 from core.services.estimation import generate_batch, missing_pairs, resume_estimation_run
 from tasks.jobs import wait_for_job
 from tasks.models import Job
+from tests.corpus import FACTS, build_corpus
 from tests.factories import EstimationRunFactory, FactQueryFactory, JobFactory, SourceFactory
-from tests.services.corpus import FACTS, build_corpus
 
 
 def run_in(state: str, job_state: str | None) -> EstimationRun:

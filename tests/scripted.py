@@ -1,4 +1,5 @@
-"""Helpers shared beyond one engine test file: Astute RAG's and CrEst's scripted generators and data, and questions for the local model."""
+"""Scripted model outputs shared by the engine and page tests: Astute RAG's and CrEst's scripted
+generators and their data, and the questions the local model is tried on."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from core.engine.strategies import (
 )
 from core.engine.text import IDK
 from core.engine.types import Passage, SourceInfo
-from tests.engine.fakes import HashEmbedder
+from tests.fakes import HashEmbedder
 
 QUESTION = "who recorded i can't help falling in love with you"
 

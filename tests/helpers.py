@@ -1,4 +1,6 @@
-"""Helpers shared by the platform and worker tests: a counting embedder, a sample text, and the worker-fault harness."""
+"""Helpers the test areas share: the API's error shape, waiting on a condition, a counting
+embedder and a sample text, and the worker-fault harness (a broker, the test database's URL,
+what a run stored)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import numpy as np
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from core.models import ReliabilityScore, RunResponse
 from reliability_site.celery import app
@@ -116,3 +120,19 @@ def scores_of(run_id: int) -> dict[str, float]:
 def responses_of(run_id: int) -> dict[tuple[str, str], str]:
     rows = RunResponse.objects.filter(run_id=run_id).values_list("query__question", "source__name", "response")
     return {(question, source): response for question, source, response in rows}
+
+
+def error_of(response: Any) -> dict[str, Any]:
+    """The error object every failed request carries."""
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert set(body["error"]) == {"code", "message", "fields"}, body
+    return body["error"]
+
+
+def token_client(user: Any) -> APIClient:
+    """An API client that authenticates with the account's token."""
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client

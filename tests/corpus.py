@@ -1,10 +1,12 @@
-"""A tiny corpus of sources that agree, and one that holds misinformation, stored with the
-real embedder; plus a matching fact-checking query set."""
+"""The stored data the tests share across areas: a tiny corpus of sources that agree and one
+that holds misinformation, stored with the real embedder, with a matching fact-checking query
+set; and a departures file with its claim mapping for MultiRAG."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from core.engine.claims.mapping import ClaimMapping
 from core.models import QueryCollection
 from sources.ingest.base import ParsedDocument
 from sources.models import Source
@@ -64,3 +66,24 @@ def build_corpus(embedder: Any, reliable: int = 3) -> tuple[list[Source], Source
     for question, answer, _, _ in FACTS:
         FactQueryFactory(query_set=query_set, question=question, reference_answers=[answer])
     return good, bad, query_set
+
+
+# A departures file for MultiRAG: three sites agree on UA-10 (spelling the times differently),
+# one rumour site does not.
+DEPARTURES_MAPPING = ClaimMapping.from_json(
+    {
+        "subject": "flight",
+        "source": "site",
+        "attributes": {
+            "actual departure time": {"field": "dep", "normalizer": "time"},
+            "actual arrival time": {"field": "arr", "normalizer": "time"},
+        },
+    }
+)
+DEPARTURES_CSV = (
+    b"site,flight,dep,arr\n"
+    b"airline,UA-10-SFO-JFK,7:10 a.m.,3:40 p.m.\n"
+    b"airport,UA-10-SFO-JFK,07:10,3:40 p.m.\n"
+    b"tracker,UA-10-SFO-JFK,7:10 AM,3:41 p.m.\n"
+    b"rumours,UA-10-SFO-JFK,9:45 p.m.,11:00 p.m.\n"
+)
