@@ -8,14 +8,14 @@ from typing import Any
 from django.urls import reverse
 
 from core.models import EstimationRun
-from tests.factories import ClaimFactory, SourceFactory
+from tests.factories import ClaimFactory, JobFactory, SourceFactory
 
 
 def test_a_curator_resolves_the_claims_from_the_run_list(curator_client: Any, db: Any, monkeypatch: Any) -> None:
     sent: list[str] = []
     monkeypatch.setattr(
         "core.services.estimation.claims.dispatch_job",
-        lambda **kwargs: sent.append(kwargs["task_name"]) or None,
+        lambda **kwargs: sent.append(kwargs["task_name"]) or JobFactory(),
     )
     site_a, site_b = SourceFactory(name="site-a", chunk_count=0), SourceFactory(name="site-b", chunk_count=0)
     ClaimFactory(source=site_a, subject="AA-1", attribute="actual departure time", value="07:16")

@@ -12,7 +12,7 @@ from sources.ingest import IngestError, parse_bytes
 from sources.models import Chunk, Document
 from sources.services import FileOutcome, ingest_files, store_documents, validate_uploads
 from tests.factories import SourceFactory
-from tests.helpers import CountingEmbedder
+from tests.platform.helpers import CountingEmbedder
 
 UTC = dt.UTC
 

@@ -264,22 +264,41 @@ def test_every_dispatched_job_names_a_known_kind_and_a_registered_task():
         assert task_name in app.tasks, f"{module}:{line} dispatches {task_name!r}, which no task registers"
 
 
+def _test_module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def _test_imports() -> Iterator[tuple[Path, str, int]]:
+    """(file, imported tests module, line) for every import of a tests module, relative
+    imports resolved and `from tests.x import y` read as tests.x.y where that is a module."""
+    modules = {_test_module(path) for path in (ROOT / "tests").rglob("*.py")}
     for path in sorted((ROOT / "tests").rglob("*.py")):
+        package = _test_module(path) if path.name == "__init__.py" else _test_module(path).rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests."):
-                yield path, node.module, node.lineno
-            elif isinstance(node, ast.Import):
-                yield from ((path, a.name, node.lineno) for a in node.names if a.name.startswith("tests."))
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(anchor + ([node.module] if node.module else []))
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name == "tests" or name.startswith("tests."):
+                    yield path, name, node.lineno
 
 
 def test_a_test_area_imports_its_own_helpers_or_the_shared_ones_and_no_conftest():
-    offending = []
+    shared = {f"tests.{path.stem}" for path in (ROOT / "tests").glob("*.py")} - {"tests.conftest", "tests.__init__"}
+    offending, seen = [], 0
     for path, target, line in _test_imports():
+        seen += 1
         area = path.relative_to(ROOT / "tests").parts
-        parts = target.split(".")
-        own_area = len(area) > 1 and len(parts) > 2 and parts[1] == area[0]
-        shared = len(parts) == 2
-        if parts[-1] == "conftest" or not (own_area or shared):
+        own_area = len(area) > 1 and target.startswith(f"tests.{area[0]}.")
+        if target.rpartition(".")[2] == "conftest" or not (own_area or target in shared):
             offending.append(f"{path.relative_to(ROOT)} (line {line}) imports {target}")
+    assert seen > 100  # the walk reads the imports at all
     assert offending == []

@@ -9,7 +9,7 @@ from core.engine.chunking import chunk_text, split_chars
 from sources.models import Chunk
 from sources.services import ingest_files
 from tests.factories import SourceFactory
-from tests.helpers import TEXT, CountingEmbedder
+from tests.platform.helpers import TEXT, CountingEmbedder
 
 
 def test_a_text_of_two_million_characters_without_spaces_becomes_chunks_of_at_most_max_chars():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from core.engine.chunking import chunk_text, split_sentences
-from tests.helpers import SENTENCES, TEXT
+from tests.platform.helpers import SENTENCES, TEXT
 
 
 def words(text: str) -> list[str]:

@@ -13,7 +13,7 @@ from sources.ingest import IngestError, parse_bytes
 from sources.models import Document
 from sources.services import ingest_files
 from tests.factories import SourceFactory
-from tests.helpers import CountingEmbedder
+from tests.platform.helpers import CountingEmbedder
 
 DEEP_ARRAYS = ("[" * 100_000 + "]" * 100_000).encode()
 

@@ -268,8 +268,9 @@ class ClockedEmbedder:
         return self.vectors.encode(texts)
 
 
-def run_ingestion_on_a_clock(monkeypatch, tmp_path, seconds_per_batch: float) -> tuple[Job, ClockedEmbedder]:
+def run_ingestion_on_a_clock(settings, monkeypatch, tmp_path, seconds_per_batch: float) -> tuple[Job, ClockedEmbedder]:
     """The ingest task run in this process on a test clock that moves only while a batch embeds."""
+    settings.UPLOAD_DIR = tmp_path / "uploads"  # the reaper clears orphan upload folders: never the real ones
     clock = [timezone.now()]
     monkeypatch.setattr(timezone, "now", lambda: clock[0])
     embedder = ClockedEmbedder(clock, seconds_per_batch)
@@ -289,7 +290,7 @@ def test_a_long_ingestion_is_never_reaped_while_it_embeds_and_ends_succeeded_wit
     """Each batch of 512 chunks takes 4 s of the clock and the file four times that, longer than
     JOB_STALE_SECONDS: only the heartbeat after each batch keeps the reaper away."""
     settings.JOB_STALE_SECONDS = 6
-    job, embedder = run_ingestion_on_a_clock(monkeypatch, tmp_path, seconds_per_batch=4)
+    job, embedder = run_ingestion_on_a_clock(settings, monkeypatch, tmp_path, seconds_per_batch=4)
     assert embedder.batches >= 3 and embedder.batches * 4 > settings.JOB_STALE_SECONDS
     assert embedder.reaped == 0
     assert (job.state, job.error) == (Job.State.SUCCEEDED, "")
@@ -300,7 +301,7 @@ def test_an_ingestion_whose_batch_outlasts_the_stale_time_is_reaped_and_stores_n
     db, settings, monkeypatch, tmp_path
 ):
     settings.JOB_STALE_SECONDS = 6
-    job, embedder = run_ingestion_on_a_clock(monkeypatch, tmp_path, seconds_per_batch=10)
+    job, embedder = run_ingestion_on_a_clock(settings, monkeypatch, tmp_path, seconds_per_batch=10)
     assert embedder.reaped == 1 and embedder.batches == 1  # the first heartbeat finds the job ended: no more batches
     assert (job.state, job.message) == (Job.State.FAILED, "Failed: worker lost")
     assert not Chunk.objects.filter(source=job.params["source_id"]).exists()

@@ -161,7 +161,9 @@ def resume_claim_run(run: EstimationRun, *, user: Any = None, reestimate: bool =
             )
         _check_concurrency(user, resuming=locked)
         job = _dispatch(run, user)
-        EstimationRun.objects.filter(pk=run.pk).update(job=job, state=EstimationRun.State.PENDING, finished_at=None)
+        EstimationRun.objects.filter(pk=run.pk).update(
+            job_id=job.id, state=EstimationRun.State.PENDING, finished_at=None
+        )
     run.refresh_from_db()
     return run
 

@@ -296,6 +296,8 @@ def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: b
             raise ValidationError({"run": f"Run #{run.pk} cannot be resumed: its query set was deleted."})
         _check_concurrency(user, resuming=locked)
         job = _dispatch(run, user)
-        EstimationRun.objects.filter(pk=run.pk).update(job=job, state=EstimationRun.State.PENDING, finished_at=None)
+        EstimationRun.objects.filter(pk=run.pk).update(
+            job_id=job.id, state=EstimationRun.State.PENDING, finished_at=None
+        )
     run.refresh_from_db()
     return run

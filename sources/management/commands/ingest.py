@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
-from runtime.jobs import wait_for
+from runtime.jobs import JobRecord, wait_for
 from sources.ingest import IngestError, expand_paths, parse_bytes, read_limited
 from sources.models import Source
 from sources.services import start_ingest_job
@@ -81,11 +81,11 @@ class Command(BaseCommand):
                 rejected.append(f"{path.name}: cannot be read ({exc.strerror or exc})")
         return rejected
 
-    def wait_and_report(self, job: Any, opts: dict[str, Any]) -> None:
+    def wait_and_report(self, job: JobRecord, opts: dict[str, Any]) -> None:
         job = wait_for(job, timeout=opts["timeout"])
         if not job.finished:
             raise CommandError(f"job {job.pk} still {job.state} after {opts['timeout']} s: {job.message}")
-        if job.state == job.State.FAILED:
+        if not job.succeeded:
             raise CommandError(f"job {job.pk} failed: {job.error}")
         result = job.result
         self.stdout.write(
