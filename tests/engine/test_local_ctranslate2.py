@@ -60,6 +60,25 @@ def test_the_profile_builds_a_verified_int8_copy_keyed_by_the_gguf_hash(ct2: CTr
     assert json.loads((folder / MANIFEST).read_text())["files"]["model.bin"]["size"] > 400_000_000
 
 
+def test_the_converted_copy_tokenizes_exactly_as_the_transformers_runtime(ct2: CTranslate2Generator) -> None:
+    """Both runtimes must read a prompt as the same tokens (transformers' "incorrect regex"
+    warning about Mistral tokenizers does not apply to this Qwen copy)."""
+    from django.conf import settings
+    from transformers import AutoTokenizer
+
+    from core.engine.backends.generation.local_transformers import TransformersGenerator
+
+    tokenizer, _ = ct2._load()
+    reference = AutoTokenizer.from_pretrained(TransformersGenerator(KEY, models_dir=settings.LLM_MODELS_DIR).prepare())
+    texts = [
+        ANSWER_HEAD,
+        "It's the 1960s' hit; they'd've said \"don't\" -- 8,849 m, 3:40 p.m., naïve café, 東京, ÆØÅ!",
+        *(f"{q}\n{p}" for q, p, _ in ANSWERABLE),
+    ]
+    for text in texts:
+        assert tokenizer(text)["input_ids"] == reference(text)["input_ids"], text
+
+
 def test_it_answers_from_the_passage_and_abstains_without_one(ct2: CTranslate2Generator) -> None:
     generations = ct2.generate(_requests())
     for (question, _, gold), generation in zip(ANSWERABLE, generations, strict=False):

@@ -239,7 +239,12 @@ class CTranslate2Generator:
                     compute_type=self._resolved_compute_type(device),
                     intra_threads=threads if device == "cpu" else 0,
                 )
-                tokenizer = AutoTokenizer.from_pretrained(str(folder))
+                # CTranslate2's config.json beside the tokenizer names no model type, which
+                # transformers (5.x) reads as "maybe a Mistral tokenizer" and warns of an
+                # incorrect regex; Qwen's is not Mistral's (the fix would be wrong here), so
+                # the fix is declined explicitly. The test suite checks that this copy
+                # tokenizes exactly as the transformers runtime's does.
+                tokenizer = AutoTokenizer.from_pretrained(str(folder), fix_mistral_regex=False)
                 self._loaded = (tokenizer, model)
                 self.load_info.update(device=device, threads=threads, seconds=time.perf_counter() - started)
             return self._loaded
