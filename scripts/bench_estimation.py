@@ -230,7 +230,7 @@ def timed_run(sources: list[Any], query_set: Any, params: dict[str, Any], timeou
         "pairs_per_s": round(pairs / done, 2),
         "run_state": run.state,
         "percent_timeline": samples,
-        "ok": job.state == Job.State.SUCCEEDED and run.state == EstimationRun.State.SUCCEEDED and stored == pairs,
+        "ok": job.succeeded and run.state == EstimationRun.State.SUCCEEDED and stored == pairs,
     }
 
 

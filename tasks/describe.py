@@ -316,7 +316,7 @@ def headline(job: Job) -> str:
     params = job.params if isinstance(job.params, dict) else {}
     if (
         job.kind == Job.Kind.INGEST
-        and job.state == Job.State.SUCCEEDED
+        and job.succeeded
         and is_file_ingestion(params)
         and isinstance(result.get("files"), list)
     ):

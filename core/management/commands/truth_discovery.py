@@ -175,7 +175,7 @@ class Command(BaseCommand):
         assert run.job_id is not None
         claim_estimation.apply(kwargs={"job_id": run.job_id})
         job = Job.objects.get(pk=run.job_id)
-        if job.state != Job.State.SUCCEEDED:
+        if not job.succeeded:
             raise CommandError(f"Claim run {run.pk} failed: {job.error or job.message}")
         run.refresh_from_db()
         return run
