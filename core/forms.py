@@ -17,11 +17,12 @@ from core.engine.jsondepth import json_depth_error
 MAX_QUESTION_BYTES = 2400
 
 
-def validate_question_bytes(value: str) -> None:
-    """ValidationError when a fact query's question is too long in UTF-8 for its unique index."""
+def validate_question_bytes(value: str, *, what: str = "A question") -> None:
+    """ValidationError when a fact query's question (or a text stored beside it, ``what``) is
+    too long in UTF-8 for its unique index."""
     if len(value.encode("utf-8", "surrogatepass")) > MAX_QUESTION_BYTES:
         raise forms.ValidationError(
-            f"A question is at most {MAX_QUESTION_BYTES} bytes of UTF-8 (about 600 characters of a "
+            f"{what} is at most {MAX_QUESTION_BYTES} bytes of UTF-8 (about 600 characters of a "
             "script such as Chinese or emoji).",
             code="too_many_bytes",
         )

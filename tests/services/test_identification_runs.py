@@ -60,6 +60,11 @@ def test_one_click_on_the_right_answer_records_it_and_re_estimates_the_run_from_
     finish_run(run)  # what the re-estimate job does: the stored responses, now with the check
     run.refresh_from_db()
     assert run.identification["identified"] is True and run.gold_queries == [first]
+    # The answered check leaves the proposals and is listed as what the estimate used.
+    view = identification_view(run)
+    assert view is not None and first not in {c["query_id"] for c in view["checks"]}
+    assert view["checked"] == [{"query_id": first, "question": question, "references": [right]}]
+    assert view["checked_total"] == 1
     scores = {s.source.name: s.reliability for s in ReliabilityScore.objects.filter(run=run).select_related("source")}
     assert min(scores[h] for h in HONEST) > max(scores[c] for c in COLLUDERS)
 
@@ -74,6 +79,9 @@ def test_a_check_is_refused_naming_the_field_when_it_is_not_proposed_or_empty(db
     with pytest.raises(ValidationError) as empty:
         record_check(run, min(proposed), "   ")
     assert "answer" in empty.value.message_dict
+    with pytest.raises(ValidationError) as wide:  # under the character cap, over the byte cap
+        record_check(run, min(proposed), "\U0001f600" * 700)
+    assert wide.value.message_dict["answer"][0].startswith("An answer is at most 2400 bytes")
     assert FactQuery.objects.filter(pk__in=proposed).exclude(reference_answers=[]).count() == 0
 
 
@@ -135,6 +143,9 @@ def test_the_run_page_warns_and_the_checks_page_records_a_curators_one_click(
     assert FactQuery.objects.get(pk=first).reference_answers == [right]
     run.refresh_from_db()
     assert run.state == EstimationRun.State.PENDING  # being estimated again with the check
+    finish_run(run)
+    again = curator_client.get(f"/runs/{run.pk}/checks/").content.decode()
+    assert 'id="checked-so-far"' in again and f'id="checked-{first}"' in again and f'id="check-{first}"' not in again
 
 
 def test_a_check_that_contradicts_a_stored_reference_or_targets_an_outdated_run_is_refused(db, embedder):

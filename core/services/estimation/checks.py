@@ -30,6 +30,7 @@ from core.services.estimation.start import resume_estimation_run
 from sources.models import Source
 
 MAX_ANSWER_CHARS = 2000
+MAX_CHECKED_SHOWN = 50  # checked queries listed on a run's checks page (the count shows them all)
 MAX_OPTIONS = 6  # answers offered per query (the most supported first)
 
 
@@ -80,7 +81,8 @@ def identification_view(run: EstimationRun) -> dict[str, Any] | None:
     checks = [int(q) for q in stored.get("checks", [])]
     queries = {q.pk: q for q in FactQuery.objects.filter(pk__in=checks)}
     options = _options(run, checks)
-    gold = set(run.gold_queries or [])
+    gold = [int(q) for q in (run.gold_queries or [])]
+    checked = FactQuery.objects.filter(pk__in=gold).only("pk", "question", "reference_answers").order_by("pk")
     return {
         "identified": bool(stored.get("identified", True)),
         "reason": str(stored.get("reason", "")),
@@ -94,12 +96,19 @@ def identification_view(run: EstimationRun) -> dict[str, Any] | None:
                 "query_id": q,
                 "question": queries[q].question,
                 "references": usable_references(queries[q].reference_answers),
-                "checked": q in gold,
                 "answers": options.get(q, []),
             }
             for q in checks
             if q in queries
         ],
+        # The reference answers this run's estimate used (its gold queries: checks recorded
+        # here and references given before), newest query last; a proposed check that was
+        # answered leaves the proposals at the re-estimate and shows here instead.
+        "checked": [
+            {"query_id": q.pk, "question": q.question, "references": usable_references(q.reference_answers)}
+            for q in checked[:MAX_CHECKED_SHOWN]
+        ],
+        "checked_total": len(gold),
     }
 
 
@@ -142,7 +151,10 @@ def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = 
         raise ValidationError({"answer": "Give the right answer (choose one, or type it)."})
     if len(text) > MAX_ANSWER_CHARS:
         raise ValidationError({"answer": f"An answer is at most {MAX_ANSWER_CHARS} characters."})
-    validate_question_bytes(text)
+    try:
+        validate_question_bytes(text, what="An answer")
+    except ValidationError as exc:
+        raise ValidationError({"answer": exc.messages}) from exc
     if run.state == EstimationRun.State.FAILED:
         raise ValidationError({"run": "The run failed: resume it before answering its checks."})
     if run.finished_at is not None and (
