@@ -148,6 +148,11 @@ def test_a_run_s_dependence_lists_every_examined_pair_most_likely_first_with_its
         ("wire", "forum", 0.12),
     ]
     assert body["pairs"][0]["examples"] == evidence and body["pairs"][0]["same_false"] == 6.0
+    assert body["unsettled"] is False
+    # A run agreement does not identify: its pairs may be the honest group a larger group outvotes.
+    EstimationRun.objects.filter(pk=run.pk).update(identification={"identified": False, "reason": "groups"})
+    assert as_analyst.get(f"/api/estimation-runs/{run.pk}/dependence/").json()["unsettled"] is True
+    assert as_analyst.get(f"/api/conflicts/?run={run.pk}").json()["unsettled"] is True
     plain = EstimationRunFactory(succeeded=True)
     assert as_analyst.get(f"/api/estimation-runs/{plain.pk}/dependence/").json()["copy_detection"] is False
 

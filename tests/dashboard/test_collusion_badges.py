@@ -58,3 +58,37 @@ def test_a_pair_is_shown_as_copying_only_with_false_answers_in_common(analyst_cl
     assert 'id="source-collusion"' in detail and "<strong>trending</strong>" in detail
     assert "share 6 false answers" in detail
     assert 'id="source-collusion"' not in analyst_client.get(reverse("source-detail", args=[wire.pk])).content.decode()
+
+
+def test_a_group_from_a_run_agreement_does_not_settle_is_shown_unsettled_never_as_copiers(
+    analyst_client: Any, db: Any
+) -> None:
+    """With a colluding majority the estimate follows the colluders, and the group its copy
+    detection finds (sources sharing answers it rejects) is the honest one: calling them
+    copiers would accuse the wrong sources. An unidentified run shows the group as unsettled."""
+    honest_a, honest_b, x, y, z = (SourceFactory(name=n) for n in ("honest-a", "honest-b", "x", "y", "z"))
+    run = finished_run([honest_a, honest_b, x, y, z], age_days=1)
+    EstimationRun.objects.filter(pk=run.pk).update(
+        identification={"identified": False, "reason": "groups", "dissent_bloc": [honest_a.pk, honest_b.pk]}
+    )
+    SourceDependenceFactory(run=run, source_a=honest_a, source_b=honest_b, probability=0.99, same_false=8.0)
+
+    page = re.sub(r"<[^>]+>", "", analyst_client.get(reverse("conflicts"), {"run": run.pk}).content.decode())
+    assert "Group that agrees against the estimate (2 sources, unsettled): honest-a, honest-b" in page
+    assert "Copier pair" not in page and "rests on which group of sources is right" in page
+
+    listing = analyst_client.get(reverse("source-list")).content.decode()
+    badges = [line for line in listing.splitlines() if "collusion-badge" in line]
+    assert len(badges) == 2 and all("unsettled group with" in b and "copies with" not in b for b in badges)
+
+    detail = analyst_client.get(reverse("source-detail", args=[honest_a.pk])).content.decode()
+    assert 'id="source-collusion"' in detail and "unsettled" in detail and "false answer" not in detail
+
+    result = analyst_client.get(reverse("run-result", args=[run.pk])).content.decode()
+    assert "agrees against the estimate: unsettled" in result and "copier pair" not in result
+
+    # Once checks settle the run, the same pair is copying.
+    EstimationRun.objects.filter(pk=run.pk).update(identification={"identified": True, "reason": "checked"})
+    assert "Copier pair: honest-a, honest-b" in re.sub(
+        r"<[^>]+>", "", analyst_client.get(reverse("conflicts"), {"run": run.pk}).content.decode()
+    )

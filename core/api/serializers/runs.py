@@ -201,6 +201,11 @@ class RunDependenceSerializer(serializers.Serializer[Any]):
     run_id = serializers.IntegerField()
     copy_detection = serializers.BooleanField(help_text="Whether the run's estimator detects copying.")
     threshold = serializers.FloatField(help_text="Pairs at or above this probability are reported as dependent.")
+    unsettled = serializers.BooleanField(
+        help_text="The run's estimate is not identified by agreement (its `identification`): the answers called "
+        "false are false only if the estimate's group of sources is right, so a dependent pair may be honest "
+        "sources that a larger group outvotes. Not evidence of copying until checks settle the run."
+    )
     pairs = DependencePairSerializer(many=True)
 
 
@@ -232,6 +237,10 @@ class PairwiseConflictsSerializer(serializers.Serializer[Any]):
     )
     dependent_pairs = DependencePairSerializer(
         many=True, help_text="Pairs detected as copying or colluding (probability >= 0.5), most likely first."
+    )
+    unsettled = serializers.BooleanField(
+        help_text="The run's estimate is not identified by agreement: its dependent pairs may be honest sources "
+        "that a larger group outvotes, so they are not evidence of copying until checks settle the run."
     )
 
 

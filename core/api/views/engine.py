@@ -57,7 +57,7 @@ from core.services.estimation import (
 )
 from core.services.estimation.finish import DEPENDENT
 from core.services.pages.conflicts import default_conflict_run, pairwise_disagreement
-from core.services.pages.copying import dependent_pairs, has_copy_detection, run_dependence
+from core.services.pages.copying import dependent_pairs, has_copy_detection, run_dependence, unsettled
 from core.services.pages.question import question_clusters
 from core.services.pages.run_sets import finished_full_runs
 from core.services.source_selection import SourceChoice
@@ -216,7 +216,8 @@ class EstimationRunViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Estimatio
             "Every pair of sources the run's estimator examined for copying (estimators that detect it: "
             "accucopy), most likely dependent first, with the evidence: shared answers expected true and false, "
             "and up to 5 false answers both gave. Empty with `copy_detection: false` for other estimators. "
-            "An incremental update shows its full run's."
+            "An incremental update shows its full run's. `unsettled: true` when the run's estimate is not "
+            "identified by agreement: the pairs may then be the honest group a larger group outvotes."
         ),
         responses={200: RunDependenceSerializer},
     )
@@ -227,6 +228,7 @@ class EstimationRunViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Estimatio
             "run_id": run.pk,
             "copy_detection": has_copy_detection(run),
             "threshold": DEPENDENT,
+            "unsettled": unsettled(run),
             "pairs": run_dependence(run),
         }
         return Response(RunDependenceSerializer(body).data)
@@ -357,5 +359,6 @@ class ConflictsView(ApiViewMixin, APIView):
             "pairs": pairs,
             "copy_detection": has_copy_detection(run) if run is not None else False,
             "dependent_pairs": dependent_pairs(run) if run is not None else [],
+            "unsettled": unsettled(run) if run is not None else False,
         }
         return Response(PairwiseConflictsSerializer(body).data)

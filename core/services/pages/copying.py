@@ -69,6 +69,15 @@ def dependent_pairs(run: EstimationRun) -> list[dict[str, Any]]:
     return [p for p in run_dependence(run, min_probability=DEPENDENT) if p["same_false"] >= MIN_SHARED_FALSE]
 
 
+def unsettled(run: EstimationRun) -> bool:
+    """Whether the run's estimate is one agreement does not identify (issue 26): then the
+    answers its copy detection calls false are false only if the estimate's group of sources
+    is right, and the pairs it finds dependent may be the honest group that the larger group
+    outvotes; they are shown as an unsettled group, never as copiers, until checks settle it."""
+    stored = run.identification or responses_run(run).identification or {}
+    return stored.get("identified", True) is False
+
+
 def latest_collusion() -> dict[int, dict[str, Any]]:
     """Source id -> the copier pair or bloc it belongs to in the latest finished run with copy
     detection: {"run_id", "kind", "others": [names], "shared_false", "probability"}. Empty when
@@ -85,6 +94,7 @@ def latest_collusion() -> dict[int, dict[str, Any]]:
                 "others": [m["name"] for m in group["members"] if m["id"] != member["id"]],
                 "shared_false": group["shared_false"],
                 "probability": group["probability"],
+                "unsettled": group["unsettled"],
             }
     return badges
 
@@ -92,8 +102,10 @@ def latest_collusion() -> dict[int, dict[str, Any]]:
 def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
     """Detected copier pairs and blocs: the connected components of the pairs with probability
     >= DEPENDENT, each with its members, its pairs and its evidence (the shared false answers,
-    at most five per pair), the most likely first. One query."""
+    at most five per pair), the most likely first; each says whether it is ``unsettled`` (the
+    run's estimate is not identified: see ``unsettled``). Two queries."""
     pairs = dependent_pairs(run)
+    open_question = unsettled(run)
     names: dict[int, str] = {}
     for p in pairs:
         names[p["source_a"]], names[p["source_b"]] = p["source_a_name"], p["source_b_name"]
@@ -108,6 +120,7 @@ def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
                 "probability": max(p["probability"] for p in members_pairs),
                 "pairs": members_pairs,
                 "shared_false": sum(p["same_false"] for p in members_pairs),
+                "unsettled": open_question,
             }
         )
     groups.sort(key=lambda g: (-g["probability"], -len(g["members"]), g["members"][0]["name"]))
