@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template import loader
 
 FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+ERROR_FRAGMENT_HEADER = "X-Error-Fragment"  # a 400 whose body is a fragment for an htmx target
 
 
 def field_with_nul(data: QueryDict) -> str | None:
@@ -37,6 +38,14 @@ class NulCharacterMiddleware:
                 field = field_with_nul(request.POST)
             if field is not None:
                 message = f"{field} must not contain NUL characters (the byte %00)."
+                if request.headers.get("HX-Request") == "true":
+                    # An htmx form (the ask box) swaps this into its target instead of a whole
+                    # page, which htmx would not show at all: static/js/app.js swaps a 400 that
+                    # carries ERROR_FRAGMENT_HEADER.
+                    body = loader.render_to_string("_request_error.html", {"message": message}, request)
+                    response = HttpResponse(body, status=400)
+                    response[ERROR_FRAGMENT_HEADER] = "1"
+                    return response
                 body = loader.render_to_string("400.html", {"message": message}, request)
                 return HttpResponse(body, status=400)
         return self.get_response(request)

@@ -23,6 +23,7 @@ from core.bench.metrics import correlations
 from core.engine.estimation import calibration_from_records
 from core.engine.params import parse_assignments
 from core.engine.reliability import DEFAULT_ESTIMATOR, get_estimator
+from core.engine.reliability.base import MIN_SHARED_FALSE
 from core.engine.strategies.base import Requirement
 from core.engine.text import IDK, answer_contains_gold
 from core.engine.types import Embedder, Passage, SourceInfo
@@ -134,6 +135,9 @@ class SeedRun:
     n_test: int
     n_documents: int
     flagged_pairs: list[tuple[int, int]] = field(default_factory=list)  # dependence >= 0.5
+    # What the product shows as copying: flagged pairs with a false answer in common, of an
+    # identified estimate (core.services.pages.copying)
+    shown_pairs: list[tuple[int, int]] = field(default_factory=list)
     colluding_pairs: list[tuple[int, int]] = field(default_factory=list)  # the truth, with --collude
     identified: bool = True  # whether agreement identified the estimate (core.engine.reliability.identify)
     gold_used: int = 0  # estimation queries that carried their reference answer (random and active)
@@ -379,6 +383,16 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         for d in estimation.reliability.dependence
         if d.probability >= 0.5
     )
+    identified = identification.identified if identification is not None else True
+    shown = (
+        sorted(
+            (min(ids[d.a], ids[d.b]), max(ids[d.a], ids[d.b]))
+            for d in estimation.reliability.dependence
+            if d.probability >= 0.5 and d.same_false >= MIN_SHARED_FALSE
+        )
+        if identified
+        else []
+    )
     adversaries = sorted(s.id for s in sources if s.reliability < 0.5)
     colluding = [(a, b) for i, a in enumerate(adversaries) for b in adversaries[i + 1 :]] if config.collude else []
 
@@ -394,8 +408,9 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         n_test=len(tests),
         n_documents=len(corpus.documents),
         flagged_pairs=flagged,
+        shown_pairs=shown,
         colluding_pairs=colluding,
-        identified=identification.identified if identification is not None else True,
+        identified=identified,
         gold_used=len(gold),
         calibration=ctx.calibration.as_dict() if ctx.calibration.fitted else {},
     )

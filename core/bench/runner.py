@@ -78,15 +78,15 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
 def _copy_detection(runs: Sequence[SeedRun]) -> dict[str, Any]:
     """Precision and recall of the pairs the estimator flagged as dependent (probability >=
     0.5) against the truly colluding pairs (two misinformation sources pushing one answer),
-    and of those the product shows as copying (the flagged pairs of identified estimates)."""
+    and of those the product shows as copying (SeedRun.shown_pairs)."""
     flagged = sum(len(r.flagged_pairs) for r in runs)
     colluding = sum(len(r.colluding_pairs) for r in runs)
     hits = sum(len(set(r.flagged_pairs) & set(r.colluding_pairs)) for r in runs)
-    # As the product shows them: a seed whose estimate agreement does not identify shows its
-    # pairs as an unsettled group, not as copiers (core.services.pages.copying.unsettled).
-    shown = [r for r in runs if r.identified]
-    shown_flagged = sum(len(r.flagged_pairs) for r in shown)
-    shown_hits = sum(len(set(r.flagged_pairs) & set(r.colluding_pairs)) for r in shown)
+    # As the product shows them (SeedRun.shown_pairs): a seed whose estimate agreement does not
+    # identify shows its pairs as an unsettled group, not as copiers, and a pair with no false
+    # answer in common is not shown (core.services.pages.copying).
+    shown_flagged = sum(len(r.shown_pairs) for r in runs)
+    shown_hits = sum(len(set(r.shown_pairs) & set(r.colluding_pairs)) for r in runs)
     return {
         "flagged": flagged,
         "colluding": colluding,

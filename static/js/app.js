@@ -64,3 +64,14 @@ document.addEventListener("click", (event) => {
     main.focus();
   }
 });
+
+// htmx leaves a 400 response unswapped (base.html's responseHandling), so a refused htmx form
+// would show nothing. A 400 whose body is a fragment meant for the form's target says so with
+// X-Error-Fragment (reliability_site/nul_bytes.py): swap it in, as the message it is.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const xhr = event.detail && event.detail.xhr;
+  if (xhr && xhr.status === 400 && xhr.getResponseHeader("X-Error-Fragment") === "1") {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});

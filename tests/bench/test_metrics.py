@@ -63,14 +63,14 @@ def test_the_expected_calibration_error_is_the_count_weighted_gap_per_bin() -> N
         calibration([0.5], [True, False])
 
 
-def test_copy_detection_counts_as_shown_only_the_pairs_of_identified_estimates() -> None:
+def test_copy_detection_scores_the_pairs_shown_as_copying_apart_from_those_flagged() -> None:
     """A seed whose estimate agreement does not identify flags the honest pair (the estimate
     followed the colluders): the raw precision counts it, the product shows it as an unsettled
     group instead, so it is not among the pairs shown as copying."""
     from core.bench.qa import SeedRun
     from core.bench.runner import _copy_detection
 
-    def seed(flagged: list[tuple[int, int]], identified: bool) -> SeedRun:
+    def seed(flagged: list[tuple[int, int]], shown: list[tuple[int, int]]) -> SeedRun:
         return SeedRun(
             seed=0,
             methods={},
@@ -83,10 +83,10 @@ def test_copy_detection_counts_as_shown_only_the_pairs_of_identified_estimates()
             n_test=0,
             n_documents=0,
             flagged_pairs=flagged,
+            shown_pairs=shown,
             colluding_pairs=[(1, 2)],
-            identified=identified,
         )
 
-    found = _copy_detection([seed([(1, 2)], True), seed([(3, 4)], False)])
+    found = _copy_detection([seed([(1, 2)], [(1, 2)]), seed([(3, 4)], [])])
     assert (found["flagged"], found["precision"], found["recall"]) == (2, 0.5, 0.5)
     assert (found["shown_as_copying"], found["shown_precision"], found["shown_recall"]) == (1, 1.0, 0.5)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -88,3 +89,17 @@ def test_a_method_with_a_bad_parameter_is_refused_before_anything_runs() -> None
     ):
         with pytest.raises(ValueError, match=message):
             QAConfig(methods=methods).resolved_methods()
+
+
+def test_a_colluding_majority_without_checks_shows_no_pair_as_copying_and_checks_show_the_colluders(
+    poisonedrag: list[BenchQuestion],
+) -> None:
+    """Without checks the estimate follows the colluders and its copy detection flags honest
+    pairs; the run is unidentified, so nothing is shown as copying. With the checks it proposes,
+    the pairs shown are colluders."""
+    base = QAConfig(sources=9, adversaries=6, collude=True, estimation_queries=40, max_questions=80, methods=["mv"])
+    blind = run_seed(base, poisonedrag, HashingEmbedder(), seed=1)
+    assert not blind.identified and blind.flagged_pairs and blind.shown_pairs == []
+    checked = run_seed(replace(base, active_gold=5), poisonedrag, HashingEmbedder(), seed=1)
+    assert checked.identified and checked.shown_pairs
+    assert set(checked.shown_pairs) <= set(checked.flagged_pairs) & set(checked.colluding_pairs)

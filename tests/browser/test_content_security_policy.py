@@ -65,3 +65,24 @@ def test_the_api_docs_render_with_no_policy_violation(browser: Any, live_server:
     # other outside request) from loading; nothing else is refused.
     refused = [v for v in csp_violations(browser) if not v.startswith("img-src blocked https://cdn.redoc.ly/")]
     assert refused == []
+
+
+def test_an_ask_refused_for_a_nul_byte_shows_its_message_in_place(
+    browser: Any, live_server: Any, admin_user: Any
+) -> None:
+    """htmx shows nothing of a 400 by itself; the refusal of a NUL byte (reliability_site/
+    nul_bytes.py) comes back as a fragment that static/js/app.js swaps into the result."""
+    from core.models import Question
+
+    watch_csp(browser)
+    browser.get(f"{live_server.url}/login/")
+    browser.find_element(By.NAME, "username").send_keys(admin_user.username)
+    browser.find_element(By.NAME, "password").send_keys("password")
+    browser.find_element(By.ID, "login-button").click()
+    box = wait_for(browser, "#id_text")
+    browser.execute_script("arguments[0].value = 'Where is the Eiffel\\u0000 Tower?';", box)
+    browser.find_element(By.ID, "ask-button").click()
+    error = wait_for(browser, "#result #request-error", seconds=10)
+    assert "text must not contain NUL characters" in error.text
+    assert browser.find_element(By.ID, "ask-form").is_displayed() and not Question.objects.exists()
+    assert csp_violations(browser) == []

@@ -61,3 +61,13 @@ def test_a_nul_byte_in_an_api_filter_is_still_the_api_s_json_400(as_analyst: Any
     response = as_analyst.get("/api/claims/", {"subject": "AA\x00"})
     assert response.status_code == 400
     assert response.json()["error"]["fields"] == {"subject": ["Must not contain NUL characters."]}
+
+
+def test_a_nul_byte_in_an_htmx_ask_is_a_400_fragment_the_page_swaps_in(analyst_client: Any, db: Any) -> None:
+    response = analyst_client.post(
+        reverse("ask"), {"text": "Where is the Eiffel\x00 Tower?"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 400 and response["X-Error-Fragment"] == "1"
+    body = response.content.decode()
+    assert 'id="request-error"' in body and "text must not contain NUL characters" in body
+    assert "<html" not in body and not Question.objects.exists()

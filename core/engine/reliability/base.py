@@ -59,6 +59,13 @@ class SourceReliability:
         return self.gold_agreements / self.gold_answers if self.gold_answers else None
 
 
+# A dependent pair is shown as copying or colluding only when it shares at least this many
+# false answers: the evidence an analyst can check. The estimator may find two sources dependent
+# from their agreement on true answers alone ("about 0 false answers in common"), which is no
+# sign of collusion to show anyone.
+MIN_SHARED_FALSE = 1.0
+
+
 @dataclass(frozen=True)
 class Dependence:
     """How likely two sources are dependent (one copies the other, or both copy a third, or

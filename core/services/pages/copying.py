@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.engine.graphs.blocs import components
+from core.engine.reliability.base import MIN_SHARED_FALSE
 from core.models import EstimationRun, SourceDependence
 from core.services.estimation.finish import DEPENDENT, detects_copying
 from core.services.pages.run_sets import finished_full_runs, responses_run
@@ -54,13 +55,6 @@ def run_dependence(run: EstimationRun, min_probability: float = 0.0) -> list[dic
         }
         for r in rows
     ]
-
-
-# A pair is shown as copying or colluding only when it shares at least this many false
-# answers: the evidence an analyst can check. The estimator may find two sources dependent
-# from their agreement on true answers alone ("about 0 false answers in common"), which is
-# no sign of collusion to show anyone.
-MIN_SHARED_FALSE = 1.0
 
 
 def dependent_pairs(run: EstimationRun) -> list[dict[str, Any]]:
