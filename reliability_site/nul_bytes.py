@@ -15,6 +15,9 @@ from django.template import loader
 
 FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 ERROR_FRAGMENT_HEADER = "X-Error-Fragment"  # a 400 whose body is a fragment for an htmx target
+# htmx forms (by the id htmx sends as HX-Trigger) -> where their refusal's message goes: the
+# same places as their own validation errors (core.views.ask), never over a conversation.
+ERROR_SLOTS = {"ask-form": "#result", "follow-up-form": "#follow-up-errors"}
 
 
 def field_with_nul(data: QueryDict) -> str | None:
@@ -38,13 +41,20 @@ class NulCharacterMiddleware:
                 field = field_with_nul(request.POST)
             if field is not None:
                 message = f"{field} must not contain NUL characters (the byte %00)."
-                if request.headers.get("HX-Request") == "true":
-                    # An htmx form (the ask box) swaps this into its target instead of a whole
-                    # page, which htmx would not show at all: static/js/app.js swaps a 400 that
-                    # carries ERROR_FRAGMENT_HEADER.
+                slot = (
+                    ERROR_SLOTS.get(request.headers.get("HX-Trigger", ""))
+                    if request.headers.get("HX-Request") == "true"
+                    else None
+                )
+                if slot is not None:
+                    # The ask forms get the message where their own errors go, instead of a whole
+                    # page that htmx would not show at all: static/js/app.js swaps a 400 that
+                    # carries ERROR_FRAGMENT_HEADER (other htmx forms keep the plain 400).
                     body = loader.render_to_string("_request_error.html", {"message": message}, request)
                     response = HttpResponse(body, status=400)
                     response[ERROR_FRAGMENT_HEADER] = "1"
+                    response["HX-Retarget"] = slot
+                    response["HX-Reswap"] = "innerHTML"
                     return response
                 body = loader.render_to_string("400.html", {"message": message}, request)
                 return HttpResponse(body, status=400)

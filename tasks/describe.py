@@ -32,7 +32,7 @@ LABELS = {
     "source_id": "Source id",
     "source_ids": "Sources",
     "gold_queries": "Gold-checked queries",
-    "dependent_pairs": "Copier pairs detected",
+    "dependent_pairs": "Dependent pairs (p ≥ 0.5; copying unless the run is unsettled)",
     "embed_job": "Key embedding job",
     "k": "Passages per source (k)",
     "tau": "Alignment threshold (τ)",

@@ -43,9 +43,13 @@ def qa_table(summary: dict[str, Any]) -> str:
     if copy.get("flagged") or copy.get("colluding"):
         lines.append(
             f"Copy detection: {copy['flagged']} pair(s) flagged, {copy['colluding']} colluding; "
-            f"precision {_num(copy.get('precision'))}, recall {_num(copy.get('recall'))}; shown as copying "
-            f"(identified estimates only): {copy.get('shown_as_copying', 0)}, precision "
-            f"{_num(copy.get('shown_precision'))}, recall {_num(copy.get('shown_recall'))}"
+            f"precision {_num(copy.get('precision'))}, recall {_num(copy.get('recall'))}"
+            + (
+                f"; shown as copying (identified estimates only): {copy['shown_as_copying']}, precision "
+                f"{_num(copy.get('shown_precision'))}, recall {_num(copy.get('shown_recall'))}"
+                if "shown_as_copying" in copy
+                else ""
+            )
         )
     return "\n".join(lines)
 

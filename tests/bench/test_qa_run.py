@@ -99,7 +99,9 @@ def test_a_colluding_majority_without_checks_shows_no_pair_as_copying_and_checks
     the pairs shown are colluders."""
     base = QAConfig(sources=9, adversaries=6, collude=True, estimation_queries=40, max_questions=80, methods=["mv"])
     blind = run_seed(base, poisonedrag, HashingEmbedder(), seed=1)
-    assert not blind.identified and blind.flagged_pairs and blind.shown_pairs == []
+    honest = {(a, b) for a, b in blind.flagged_pairs if (a, b) not in set(blind.colluding_pairs)}
+    assert not blind.identified and honest  # copy detection flags honest pairs here ...
+    assert blind.shown_pairs == []  # ... and none is shown as copying
     checked = run_seed(replace(base, active_gold=5), poisonedrag, HashingEmbedder(), seed=1)
     assert checked.identified and checked.shown_pairs
     assert set(checked.shown_pairs) <= set(checked.flagged_pairs) & set(checked.colluding_pairs)

@@ -65,9 +65,23 @@ def test_a_nul_byte_in_an_api_filter_is_still_the_api_s_json_400(as_analyst: Any
 
 def test_a_nul_byte_in_an_htmx_ask_is_a_400_fragment_the_page_swaps_in(analyst_client: Any, db: Any) -> None:
     response = analyst_client.post(
-        reverse("ask"), {"text": "Where is the Eiffel\x00 Tower?"}, headers={"HX-Request": "true"}
+        reverse("ask"),
+        {"text": "Where is the Eiffel\x00 Tower?"},
+        headers={"HX-Request": "true", "HX-Trigger": "ask-form"},
     )
     assert response.status_code == 400 and response["X-Error-Fragment"] == "1"
+    assert (response["HX-Retarget"], response["HX-Reswap"]) == ("#result", "innerHTML")
     body = response.content.decode()
     assert 'id="request-error"' in body and "text must not contain NUL characters" in body
     assert "<html" not in body and not Question.objects.exists()
+
+    # A follow-up's refusal goes under its own box, never over the conversation; a form with no
+    # slot of its own keeps the plain 400 page (htmx shows nothing, nothing is stored).
+    follow_up = analyst_client.post(
+        reverse("ask"),
+        {"text": "And\x00 its height?", "follows": "1"},
+        headers={"HX-Request": "true", "HX-Trigger": "follow-up-form"},
+    )
+    assert follow_up.status_code == 400 and follow_up["HX-Retarget"] == "#follow-up-errors"
+    other = analyst_client.post(reverse("ask"), {"text": "x\x00"}, headers={"HX-Request": "true", "HX-Trigger": "x"})
+    assert other.status_code == 400 and "X-Error-Fragment" not in other and "<html" in other.content.decode()

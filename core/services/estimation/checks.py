@@ -101,14 +101,15 @@ def identification_view(run: EstimationRun) -> dict[str, Any] | None:
             for q in checks
             if q in queries
         ],
-        # The reference answers this run's estimate used (its gold queries: checks recorded
-        # here and references given before), newest query last; a proposed check that was
-        # answered leaves the proposals at the re-estimate and shows here instead.
+        # The queries whose reference answers this run's estimate used (its gold queries: checks
+        # recorded here and references given before), with their reference answers as they
+        # stand now; a proposed check that was answered leaves the proposals at the re-estimate
+        # and shows here instead.
         "checked": [
             {"query_id": q.pk, "question": q.question, "references": usable_references(q.reference_answers)}
             for q in checked[:MAX_CHECKED_SHOWN]
         ],
-        "checked_total": len(gold),
+        "checked_total": checked.count(),
     }
 
 

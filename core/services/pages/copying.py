@@ -97,9 +97,11 @@ def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
     """Detected copier pairs and blocs: the connected components of the pairs with probability
     >= DEPENDENT, each with its members, its pairs and its evidence (the shared false answers,
     at most five per pair), the most likely first; each says whether it is ``unsettled`` (the
-    run's estimate is not identified: see ``unsettled``). Two queries."""
+    run's estimate is not identified: see ``unsettled``) and which run's checks settle it
+    (an update's are its full run's). Two queries (more for an update: its full run)."""
     pairs = dependent_pairs(run)
     open_question = unsettled(run)
+    checks_run = run.pk if run.identification else responses_run(run).pk  # the run whose checks settle it
     names: dict[int, str] = {}
     for p in pairs:
         names[p["source_a"]], names[p["source_b"]] = p["source_a_name"], p["source_b_name"]
@@ -115,6 +117,7 @@ def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
                 "pairs": members_pairs,
                 "shared_false": sum(p["same_false"] for p in members_pairs),
                 "unsettled": open_question,
+                "checks_run_id": checks_run,
             }
         )
     groups.sort(key=lambda g: (-g["probability"], -len(g["members"]), g["members"][0]["name"]))
