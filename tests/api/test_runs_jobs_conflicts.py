@@ -134,6 +134,7 @@ def test_conflicts_without_any_finished_run_are_empty(as_analyst):
         "pairs": [],
         "copy_detection": False,
         "dependent_pairs": [],
+        "unsettled": False,
     }
 
 
