@@ -378,17 +378,12 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         )
     runs = {m: runs[m] for m in methods}
     ids = estimation.source_ids
-    flagged = sorted(
-        (min(ids[d.a], ids[d.b]), max(ids[d.a], ids[d.b]))
-        for d in estimation.reliability.dependence
-        if d.probability >= 0.5
-    )
+    dependent = [d for d in estimation.reliability.dependence if d.probability >= 0.5]
+    flagged = sorted((min(ids[d.a], ids[d.b]), max(ids[d.a], ids[d.b])) for d in dependent)
     identified = identification.identified if identification is not None else True
     shown = (
         sorted(
-            (min(ids[d.a], ids[d.b]), max(ids[d.a], ids[d.b]))
-            for d in estimation.reliability.dependence
-            if d.probability >= 0.5 and d.same_false >= MIN_SHARED_FALSE
+            (min(ids[d.a], ids[d.b]), max(ids[d.a], ids[d.b])) for d in dependent if d.same_false >= MIN_SHARED_FALSE
         )
         if identified
         else []

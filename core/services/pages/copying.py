@@ -63,13 +63,18 @@ def dependent_pairs(run: EstimationRun) -> list[dict[str, Any]]:
     return [p for p in run_dependence(run, min_probability=DEPENDENT) if p["same_false"] >= MIN_SHARED_FALSE]
 
 
+def identifying_run(run: EstimationRun) -> EstimationRun:
+    """The run whose identification describes ``run``'s dependence: itself, or the full run an
+    update (which stores none) rests on; its checks are the ones that settle it."""
+    return run if run.identification else responses_run(run)
+
+
 def unsettled(run: EstimationRun) -> bool:
     """Whether the run's estimate is one agreement does not identify (issue 26): then the
     answers its copy detection calls false are false only if the estimate's group of sources
     is right, and the pairs it finds dependent may be the honest group that the larger group
     outvotes; they are shown as an unsettled group, never as copiers, until checks settle it."""
-    stored = run.identification or responses_run(run).identification or {}
-    return stored.get("identified", True) is False
+    return (identifying_run(run).identification or {}).get("identified", True) is False
 
 
 def latest_collusion() -> dict[int, dict[str, Any]]:
@@ -100,8 +105,8 @@ def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
     run's estimate is not identified: see ``unsettled``) and which run's checks settle it
     (an update's are its full run's). Two queries (more for an update: its full run)."""
     pairs = dependent_pairs(run)
-    open_question = unsettled(run)
-    checks_run = run.pk if run.identification else responses_run(run).pk  # the run whose checks settle it
+    settling = identifying_run(run)
+    open_question = unsettled(settling)
     names: dict[int, str] = {}
     for p in pairs:
         names[p["source_a"]], names[p["source_b"]] = p["source_a_name"], p["source_b_name"]
@@ -117,7 +122,7 @@ def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
                 "pairs": members_pairs,
                 "shared_false": sum(p["same_false"] for p in members_pairs),
                 "unsettled": open_question,
-                "checks_run_id": checks_run,
+                "checks_run_id": settling.pk,
             }
         )
     groups.sort(key=lambda g: (-g["probability"], -len(g["members"]), g["members"][0]["name"]))
