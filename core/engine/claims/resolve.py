@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -29,6 +29,8 @@ from core.engine.reliability import (
     SourceReliability,
     get_estimator,
 )
+from core.engine.reliability.base import Identification
+from core.engine.reliability.identify import equalise, identify
 
 S = TypeVar("S", bound=Hashable)
 Item = tuple[str, str]  # (subject, attribute)
@@ -62,6 +64,15 @@ class ClaimResolution(Generic[S]):
     iterations: int
     converged: bool
     dependence: list[tuple[S, S, Dependence]] = field(default_factory=list)
+    # Whether agreement identifies the estimate (core.engine.reliability.identify); when it
+    # does not, every value was resolved by an equal vote of the sources (a majority vote).
+    identification: Identification | None = None
+    checks: list[Item] = field(default_factory=list)  # the items whose true value settles it, best first
+    contested: list[Item] = field(default_factory=list)  # the items where the two groups disagree
+
+    @property
+    def identified(self) -> bool:
+        return self.identification is None or self.identification.identified
 
     def truths(self) -> dict[Item, str]:
         return {(r.subject, r.attribute): r.value for r in self.items}
@@ -105,7 +116,15 @@ def resolve_claims(
     gold_rows = {row[item]: code[item].get(value, GOLD_NONE) for item, value in (gold or {}).items() if item in row}
     if progress:
         progress(f"estimating {len(sources)} sources over {len(items)} items with {estimator}")
-    result = get_estimator(estimator).estimate(matrix, prior=prior, gold=gold_rows)
+    chosen = get_estimator(estimator)
+    result = chosen.estimate(matrix, prior=prior, gold=gold_rows)
+    # As text runs do: an estimate that rests on which group of sources is right (a bloc of
+    # copiers as large as the sources it outvotes) amplifies neither group; every item is
+    # resolved by an equal vote until checked values settle it.
+    found = identify(matrix, result, gold=gold_rows)
+    result = equalise(result, found, scheme=chosen.weight_scheme)
+    if not found.identified:
+        result = replace(result, answers=_plurality(matrix, gold_rows), confidence=[])
     weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
     resolved: list[Resolution[S]] = []
     for i, item in enumerate(items):
@@ -142,4 +161,16 @@ def resolve_claims(
         iterations=result.iterations,
         converged=result.converged,
         dependence=[(sources[d.a], sources[d.b], d) for d in result.dependence],
+        identification=found,
+        checks=[items[q] for q in found.checks],
+        contested=[items[q] for q in found.contested],
     )
+
+
+def _plurality(matrix: np.ndarray, gold_rows: Mapping[int, int]) -> list[int | None]:
+    """Each item's most claimed value (code 0: values are coded by descending popularity,
+    ties by value); a checked item keeps its checked value (None: none of the values)."""
+    out: list[int | None] = [0 if (row >= 0).any() else None for row in matrix]
+    for q, label in gold_rows.items():
+        out[q] = int(label) if label >= 0 else None
+    return out

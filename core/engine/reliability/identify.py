@@ -59,6 +59,14 @@ from core.engine.reliability.weights import voting_weight
 MIN_SHARED = 3  # at least this many shared rejected answers make a pair dependent ...
 SHARED_SHARE = 0.3  # ... and at least this share of the queries both answered
 DEFAULT_CHECKS = 5
+# Without reference answers, agreement settles an estimate only when its side has at least
+# MIN_SIDE_UNITS independent sources and at least OUTNUMBER times as many as the dissenting
+# bloc (sources that mirror one another count once): then the bloc, if it were right, would
+# need the larger side to be a bloc of its own, a campaign at least twice its size.
+MIN_SIDE_UNITS = 5
+OUTNUMBER = 2.0
+MIRROR_MIN_SHARED = 20  # sources that answer at least this many queries in common ...
+MIRROR_MAX_DIFFER = 0.02  # ... and differ on at most this share of them mirror one listing
 
 NOT_IDENTIFIED_MESSAGE = (
     "These reliabilities rest on which group of sources is right: the answers split into groups "
@@ -102,6 +110,70 @@ def _largest_component(edges: np.ndarray) -> list[int]:
         if len(component) > len(best):
             best = sorted(component)
     return best
+
+
+def mirror_pairs(labels: LabelMatrix) -> npt.NDArray[np.bool_]:
+    """Which pairs of sources mirror one listing (symmetric, false on the diagonal): they
+    answered at least MIRROR_MIN_SHARED queries in common and differ on at most
+    MIRROR_MAX_DIFFER of them. Sources that err independently differ somewhere on hundreds of
+    items; sites that publish one feed differ nowhere (Flights' copiers). Needs no truth."""
+    cells = AnswerCells.of(as_label_matrix(labels))
+    shared, same = cells.pair_constants()
+    edges: npt.NDArray[np.bool_] = (shared >= MIRROR_MIN_SHARED) & (shared - same <= MIRROR_MAX_DIFFER * shared)
+    np.fill_diagonal(edges, False)
+    return edges
+
+
+def independent_units(group: Collection[int], mirrors: npt.NDArray[np.bool_]) -> int:
+    """How many independent voices ``group`` has: its sources, mirrors of one another counted once."""
+    members = sorted(group)
+    if not members:
+        return 0
+    sub = mirrors[np.ix_(members, members)]
+    return sum(1 for c in _components(sub) if c) + int(np.sum(~sub.any(axis=1)))
+
+
+def _components(edges: np.ndarray) -> list[list[int]]:
+    n = edges.shape[0]
+    seen = np.zeros(n, dtype=bool)
+    out: list[list[int]] = []
+    for start in range(n):
+        if seen[start] or not edges[start].any():
+            continue
+        component, stack = [], [start]
+        seen[start] = True
+        while stack:
+            node = stack.pop()
+            component.append(node)
+            for other in np.flatnonzero(edges[node] & ~seen):
+                seen[other] = True
+                stack.append(int(other))
+        out.append(sorted(component))
+    return out
+
+
+def _loyal(labels: LabelMatrix, bloc: list[int], bloc_answer: Mapping[int, int]) -> list[int]:
+    """The bloc's members that give the bloc's answer on most of the contested queries they
+    answered: the coherent alternative the estimate rejects (a dependence component can chain
+    several copy groups that disagree with one another; only one of them is an alternative)."""
+    loyal = []
+    for j in bloc:
+        answered = [q for q in bloc_answer if labels[q, j] != MISSING]
+        if answered and 2 * sum(1 for q in answered if labels[q, j] == bloc_answer[q]) > len(answered):
+            loyal.append(j)
+    return loyal
+
+
+def _opposed(labels: LabelMatrix, in_bloc: npt.NDArray[np.bool_], bloc_answer: Mapping[int, int]) -> list[int]:
+    """The sources outside the bloc that answered its contested queries and mostly did not give
+    its answer there: the voices the bloc's story has against it (they need not agree with
+    the estimate: with noisy readers many give a third answer)."""
+    out = []
+    for j in np.flatnonzero(~in_bloc):
+        answered = [q for q in bloc_answer if labels[q, j] != MISSING]
+        if answered and 2 * sum(1 for q in answered if labels[q, j] == bloc_answer[q]) < len(answered):
+            out.append(int(j))
+    return out
 
 
 def _mean_agreement(group: list[int], both: np.ndarray, same: np.ndarray) -> float:
@@ -202,6 +274,17 @@ def identify(
     if not side:
         return replace(
             found, identified=True, reason="The estimate does not follow a group of its own on the disputed queries."
+        )
+    mirrors = mirror_pairs(labels)
+    side_units = independent_units(_opposed(labels, in_bloc, bloc_answer), mirrors)
+    bloc_units = independent_units(_loyal(labels, bloc, bloc_answer) or bloc, mirrors)
+    if side_units >= MIN_SIDE_UNITS and side_units >= OUTNUMBER * bloc_units:
+        return replace(
+            found,
+            identified=True,
+            reason=f"{side_units} independent sources reject the answers that a group of {bloc_units} shares: for "
+            "that group to be right, the sources against it would have to repeat one story as a bloc at least twice "
+            "its size.",
         )
     return replace(found, identified=False, reason=NOT_IDENTIFIED_MESSAGE)
 

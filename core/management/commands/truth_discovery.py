@@ -26,7 +26,8 @@ from core.bench.paths import default_data_dir
 from core.bench.truth import DATA_FILES, MAPPINGS, extract_claims, load_gold, read_records
 from core.engine.claims.mapping import ClaimMapping
 from core.engine.reliability import available_estimators
-from core.models import ClaimResolution, EstimationRun
+from core.models import ClaimResolution, EstimationRun, ReliabilityScore
+from core.services.pages.copying import dependence_groups
 from core.services.estimation import start_claim_run
 from runtime.jobs import set_dispatcher
 from sources.claims import load_claims
@@ -71,6 +72,24 @@ def score(run: EstimationRun, gold: dict[tuple[str, str], str], items: set[tuple
     labelled = [item for item in gold if item in items]
     correct = sum(resolved.get(item) == gold[item] for item in labelled)
     return {"accuracy": correct / len(labelled) if labelled else 0.0, "correct": correct, "labelled": len(labelled)}
+
+
+def verdict(run: EstimationRun) -> dict[str, Any]:
+    """What the run concluded about the sources: ``reliability`` (site name -> estimated
+    accuracy), ``identified`` (false when agreement does not settle the estimate: every value
+    was then resolved by a majority vote) and ``copying`` (the groups of sites found to copy
+    one another, each a sorted list of names; empty while the run is unsettled, whose
+    dependent groups are not called copiers), as the run's pages show them."""
+    reliability = dict(
+        ReliabilityScore.objects.filter(run=run).order_by("source__name").values_list("source__name", "reliability")
+    )
+    identified = bool((run.identification or {}).get("identified", True))
+    groups = dependence_groups(run) if identified else []
+    return {
+        "identified": identified,
+        "reliability": {name: round(float(value), 4) for name, value in reliability.items()},
+        "copying": [sorted(m["name"] for m in g["members"]) for g in groups if not g["unsettled"]],
+    }
 
 
 class Command(BaseCommand):
@@ -141,6 +160,7 @@ class Command(BaseCommand):
             "seconds": round(load_seconds + estimate_seconds, 3),
             "load_seconds": round(load_seconds, 3),
             "estimate_seconds": round(estimate_seconds, 3),
+            **verdict(run),
         }
         if opts["json"]:
             self.stdout.write(json.dumps(report, ensure_ascii=False))
@@ -156,6 +176,11 @@ class Command(BaseCommand):
             f"({report['conflicting']} in conflict); run {run.pk}, job {run.job_id}"
         )
         self.stdout.write(f"  load {load_seconds:.1f} s, estimate {estimate_seconds:.1f} s")
+        if not report["identified"]:
+            self.stdout.write(
+                f"  not identified by agreement: every item resolved by a majority vote; run {run.pk}'s checks page "
+                "lists the items whose true values would settle it"
+            )
 
     def load(self, name: str, blob: bytes, mapping: ClaimMapping, format_name: str) -> dict[str, int]:
         """The file through the product's claim loading (idempotent: a second load changes no row)."""

@@ -24,7 +24,8 @@ from django.db import transaction
 
 from core.engine.text import answer_contains_gold, is_idk
 from core.forms import validate_question_bytes
-from core.models import EstimationRun, FactQuery, RunResponse
+from core.models import ClaimResolution, EstimationRun, FactQuery, RunResponse
+from core.services.estimation.claims import checked_values, resume_claim_run
 from core.services.estimation.finish import usable_references
 from core.services.estimation.start import resume_estimation_run
 from sources.models import Source
@@ -78,6 +79,8 @@ def identification_view(run: EstimationRun) -> dict[str, Any] | None:
     stored = run.identification or {}
     if not stored:
         return None
+    if run.kind == EstimationRun.Kind.CLAIMS:
+        return _claim_identification_view(run, stored)
     checks = [int(q) for q in stored.get("checks", [])]
     queries = {q.pk: q for q in FactQuery.objects.filter(pk__in=checks)}
     options = _options(run, checks)
@@ -113,6 +116,101 @@ def identification_view(run: EstimationRun) -> dict[str, Any] | None:
     }
 
 
+def _groups(stored: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "identified": bool(stored.get("identified", True)),
+        "reason": str(stored.get("reason", "")),
+        "estimate_side": _names([int(i) for i in stored.get("estimate_side", [])]),
+        "dissent_bloc": _names([int(i) for i in stored.get("dissent_bloc", [])]),
+        "agreement": stored.get("agreement", [0.0, 0.0]),
+        "disputed": len(stored.get("contested", [])),
+        "settled_by_gold": int(stored.get("settled_by_gold", 0)),
+    }
+
+
+def _claim_identification_view(run: EstimationRun, stored: dict[str, Any]) -> dict[str, Any]:
+    """A claim run's identification: its checks are items (a flight's departure time), each
+    offered with the values the sources claim; "checked" lists the values a curator gave."""
+    checks = [int(pk) for pk in stored.get("checks", [])]
+    rows = {r.pk: r for r in ClaimResolution.objects.filter(run=run, pk__in=checks)}
+    source_ids = {int(i) for r in rows.values() for v in r.values for i in v.get("sources", [])}
+    names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
+    checked = checked_values(run)
+
+    def options(row: ClaimResolution) -> list[AnswerOption]:
+        out: list[AnswerOption] = [
+            {
+                "answer": str(v.get("value", "")),
+                "sources": sorted(names.get(int(i), f"source {i}") for i in v.get("sources", [])),
+                "count": len(v.get("sources", [])),
+            }
+            for v in row.values
+        ]
+        return sorted(out, key=lambda o: (-o["count"], o["answer"]))[:MAX_OPTIONS]
+
+    return {
+        **_groups(stored),
+        "claims": True,
+        "checks": [
+            {
+                "query_id": pk,
+                "question": f"{rows[pk].subject}: {rows[pk].attribute}",
+                "references": [checked[(rows[pk].subject, rows[pk].attribute)]]
+                if (rows[pk].subject, rows[pk].attribute) in checked
+                else [],
+                "answers": options(rows[pk]),
+            }
+            for pk in checks
+            if pk in rows
+        ],
+        "checked": [
+            {"query_id": None, "question": f"{subject}: {attribute}", "references": [value]}
+            for (subject, attribute), value in list(checked.items())[:MAX_CHECKED_SHOWN]
+        ],
+        "checked_total": len(checked),
+    }
+
+
+def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, user: Any = None) -> bool:
+    """A curator's true value for one of a claim run's proposed checks (an item); the run is
+    resolved again with every value checked so far fixing its item. Returns whether the
+    re-estimate started. Raises ValidationError naming the field, storing nothing."""
+    stored = run.identification or {}
+    if int(resolution_id) not in {int(q) for q in stored.get("checks", [])}:
+        raise ValidationError({"query": "This item is not one of the run's proposed checks (the page may be stale)."})
+    text = " ".join(str(answer or "").split())
+    if not text or is_idk(text):
+        raise ValidationError({"answer": "Give the right value (choose one, or type it)."})
+    if len(text) > MAX_ANSWER_CHARS:
+        raise ValidationError({"answer": f"A value is at most {MAX_ANSWER_CHARS} characters."})
+    try:
+        validate_question_bytes(text, what="A value")
+    except ValidationError as exc:
+        raise ValidationError({"answer": exc.messages}) from exc
+    if run.state == EstimationRun.State.FAILED:
+        raise ValidationError({"run": "The run failed: resume it before answering its checks."})
+    if run.finished_at is not None and (
+        EstimationRun.objects.filter(
+            kind=EstimationRun.Kind.CLAIMS,
+            state=EstimationRun.State.SUCCEEDED,
+            finished_at__gt=run.finished_at,
+            sources__in=run.sources.all(),
+        ).exists()
+    ):
+        raise ValidationError(
+            {"run": "A newer claim run has resolved these sources since: answer the checks of the latest run instead."}
+        )
+    with transaction.atomic():
+        locked = EstimationRun.objects.select_for_update().get(pk=run.pk)
+        row = ClaimResolution.objects.filter(run=locked, pk=resolution_id).first()
+        if row is None:
+            raise ValidationError({"query": "This item was resolved again since: reload the checks page."})
+        gold = [g for g in locked.params.get("claim_gold") or [] if (g[0], g[1]) != (row.subject, row.attribute)]
+        locked.params = {**locked.params, "claim_gold": [*gold, [row.subject, row.attribute, text]]}
+        locked.save(update_fields=["params"])
+    return reestimate_run(run, user=user)
+
+
 def unsettled_run_of(source_ids: list[int]) -> EstimationRun | None:
     """The unidentified run that set the current reliability of any of these sources (a
     source's reliability comes from the run that last covered it: its finish time is the
@@ -144,6 +242,8 @@ def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = 
     deleted); an answer that contradicts the query's stored reference answers (edit those in
     the admin); a failed run; a run whose sources a newer run has estimated since (its
     re-estimate would overwrite their current reliabilities)."""
+    if run.kind == EstimationRun.Kind.CLAIMS:
+        return record_claim_check(run, query_id, answer, user=user)
     stored = run.identification or {}
     if int(query_id) not in {int(q) for q in stored.get("checks", [])}:
         raise ValidationError({"query": "This query is not one of the run's proposed checks."})
@@ -200,7 +300,10 @@ def reestimate_run(run: EstimationRun, *, user: Any = None) -> bool:
     if run.job is not None and not run.job.finished:
         return False
     try:
-        resume_estimation_run(run, user=user, reestimate=True)
+        if run.kind == EstimationRun.Kind.CLAIMS:
+            resume_claim_run(run, user=user, reestimate=True)
+        else:
+            resume_estimation_run(run, user=user, reestimate=True)
     except ValidationError:  # still running after all, or TooManyRuns (a ValidationError)
         return False
     return True

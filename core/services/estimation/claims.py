@@ -215,6 +215,38 @@ def _resolution_rows(
     ]
 
 
+def checked_values(run: EstimationRun) -> dict[tuple[str, str], str]:
+    """The values a curator checked for this claim run's items (its ``claim_gold`` param:
+    [subject, attribute, value] triples), which fix those items' truth in the estimate."""
+    return {
+        (str(subject), str(attribute)): str(value) for subject, attribute, value in run.params.get("claim_gold") or []
+    }
+
+
+def _identification(
+    resolution: EngineResolution[str], stored: list[ClaimResolution], ids: dict[str, int]
+) -> dict[str, Any]:
+    """The run's identification as text runs store it: source ids for the two groups, and for
+    the contested items and the proposed checks the ids of this run's stored resolutions (a
+    check names the resolution of the item it asks about; a re-estimate stores new ones)."""
+    found = resolution.identification
+    if found is None:
+        return {}
+    columns = list(resolution.sources)
+    pk = {(r.subject, r.attribute): r.pk for r in stored}
+    return {
+        "identified": found.identified,
+        "reason": found.reason,
+        "estimate_side": [ids[columns[j]] for j in found.estimate_side],
+        "dissent_bloc": [ids[columns[j]] for j in found.dissent_bloc],
+        "contested": [pk[item] for item in resolution.contested if item in pk],
+        "checks": [pk[item] for item in resolution.checks if item in pk],
+        "agreement": list(found.agreement),
+        "settled_by_gold": found.settled_by_gold,
+        "claims": True,
+    }
+
+
 def _score_rows(
     run: EstimationRun, resolution: EngineResolution[str], rows: list[Row], ids: dict[str, int]
 ) -> list[ReliabilityScore]:
@@ -303,6 +335,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
     resolution = resolve_claims(
         [(names[sid], (subject, attribute), value) for sid, subject, attribute, value in rows],
         estimator,
+        gold=checked_values(run),
         progress=progress.log,
     )
     progress.set_progress(2, f"Storing {len(resolution.items)} resolved items")
@@ -320,6 +353,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
         ReliabilityScore.objects.bulk_create(scores, batch_size=BATCH)
         SourceDependence.objects.filter(run=run).delete()
         SourceDependence.objects.bulk_create(dependences, batch_size=BATCH)
+        identification = _identification(resolution, resolutions, ids)
         Source.objects.bulk_update(
             [
                 Source(
@@ -340,6 +374,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
             iterations=resolution.iterations,
             converged=resolution.converged,
             finished_at=now,
+            identification=identification,
         )
     progress.set_progress(STEPS, f"Stored {len(resolutions)} resolved items")
     return {
@@ -352,6 +387,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
         "iterations": resolution.iterations,
         "converged": resolution.converged,
         "dependent_pairs": sum(1 for d in dependences if d.probability >= DEPENDENT),
+        "identified": resolution.identified,
         "seconds": round(time.perf_counter() - started, 3),
     }
 
