@@ -64,21 +64,46 @@ def test_a_colluding_majority_is_flagged_whatever_the_estimator(estimator: str) 
     assert found.estimate_side == [3, 4, 5, 6, 7, 8] and found.dissent_bloc == [0, 1, 2]
 
 
-def test_a_minority_copier_bloc_is_flagged_too_and_one_check_on_its_disputed_queries_settles_it() -> None:
-    """Agreement cannot tell three copiers among nine from six: only the sizes chose. One
-    checked answer on a disputed query does."""
+def test_a_bloc_that_independent_sources_outnumber_two_to_one_is_identified_and_checks_stay_offered() -> None:
+    """Three copiers among nine (issue 37): for the bloc to be right, the six sources against
+    it would have to be a bloc twice its size; the estimate stands, undamped, and the checks
+    that would confirm it are still proposed."""
     raw = world(honest=6, bloc=3)
+    labels = labels_of(raw)
+    result = get_estimator("accucopy").estimate(labels)
+    found = identify(labels, result)
+    assert found.identified and found.dissent_bloc == [6, 7, 8]
+    assert "6 independent sources reject the answers that a group of 1 shares" in found.reason  # 3 mirrors: 1
+    assert found.checks and all(labels[q, 6] == labels[q, 7] == labels[q, 8] for q in found.checks)
+    assert equalise(result, found, scheme="log-odds").weights == result.weights  # identified: unchanged
+    right = np.mean([result.answers[q] == true_label(raw, labels, q) for q in range(len(raw))])
+    assert right >= 0.8
+
+
+def test_a_bloc_of_four_against_five_is_flagged_and_one_check_on_its_disputed_queries_settles_it() -> None:
+    raw = world(honest=5, bloc=4, seed=2)
     labels = labels_of(raw)
     estimator = get_estimator("accucopy")
     result = estimator.estimate(labels)
     found = identify(labels, result)
-    assert not found.identified and found.dissent_bloc == [6, 7, 8]
-    assert found.estimate_side == [0, 1, 2, 3, 4, 5]
-    assert found.checks and all(labels[q, 6] == labels[q, 7] == labels[q, 8] for q in found.checks)
+    assert not found.identified and found.reason == NOT_IDENTIFIED_MESSAGE
     gold = {found.checks[0]: true_label(raw, labels, found.checks[0])}
     settled = identify(labels, estimator.estimate(labels, gold=gold), gold=gold)
     assert settled.identified and settled.settled_by_gold == 1
-    assert equalise(result, settled, scheme="log-odds").weights == result.weights  # identified: unchanged
+
+
+def test_sources_that_mirror_one_another_count_once_against_a_bloc() -> None:
+    """Six sources against a bloc of two, but three of the six publish one listing: four
+    independent voices, too few to settle it by agreement."""
+    raw = world(honest=4, bloc=2, seed=3)
+    raw = np.concatenate([raw[:, :4], raw[:, [0, 0]], raw[:, 4:]], axis=1)  # sources 4 and 5 mirror source 0
+    labels = labels_of(raw)
+    found = identify(labels, get_estimator("accucopy").estimate(labels))
+    assert found.dissent_bloc == [6, 7] and not found.identified
+
+    # The same six, each independent: identified.
+    independent = labels_of(world(honest=6, bloc=2, seed=3))
+    assert identify(independent, get_estimator("accucopy").estimate(independent)).identified
 
 
 def test_independent_sources_with_scattered_errors_are_not_flagged() -> None:

@@ -1,0 +1,73 @@
+"""Claim runs get the identification check (issue 37): the demo's flights, where three sites
+mirror one feed and outvote the two accurate trackers, are said to be unsettled and resolved by
+a majority vote instead of upside down; three checked values settle them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.bench.metrics import correlations
+from core.bench.paths import default_data_dir
+from core.bench.truth import ClaimSet, load_claims
+from core.bench.truth_methods import majority_vote
+from core.engine.claims.resolve import resolve_claims
+from core.engine.reliability.base import MIN_SHARED_FALSE
+
+DEMO = Path(__file__).resolve().parents[2] / "sources" / "demo_data" / "flights.csv"
+GOLD = default_data_dir() / "flights" / "clean.csv"
+COPIERS = ("flightview", "panynj", "foxbusiness")
+TRACKERS = ("flights", "flightstats")
+
+pytestmark = pytest.mark.skipif(not GOLD.is_file(), reason="the shared Flights gold is not here")
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> ClaimSet:
+    folder = tmp_path / "flights"
+    folder.mkdir()
+    shutil.copy(DEMO, folder / "dirty.csv")
+    shutil.copy(GOLD, folder / "clean.csv")
+    return load_claims("flights", tmp_path)
+
+
+def accuracy(claims: ClaimSet, truths: dict[tuple[str, str], str]) -> float:
+    labelled = [t for t in claims.gold if t in set(claims.tasks)]
+    return sum(truths.get(t) == claims.gold[t] for t in labelled) / len(labelled)
+
+
+def test_the_demo_flights_are_unsettled_and_resolved_by_majority_not_upside_down(demo: ClaimSet) -> None:
+    rows = [(c.source, c.task, c.value) for c in demo.claims]
+    resolution = resolve_claims(rows, "accucopy")
+    assert not resolution.identified
+    assert resolution.identification is not None and set(COPIERS) <= {
+        sorted(resolution.sources)[j] for j in resolution.identification.estimate_side
+    }
+    # Neither group amplified: the majority vote's values, and one reliability for every site.
+    assert resolution.truths() == majority_vote(demo).truths
+    assert len({round(s.accuracy, 9) for s in resolution.sources.values()}) == 1
+    assert len(resolution.checks) >= 3 and all(item in dict.fromkeys(demo.tasks) for item in resolution.checks)
+
+
+def test_three_checked_values_settle_the_demo_flights(demo: ClaimSet) -> None:
+    rows = [(c.source, c.task, c.value) for c in demo.claims]
+    checks = resolve_claims(rows, "accucopy").checks[:3]
+    settled = resolve_claims(rows, "accucopy", gold={item: demo.gold[item] for item in checks})
+    assert settled.identified
+    assert accuracy(demo, settled.truths()) >= 0.95 > accuracy(demo, majority_vote(demo).truths)
+    true = demo.true_source_accuracy(1)
+    names = sorted(true)
+    assert correlations([settled.sources[s].accuracy for s in names], [true[s] for s in names])["spearman"] >= 0.9
+    assert min(settled.sources[s].accuracy for s in TRACKERS) > max(settled.sources[s].accuracy for s in COPIERS)
+    copying = {frozenset((a, b)) for a, b, d in settled.dependence if d.probability >= 0.5 and d.same_false >= MIN_SHARED_FALSE}
+    assert {frozenset(p) for p in (COPIERS[:2], COPIERS[1:], COPIERS[::2])} <= copying
+    assert not any(pair & set(TRACKERS) for pair in copying)  # an accurate tracker is never called a copier
+
+
+def test_full_flights_stays_identified_by_agreement() -> None:
+    claims = load_claims("flights", default_data_dir())
+    resolution = resolve_claims([(c.source, c.task, c.value) for c in claims.claims], "accucopy")
+    assert resolution.identified
+    assert accuracy(claims, resolution.truths()) >= 0.94
