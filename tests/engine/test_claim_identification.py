@@ -61,7 +61,9 @@ def test_three_checked_values_settle_the_demo_flights(demo: ClaimSet) -> None:
     names = sorted(true)
     assert correlations([settled.sources[s].accuracy for s in names], [true[s] for s in names])["spearman"] >= 0.9
     assert min(settled.sources[s].accuracy for s in TRACKERS) > max(settled.sources[s].accuracy for s in COPIERS)
-    copying = {frozenset((a, b)) for a, b, d in settled.dependence if d.probability >= 0.5 and d.same_false >= MIN_SHARED_FALSE}
+    copying = {
+        frozenset((a, b)) for a, b, d in settled.dependence if d.probability >= 0.5 and d.same_false >= MIN_SHARED_FALSE
+    }
     assert {frozenset(p) for p in (COPIERS[:2], COPIERS[1:], COPIERS[::2])} <= copying
     assert not any(pair & set(TRACKERS) for pair in copying)  # an accurate tracker is never called a copier
 

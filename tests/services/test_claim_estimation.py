@@ -222,3 +222,63 @@ def test_a_claim_run_runs_on_the_real_worker(worker):
     run.refresh_from_db()
     assert run.state == EstimationRun.State.SUCCEEDED
     assert ClaimResolution.objects.filter(run=run).count() == ITEMS
+
+
+def build_mirrored_bloc() -> dict[str, Source]:
+    """Two accurate sites against three that publish one feed (wrong on twelve of thirty
+    items): the feed outvotes the trackers, and agreement alone cannot say which side is right."""
+    sources = {name: SourceFactory(name=name) for name in ("tracker-a", "tracker-b", "feed-1", "feed-2", "feed-3")}
+    for i in range(30):
+        subject = f"flight-{i:02d}"
+        for name in ("tracker-a", "tracker-b"):
+            ClaimFactory(source=sources[name], subject=subject, attribute="departure", value=truth(i))
+        for name in ("feed-1", "feed-2", "feed-3"):
+            ClaimFactory(
+                source=sources[name], subject=subject, attribute="departure", value=f"late-{i}" if i < 12 else truth(i)
+            )
+    return sources
+
+
+def test_an_unsettled_claim_run_says_so_and_a_checked_value_on_its_checks_page_settles_it(db, curator_client: Any):
+    from core.services.estimation.checks import identification_view, record_check
+
+    sources = build_mirrored_bloc()
+    run = run_here(start_claim_run(estimator="accucopy"))
+    stored = run.identification
+    assert stored["identified"] is False and stored["claims"] is True
+    assert set(stored["estimate_side"]) == {sources[f"feed-{k}"].pk for k in (1, 2, 3)}
+    # Resolved by an equal vote (the majority), never amplified; every site one reliability.
+    assert ClaimResolution.objects.get(run=run, subject="flight-00").value == "late-0"
+    assert len(set(ReliabilityScore.objects.filter(run=run).values_list("reliability", flat=True))) == 1
+    checks = stored["checks"]
+    assert checks and set(checks) <= set(ClaimResolution.objects.filter(run=run).values_list("pk", flat=True))
+    view = identification_view(run)
+    assert view is not None and view["checks"][0]["question"].endswith(": departure")
+    assert {o["answer"] for o in view["checks"][0]["answers"]} == {
+        truth(int(view["checks"][0]["question"][7:9])),
+        f"late-{int(view['checks'][0]['question'][7:9])}",
+    }
+    page = curator_client.get(reverse("run-checks", args=[run.pk]))
+    assert page.status_code == 200 and "two groups of sites disagree" in page.content.decode()
+
+    # Refused, naming the field, storing nothing: an item that is not a check, an empty value.
+    with pytest.raises(ValidationError) as refused:
+        record_check(run, -1, "12:00")
+    assert "query" in refused.value.message_dict
+    with pytest.raises(ValidationError) as refused:
+        record_check(run, checks[0], "  ")
+    assert "answer" in refused.value.message_dict
+    run.refresh_from_db()
+    assert "claim_gold" not in run.params
+
+    row = ClaimResolution.objects.get(pk=checks[0])
+    right = truth(int(row.subject.split("-")[1]))
+    assert record_check(run, checks[0], right) is True
+    run.refresh_from_db()
+    assert run.params["claim_gold"] == [[row.subject, row.attribute, right]]
+    run = run_here(run)
+    assert run.state == EstimationRun.State.SUCCEEDED and run.identification["identified"] is True
+    resolved = dict(ClaimResolution.objects.filter(run=run).values_list("subject", "value"))
+    assert resolved == {f"flight-{i:02d}": truth(i) for i in range(30)}
+    scores = dict(ReliabilityScore.objects.filter(run=run).values_list("source__name", "reliability"))
+    assert min(scores["tracker-a"], scores["tracker-b"]) > max(scores[f"feed-{k}"] for k in (1, 2, 3))

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from core.bench.paths import default_data_dir
 from core.bench.truth import load_claims
 from core.bench.truth_methods import estimator_truths
-from core.models import ClaimResolution, EstimationRun
+from core.models import ClaimResolution, EstimationRun, ReliabilityScore
 from sources.models import Claim, Source
 from tasks.models import Job
 
@@ -83,6 +83,16 @@ def test_the_command_agrees_with_the_benchmark_on_a_slice_of_flights_for_two_est
             for s, a, v in ClaimResolution.objects.filter(run=run).values_list("subject", "attribute", "value")
         )
         assert resolved == estimator_truths(claims, estimator).truths
+        # What the run concluded about the sites (the interface issue 37's checks read).
+        assert report["reliability"] == {
+            name: round(value, 4)
+            for name, value in ReliabilityScore.objects.filter(run=run).values_list("source__name", "reliability")
+        }
+        assert set(report["reliability"]) == set(claims.sources)
+        assert report["identified"] is run.identification["identified"]
+        assert all(isinstance(g, list) and len(g) >= 2 for g in report["copying"])
+        if not report["identified"]:
+            assert report["copying"] == []  # an unsettled run calls nobody a copier
         # The run was a job, with its progress recorded.
         job = Job.objects.get(pk=report["job_id"])
         assert (job.state, job.kind, job.percent) == (Job.State.SUCCEEDED, Job.Kind.ESTIMATE, 100)

@@ -27,8 +27,8 @@ from core.bench.truth import DATA_FILES, MAPPINGS, extract_claims, load_gold, re
 from core.engine.claims.mapping import ClaimMapping
 from core.engine.reliability import available_estimators
 from core.models import ClaimResolution, EstimationRun, ReliabilityScore
-from core.services.pages.copying import dependence_groups
 from core.services.estimation import start_claim_run
+from core.services.pages.copying import dependence_groups
 from runtime.jobs import set_dispatcher
 from sources.claims import load_claims
 from sources.models import Claim, Source
