@@ -19,7 +19,7 @@ import math
 import shutil
 import sys
 import tempfile
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -58,11 +58,12 @@ def accuracy(claims: ClaimSet, truths: dict[tuple[str, str], str]) -> float:
 
 def oracle(claims: ClaimSet) -> dict[tuple[str, str], str]:
     true = claims.true_source_accuracy(1)
-    scores: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    scores: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for c in claims.claims:
         a = min(max(true.get(c.source, 0.5), 0.01), 0.99)
-        scores[c.task][c.value] += max(math.log(a / (1 - a)), 0.0) + 1e-6  # type: ignore[index]
-    return {t: max(sorted(s), key=lambda v, s=s: s[v]) for t, s in scores.items()}  # type: ignore[misc]
+        task: tuple[str, str] = c.task  # type: ignore[assignment]  # Flights and Books tasks are (subject, attribute)
+        scores[task][c.value] += max(math.log(a / (1 - a)), 0.0) + 1e-6
+    return {t: max(sorted(s), key=s.__getitem__) for t, s in scores.items()}
 
 
 def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
@@ -77,7 +78,9 @@ def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
         "product": accuracy(claims, product.truths()),
         "identified": product.identified,
         "oracle_wmv": accuracy(claims, oracle(claims)),
-        "spearman": round(correlations([product.sources[s].accuracy for s in names], [true[s] for s in names])["spearman"], 3),
+        "spearman": round(
+            correlations([product.sources[s].accuracy for s in names], [true[s] for s in names])["spearman"], 3
+        ),
     }
     for n in (3, 5):
         gold = {item: claims.gold[item] for item in product.checks[:n] if item in claims.gold}
