@@ -95,23 +95,9 @@ def _pair_counts(labels: LabelMatrix, truth: npt.NDArray[np.int64]) -> tuple[Flo
 
 
 def _largest_component(edges: np.ndarray) -> list[int]:
-    n = edges.shape[0]
-    seen = np.zeros(n, dtype=bool)
-    best: list[int] = []
-    for start in range(n):
-        if seen[start] or not edges[start].any():
-            continue
-        component, stack = [], [start]
-        seen[start] = True
-        while stack:
-            node = stack.pop()
-            component.append(node)
-            for other in np.flatnonzero(edges[node] & ~seen):
-                seen[other] = True
-                stack.append(int(other))
-        if len(component) > len(best):
-            best = sorted(component)
-    return best
+    """The first largest connected component of the graph ``edges`` (sorted members)."""
+    components = _components(edges)
+    return max(components, key=len) if components else []
 
 
 def mirror_pairs(labels: LabelMatrix) -> npt.NDArray[np.bool_]:
