@@ -97,11 +97,31 @@ def test_a_colluding_majority_without_checks_shows_no_pair_as_copying_and_checks
     """Without checks the estimate follows the colluders and its copy detection flags honest
     pairs; the run is unidentified, so nothing is shown as copying. With the checks it proposes,
     the pairs shown are colluders."""
-    base = QAConfig(sources=9, adversaries=6, collude=True, estimation_queries=40, max_questions=80, methods=["mv"])
+    base = QAConfig(sources=9, adversaries=5, collude=True, estimation_queries=40, max_questions=80, methods=["mv"])
     blind = run_seed(base, poisonedrag, HashingEmbedder(), seed=1)
     honest = {(a, b) for a, b in blind.flagged_pairs if (a, b) not in set(blind.colluding_pairs)}
     assert not blind.identified and honest  # copy detection flags honest pairs here ...
     assert blind.shown_pairs == []  # ... and none is shown as copying
     checked = run_seed(replace(base, active_gold=5), poisonedrag, HashingEmbedder(), seed=1)
-    assert checked.identified and checked.shown_pairs
-    assert set(checked.shown_pairs) <= set(checked.flagged_pairs) & set(checked.colluding_pairs)
+    assert checked.identified and set(checked.shown_pairs) <= set(checked.flagged_pairs)
+    # Every colluding pair is shown; most pairs shown are colluders (an honest source that held
+    # the poisoned answer on several of these 40 queries can be paired with them).
+    shown = set(checked.shown_pairs)
+    assert set(checked.colluding_pairs) <= shown
+    assert len(shown & set(checked.colluding_pairs)) >= 0.7 * len(shown)
+
+
+def test_a_colluding_minority_without_checks_is_identified_and_only_colluders_are_shown_copying(
+    poisonedrag: list[BenchQuestion],
+) -> None:
+    """Three colluders of nine (issue 37): six independent sources reject their answers, so the
+    run is identified without checks, RA-RAG beats majority vote, and the pairs shown as copying
+    include every colluding pair."""
+    config = QAConfig(
+        sources=9, adversaries=3, collude=True, estimation_queries=40, max_questions=80, methods=["mv", "ra-rag"]
+    )
+    run = run_seed(config, poisonedrag, HashingEmbedder(), seed=1)
+    assert run.identified
+    assert set(run.colluding_pairs) <= set(run.shown_pairs)
+    accuracy = {name: float(np.mean(m.correct)) for name, m in run.methods.items()}
+    assert accuracy["ra-rag"] > accuracy["mv"] + 0.1
