@@ -402,7 +402,11 @@ def test_multirag_answers_with_the_reliable_majority_and_cites_its_claims() -> N
     # tracker 0.6667 + 26.55/34 = 1.447549, rumours 5.1/54 = 0.094444.
     expected = (1.547222 + 1.497348 + 1.447549) / (1.547222 + 1.497348 + 1.447549 + 0.094444)
     assert result.confidence == pytest.approx(expected, abs=1e-5)  # 0.979408
-    assert result.notes == []
+    # The first note says what the answer is about and which sites list it, with their reliability.
+    assert result.notes == [
+        f"{FLIGHT}, actual departure: 7:10 a.m., as 3 sites list it: airline (reliability 0.90), "
+        "airport (reliability 0.85), tracker (reliability 0.80)."
+    ]
     used = {e.claim_id for e in result.evidence if e.used}
     assert used == {1, 2, 3}
     assert {e.claim_id for e in result.evidence if not e.used} == {4}  # the pruned claim
@@ -477,6 +481,20 @@ def test_multirag_asks_a_free_text_model_for_authority() -> None:
     assert credibility[1] == pytest.approx(1.451932 / 2, abs=1e-5)
     # Rumours: A = 0.5 * sigmoid(-1) + 0.5 * 0.094444 = 0.181693; C = 0.181693.
     assert credibility[4] == pytest.approx(0.181693 / 2, abs=1e-5)
+
+
+def test_a_unanimous_item_answers_from_its_claims_without_a_model_call() -> None:
+    judge = JudgingGenerator()
+    claims = [
+        claim(1, 1, "Dune (novel)", "author", "herbert", "Frank Herbert"),
+        claim(2, 2, "Dune (novel)", "author", "herbert", "Frank Herbert"),
+        claim(3, 3, "Dune (novel)", "author", "herbert", "F. Herbert"),
+    ]
+    result = _ask("Who is the author of Dune (novel)?", _ctx(judge, claims=claims))
+    assert result.answer == "Frank Herbert"
+    assert result.stats.calls == 0 and judge.prompts == []
+    assert result.trace["llm_requests"] == 0 and result.trace["llm_skipped_unanimous"] == 3
+    assert result.notes[0].startswith("Dune (novel), author: Frank Herbert, as 3 sites list it: ")
 
 
 def test_unusable_model_replies_leave_authority_to_history() -> None:

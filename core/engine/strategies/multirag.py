@@ -110,12 +110,37 @@ def _display(claims: Sequence[ClaimRecord]) -> str:
     return raws.most_common(1)[0][0]
 
 
+def _provenance(
+    subject: str, attribute: str, behind: Sequence[ClaimRecord], pool: Sequence[SourceInfo], names: dict[int, str]
+) -> str:
+    """What the answer is about and who says it: the item, then each site behind the value
+    with its estimated reliability ("not yet estimated" for a site no run has scored)."""
+    accuracy = {s.id: s.accuracy for s in pool}
+    counts = {s.id: s.answers_count for s in pool}
+    sites = []
+    for source_id in dict.fromkeys(c.source_id for c in behind):
+        name = names.get(source_id, str(source_id))
+        estimated = accuracy.get(source_id)
+        if estimated is not None and counts.get(source_id, 0) > 0:
+            sites.append(f"{name} (reliability {estimated:.2f})")
+        else:
+            sites.append(f"{name} (not yet estimated)")
+    value = _display(behind) if behind else ""
+    return f"{subject}, {attribute}: {value}, as {len(sites)} site{'s' if len(sites) != 1 else ''} list it: " + (
+        ", ".join(sites) + "."
+    )
+
+
 def _llm_scores(
     run: Answering, groups: Sequence[list[ClaimRecord]], names: dict[int, str], trace: dict[str, Any]
 ) -> dict[int, float]:
-    """C_LLM of every claim of the groups small enough, in one batched generator call."""
-    claims = [c for group in groups if len(group) <= MAX_LLM_NODES for c in group]
-    trace["llm_skipped_claims"] = sum(len(g) for g in groups) - len(claims)  # groups too large to ask about
+    """C_LLM of every claim of the groups small enough and in conflict, in one batched
+    generator call. A group whose claims all give one value answers directly: asking a model
+    how authoritative each of them is could not change the answer, so it costs no call."""
+    conflicting = [g for g in groups if len({c.value for c in g}) > 1]
+    claims = [c for group in conflicting if len(group) <= MAX_LLM_NODES for c in group]
+    trace["llm_skipped_claims"] = sum(len(g) for g in conflicting) - len(claims)  # groups too large to ask about
+    trace["llm_skipped_unanimous"] = sum(len(g) for g in groups) - sum(len(g) for g in conflicting)
     trace["llm_requests"] = len(claims)
     if not claims:
         return {}
@@ -293,6 +318,7 @@ class MultiRagStrategy(AnswerStrategy):
         claims = {c.id: c for c in items[chosen][1]}
         value, confidence, behind = self.elect(answer_group, claims, pool, names, params, notes)
         voting = {n.claim_id for n in answer_group.voting_nodes}
+        notes.insert(0, _provenance(answer_group.subject, answer_group.attribute, behind, pool, names))
         votes, clusters = _votes_and_clusters(answer_group, value, claims, names)
         subjects = list(dict.fromkeys(m.subject for m, _ in items))
         trace.update(
