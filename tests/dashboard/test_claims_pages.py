@@ -269,7 +269,7 @@ def test_conflict_view_shows_each_value_its_sources_and_the_pruned_node(
 def test_a_group_below_the_graph_threshold_is_marked_pruned(analyst_client: Any, claim_world: ClaimWorld) -> None:
     # DL-7: two claims, two values: C(G) = 0 < 0.5.
     page = html(analyst_client.get(conflict_url(OTHER, ACT)))
-    assert 'id="group-confidence" class="bad">0.000<' in page and "pruned: the sources disagree" in page
+    assert 'id="group-confidence" class="bad">0.000<' in page and "too much disagreement for MultiRAG" in page
 
 
 def test_conflict_view_without_a_run_says_so(analyst_client: Any, db: Any) -> None:
