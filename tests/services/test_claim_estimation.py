@@ -260,6 +260,9 @@ def test_an_unsettled_claim_run_says_so_and_a_checked_value_on_its_checks_page_s
     }
     page = curator_client.get(reverse("run-checks", args=[run.pk]))
     assert page.status_code == 200 and "two groups of sites disagree" in page.content.decode()
+    detail = curator_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert 'id="run-identification"' in detail and "Agreement alone does not settle this estimate" in detail
+    assert f"They disagree on {len(stored['contested'])} item" in detail and 'id="run-checks-link"' in detail
 
     # Refused, naming the field, storing nothing: an item that is not a check, an empty value.
     with pytest.raises(ValidationError) as refused:
