@@ -281,6 +281,8 @@ def test_an_unsettled_claim_run_says_so_and_a_checked_value_on_its_checks_page_s
     assert run.params["claim_gold"] == [[row.subject, row.attribute, right]]
     run = run_here(run)
     assert run.state == EstimationRun.State.SUCCEEDED and run.identification["identified"] is True
+    # The items keep their resolution rows: the other checks on the curator's page stay valid.
+    assert ClaimResolution.objects.filter(run=run, pk__in=checks).count() == len(checks)
     resolved = dict(ClaimResolution.objects.filter(run=run).values_list("subject", "value"))
     assert resolved == {f"flight-{i:02d}": truth(i) for i in range(30)}
     scores = dict(ReliabilityScore.objects.filter(run=run).values_list("source__name", "reliability"))

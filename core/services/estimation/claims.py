@@ -215,6 +215,25 @@ def _resolution_rows(
     ]
 
 
+def _store_resolutions(run: EstimationRun, resolutions: list[ClaimResolution]) -> None:
+    """Store the run's resolutions, keeping the row (and its id) of an item it had resolved
+    before: a re-estimate after a check leaves the other checks on the page valid (a check
+    names the resolution of its item). Items no longer claimed are deleted."""
+    existing = dict(
+        ((subject, attribute), pk)
+        for pk, subject, attribute in ClaimResolution.objects.filter(run=run).values_list("pk", "subject", "attribute")
+    )
+    for row in resolutions:
+        row.pk = existing.pop((row.subject, row.attribute), None)
+    if existing:
+        ClaimResolution.objects.filter(pk__in=existing.values()).delete()
+    kept = [row for row in resolutions if row.pk is not None]
+    ClaimResolution.objects.bulk_update(
+        kept, ["value", "confidence", "claims", "conflicting", "values"], batch_size=BATCH
+    )
+    ClaimResolution.objects.bulk_create([row for row in resolutions if row.pk is None], batch_size=BATCH)
+
+
 def checked_values(run: EstimationRun) -> dict[tuple[str, str], str]:
     """The values a curator checked for this claim run's items (its ``claim_gold`` param:
     [subject, attribute, value] triples), which fix those items' truth in the estimate."""
@@ -347,8 +366,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
         state = EstimationRun.objects.select_for_update().filter(pk=run.pk).values_list("state", flat=True).first()
         if state not in UNFINISHED:
             raise RunEnded(f"Run #{run.pk} was marked {state} while its claims were resolved; resume it to finish.")
-        ClaimResolution.objects.filter(run=run).delete()
-        ClaimResolution.objects.bulk_create(resolutions, batch_size=BATCH)
+        _store_resolutions(run, resolutions)
         ReliabilityScore.objects.filter(run=run).delete()
         ReliabilityScore.objects.bulk_create(scores, batch_size=BATCH)
         SourceDependence.objects.filter(run=run).delete()
