@@ -258,7 +258,12 @@ def run_checks(request: HttpRequest, pk: int) -> HttpResponse:
     run = _run(pk)
     errors: dict[str, list[str]] = {}
     if request.method == "POST" and request.POST.get("action") == "reestimate":
-        if reestimate_run(run, user=request.user):
+        try:
+            started = reestimate_run(run, user=request.user)
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+            return redirect("run-checks", pk=run.pk)
+        if started:
             messages.success(request, f"Run #{run.pk} is being estimated again with the checks recorded so far.")
         else:
             messages.error(

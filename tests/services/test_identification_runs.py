@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 
 from core.models import EstimationRun, FactQuery, ReliabilityScore
 from core.services.estimation import finish_run
-from core.services.estimation.checks import identification_view, record_check
+from core.services.estimation.checks import identification_view, record_check, reestimate_run
 from tasks.models import Job
 from tests.services.collusion import COLLUDERS, FACTS, HONEST, collusion_run
 
@@ -174,3 +174,10 @@ def test_a_check_that_contradicts_a_stored_reference_or_targets_an_outdated_run_
     with pytest.raises(ValidationError) as outdated:
         record_check(run, first, right)
     assert "newer run" in outdated.value.message_dict["run"][0]
+    # "Estimate again" on the superseded run is refused too, and starts nothing: it would put
+    # this run's older reliabilities back over the newer run's (issue 38, row 9).
+    jobs = Job.objects.count()
+    with pytest.raises(ValidationError) as again:
+        reestimate_run(run)
+    assert "put its older reliabilities back" in again.value.message_dict["run"][0]
+    assert Job.objects.count() == jobs

@@ -189,14 +189,7 @@ def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, u
         raise ValidationError({"answer": exc.messages}) from exc
     if run.state == EstimationRun.State.FAILED:
         raise ValidationError({"run": "The run failed: resume it before answering its checks."})
-    if run.finished_at is not None and (
-        EstimationRun.objects.filter(
-            kind=EstimationRun.Kind.CLAIMS,
-            state=EstimationRun.State.SUCCEEDED,
-            finished_at__gt=run.finished_at,
-            sources__in=run.sources.all(),
-        ).exists()
-    ):
+    if superseded(run):
         raise ValidationError(
             {"run": "A newer claim run has resolved these sources since: answer the checks of the latest run instead."}
         )
@@ -258,14 +251,7 @@ def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = 
         raise ValidationError({"answer": exc.messages}) from exc
     if run.state == EstimationRun.State.FAILED:
         raise ValidationError({"run": "The run failed: resume it before answering its checks."})
-    if run.finished_at is not None and (
-        EstimationRun.objects.filter(
-            kind=EstimationRun.Kind.FULL,
-            state=EstimationRun.State.SUCCEEDED,
-            finished_at__gt=run.finished_at,
-            sources__in=run.sources.all(),
-        ).exists()
-    ):
+    if superseded(run):
         raise ValidationError(
             {"run": "A newer run has estimated these sources since: answer the checks of the latest run instead."}
         )
@@ -293,10 +279,34 @@ def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = 
     return reestimate_run(run, user=user)
 
 
+def superseded(run: EstimationRun) -> bool:
+    """Whether a newer run of the same kind has estimated any of this run's sources since it
+    finished: re-estimating it would put its older reliabilities back over the newer ones."""
+    if run.finished_at is None:
+        return False
+    kind = EstimationRun.Kind.CLAIMS if run.kind == EstimationRun.Kind.CLAIMS else EstimationRun.Kind.FULL
+    return EstimationRun.objects.filter(
+        kind=kind,
+        state=EstimationRun.State.SUCCEEDED,
+        finished_at__gt=run.finished_at,
+        sources__in=run.sources.all(),
+    ).exists()
+
+
 def reestimate_run(run: EstimationRun, *, user: Any = None) -> bool:
     """Estimate the run again from its stored responses with the checks recorded so far;
-    False (nothing started) while it is being estimated or the user is at the run cap."""
+    False (nothing started) while it is being estimated or the user is at the run cap.
+
+    Raises ValidationError on "run" when a newer run has estimated its sources since (the
+    re-estimate would overwrite their current reliabilities with this older run's)."""
     run = EstimationRun.objects.select_related("job").get(pk=run.pk)
+    if superseded(run):
+        raise ValidationError(
+            {
+                "run": "A newer run has estimated these sources since: estimating this one again would put its older "
+                "reliabilities back. Answer the checks of the latest run instead."
+            }
+        )
     if run.job is not None and not run.job.finished:
         return False
     try:
