@@ -12,15 +12,12 @@ Services never import ``tasks``: jobs are started through runtime.jobs.dispatch_
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils.text import get_valid_filename
 
 from core.engine.backends.generation import GenerationRequest
 from core.engine.backends.generation.base import Capability
@@ -34,6 +31,7 @@ from runtime.jobs import JobRecord, KeepAlive, NullProgress, Progress, dispatch_
 from sources.ingest import IngestError
 from sources.ingest.claims import parse_claim_bytes
 from sources.models import Chunk, Claim, Document, Source
+from sources.uploads import keep_uploads
 
 UPSERT_BATCH = 2000
 # What a stored claim is compared on: equal in all of these, a reload leaves it untouched.
@@ -291,13 +289,8 @@ def start_claim_load(
         validate_claim_uploads(files, mapping, source=source, format_name=format_name)
     else:
         check_source(mapping, source)
-    folder = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
-    folder.mkdir(parents=True, exist_ok=True)
-    stored = []
-    for index, (name, data) in enumerate(files):
-        path = folder / f"{index:04d}-{get_valid_filename(Path(name).name) or 'upload'}"
-        path.write_bytes(data)
-        stored.append({"path": str(path.resolve()), "name": name})
+    folder, kept = keep_uploads(files)
+    stored = [{"path": str(path), "name": name} for path, name in kept]
     params: dict[str, Any] = {
         "files": stored,
         "mapping": mapping.to_json(),

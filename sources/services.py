@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -13,13 +12,13 @@ import numpy as np
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
-from django.utils.text import get_valid_filename
 
 from core.engine.chunking import chunk_text
 from core.engine.types import Embedder
 from runtime.jobs import JobRecord, Progress, dispatch_job
 from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash
+from sources.uploads import keep_uploads
 from sources.vector_index import request_build_after_commit
 
 
@@ -290,13 +289,7 @@ def start_upload_ingest(
     source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None
 ) -> JobRecord:
     """Keep uploaded files in DATA_DIR/uploads until the worker has ingested them."""
-    folder = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
-    folder.mkdir(parents=True, exist_ok=True)
-    paths: list[Path] = []
-    names: dict[str, str] = {}
-    for index, (name, data) in enumerate(blobs):
-        path = folder / f"{index:04d}-{get_valid_filename(Path(name).name) or 'upload'}"
-        path.write_bytes(data)
-        paths.append(path)
-        names[str(path.resolve())] = name
+    folder, kept = keep_uploads(blobs)
+    paths = [path for path, _ in kept]
+    names = {str(path): name for path, name in kept}
     return start_ingest_job(source, paths, options=options, user=user, display_names=names, upload_dir=str(folder))

@@ -12,6 +12,7 @@ from core.models import EstimationRun
 from sources.models import Claim, Source
 from tasks.models import Job
 from tests.api.helpers import demo_query_set, three_sources
+from tests.factories import SourceFactory
 from tests.helpers import error_of
 
 
@@ -148,3 +149,33 @@ def test_a_mapping_attribute_name_too_long_in_utf_8_is_a_400_naming_it(as_curato
     fields = error_of(response)["fields"]
     assert any("longer than 600 bytes of UTF-8" in messages[0] for messages in fields.values()), fields
     assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("stem", ["n" * 247, "\u6587" * 90], ids=["251-ascii", "90-cjk"])
+def test_an_upload_whose_name_is_past_the_filesystems_limit_is_accepted_under_a_shorter_name(
+    as_curator, settings, tmp_path, stem
+):
+    """Issue 38 row 6: 251 ASCII or 90 CJK characters (over 255 bytes) used to be a 500 with an
+    empty folder left behind; both kinds of upload are accepted, kept under a name cut to
+    MAX_STORED_NAME_BYTES with its extension, and the job keeps the user's own name."""
+    from sources.uploads import MAX_STORED_NAME_BYTES
+
+    settings.UPLOAD_DIR = tmp_path / "uploads"
+    source = SourceFactory(name="gazette")
+    notes = SimpleUploadedFile(f"{stem}.jsonl", b'{"text": "Bram Stoker wrote Dracula."}\n')
+    response = as_curator.post("/api/documents/", {"source": source.pk, "files": [notes]}, format="multipart")
+    assert response.status_code == 202, response.content[:300]
+    claims = {
+        "files": [SimpleUploadedFile(f"{stem}.csv", b"src,flight,gate\naa,AA-1,B7\n", content_type="text/csv")],
+        "mapping": json.dumps({"subject": "flight", "source": "src", "attributes": {"gate": "text"}}),
+    }
+    response = as_curator.post("/api/claims/load/", claims, format="multipart")
+    assert response.status_code == 202, response.content[:300]
+    stored = sorted(p for folder in settings.UPLOAD_DIR.iterdir() for p in folder.iterdir())
+    assert len(stored) == 2 and {p.suffix for p in stored} == {".jsonl", ".csv"}
+    assert all(len(p.name.encode()) <= MAX_STORED_NAME_BYTES for p in stored)
+    names = [
+        *Job.objects.get(kind="ingest", params__has_key="display_names").params["display_names"].values(),
+        *(f["name"] for f in Job.objects.get(params__has_key="files").params["files"]),
+    ]
+    assert sorted(names) == sorted([f"{stem}.jsonl", f"{stem}.csv"])
