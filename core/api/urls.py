@@ -16,7 +16,17 @@ from reliability_site.csp import csp_update
 
 app_name = "api"
 
-router = DefaultRouter()
+
+class IdRouter(DefaultRouter):
+    """Every resource of the API is addressed by its integer id: the detail routes take ASCII
+    digits only. (DRF's default pattern takes any text and the lookup then converts it with
+    int(), which reads Unicode digits: /api/sources/%EF%BC%91/ was source 1.)"""
+
+    def get_lookup_regex(self, viewset: object, lookup_prefix: str = "") -> str:
+        return rf"(?P<{lookup_prefix}pk>[0-9]+)"
+
+
+router = IdRouter()
 router.register("sources", SourceViewSet, basename="source")
 router.register("documents", DocumentViewSet, basename="document")
 router.register("questions", QuestionViewSet, basename="question")

@@ -179,3 +179,15 @@ def test_an_upload_whose_name_is_past_the_filesystems_limit_is_accepted_under_a_
         *(f["name"] for f in Job.objects.get(params__has_key="files").params["files"]),
     ]
     assert sorted(names) == sorted([f"{stem}.jsonl", f"{stem}.csv"])
+
+
+def test_an_id_in_unicode_digits_is_not_found(as_curator):
+    """Issue 38 row 13: int() reads Unicode digits, so /api/sources/%EF%BC%91/ (a fullwidth one)
+    was source 1; ids are ASCII digits only."""
+    source = SourceFactory(name="gazette")
+    assert as_curator.get(f"/api/sources/{source.pk}/").status_code == 200
+    fullwidth = "".join(chr(0xFF10 + int(d)) for d in str(source.pk))
+    arabic_indic = "".join(chr(0x0660 + int(d)) for d in str(source.pk))
+    for spelled in (fullwidth, arabic_indic):
+        assert as_curator.get(f"/api/sources/{spelled}/").status_code == 404
+    assert as_curator.get(f"/api/estimation-runs/{fullwidth}/").status_code == 404
