@@ -99,7 +99,17 @@ def run_start(request: HtmxHttpRequest) -> HttpResponse:
     every = estimation.ALL_SOURCES in picked  # the explicit "every active source" option
     source_ids = [int(s) for s in picked if s.isdigit()]
     query_set_id = request.POST.get("query_set", "")
-    query_set = QueryCollection.objects.filter(pk=query_set_id).first() if query_set_id.isdigit() else None
+    query_set = None
+    if query_set_id:
+        # A query set that was named must exist: an unknown one is an error on the field, never
+        # a run on the default set (issue 38 row 13). Left empty, the service picks the default.
+        query_set = (
+            QueryCollection.objects.filter(pk=query_set_id).first()
+            if query_set_id.isascii() and query_set_id.isdigit()
+            else None
+        )
+        if query_set is None:
+            errors["query_set"] = ["No such query set: choose one of the list."]
     if not errors:
         # Nothing chosen is an error (the service says so), never a run over everything.
         sources: Any = estimation.ALL_SOURCES if every else list(Source.objects.filter(pk__in=source_ids)) or None

@@ -285,6 +285,16 @@ def test_the_run_form_says_a_run_needs_three_sources(curator_client: Any, demo_s
     assert not EstimationRun.objects.exists()
 
 
+def test_the_run_form_refuses_a_query_set_that_does_not_exist_on_its_field(curator_client: Any, demo_set: Any) -> None:
+    """Issue 38 row 13: an unknown query set used to start a run on the default (demo) set."""
+    ids = [SourceFactory(name=n, chunk_count=2).pk for n in ("one", "two", "three")]
+    for unknown in (str(demo_set.pk + 1000), "\uff11", "demo"):
+        response = curator_client.post(reverse("run-start"), {"query_set": unknown, "sources": ids})
+        assert response.status_code == 400
+        assert "No such query set: choose one of the list." in response.content.decode()
+    assert not EstimationRun.objects.exists()
+
+
 # --- The conflicts page's default run ------------------------------------------------------
 
 
