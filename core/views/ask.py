@@ -26,6 +26,7 @@ from core.services.asking import MAX_QUESTION_CHARS, conversation, start_questio
 from core.services.engine_context import configured_offers
 from core.services.explain import VoteFact, explain_votes, highlight
 from core.services.pages.question import question_clusters
+from core.services.pages.runs import estimation_in_progress
 from core.services.source_selection import describe_selection, selection_seen_by
 from core.views.ask_sources import SOURCE_FORM_DEFAULTS, source_choice_from_form, source_picker, source_progress
 from core.views.htmx import HtmxHttpRequest
@@ -344,6 +345,7 @@ def _ask_page(request: HttpRequest, form: dict[str, Any], errors: dict[str, list
             "errors": errors,
             "recent": recent,
             "max_chars": MAX_QUESTION_CHARS,
+            "estimation": estimation_in_progress(),
             **source_picker(request.user, form, errors),
         },
         status=status,

@@ -62,3 +62,24 @@ def test_the_csrf_token_is_required(db: Any, analyst: Any) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(analyst)
     assert client.post(reverse("ask"), {"text": "Who?"}).status_code == 403
+
+
+def test_the_ask_page_says_an_estimation_is_running_and_what_answers_look_like_meanwhile(
+    analyst_client: Any, db: Any
+) -> None:
+    """Issue 38 row 12: on a fresh install every answer said its sources were never checked
+    and nothing said that the first estimation was running."""
+    from core.models import EstimationRun
+    from tasks.models import Job
+    from tests.factories import EstimationRunFactory
+
+    assert 'id="estimation-running"' not in analyst_client.get(reverse("ask")).content.decode()
+    job = Job.objects.create(kind=Job.Kind.ESTIMATE, progress_total=420, progress_current=105, message="Answering")
+    run = EstimationRunFactory(state=EstimationRun.State.RUNNING, job=job)
+    page = analyst_client.get(reverse("ask")).content.decode()
+    assert 'id="estimation-running"' in page and f"run #{run.pk}" in page and "25% done: Answering" in page
+    assert "no source's reliability has been checked" in page  # the first run
+
+    EstimationRunFactory(succeeded=True)
+    page = analyst_client.get(reverse("ask")).content.decode()
+    assert "with the reliabilities of the last finished run" in page

@@ -141,3 +141,27 @@ def run_changes(run: EstimationRun) -> dict[str, Any]:
         )
     entries.sort(key=lambda e: (-abs(e["delta"]) if e["delta"] is not None else 0.0, e["source_name"]))
     return {"run_id": run.pk, "previous_run_id": previous.pk if previous else None, "sources": entries}
+
+
+def estimation_in_progress() -> dict[str, Any] | None:
+    """The question-answering estimation run now in progress, for the ask page (issue 38 row
+    12): its id, its job's percent and message, and whether it is the first one (no run has
+    finished yet, so every source's reliability is still unchecked). None when none runs."""
+    run = (
+        EstimationRun.objects.filter(
+            kind=EstimationRun.Kind.FULL, state__in=[EstimationRun.State.PENDING, EstimationRun.State.RUNNING]
+        )
+        .select_related("job")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if run is None:
+        return None
+    first = not EstimationRun.objects.filter(kind=EstimationRun.Kind.FULL, state=EstimationRun.State.SUCCEEDED).exists()
+    job = run.job
+    return {
+        "run_id": run.pk,
+        "percent": job.percent if job is not None else 0,
+        "message": job.message if job is not None else "",
+        "first": first,
+    }
