@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core.roles import is_curator
 from core.services.estimation import fail_runs_of_ended_jobs
 from reliability_site.celery import app
 from runtime.jobs import wait_for
@@ -118,6 +119,31 @@ def fail_jobs_of_worker(hostname: str, reason: str) -> int:
     )
     fail_runs_of_ended_jobs()
     return failed
+
+
+def may_cancel(job: Job, user: Any) -> bool:
+    """Who may cancel a job: the person who started it, or a curator."""
+    return bool(user and user.is_authenticated and (job.created_by_id == user.pk or is_curator(user)))
+
+
+def cancel_job(job_id: int, *, by: str) -> bool:
+    """End a pending or running job now, as failed with "Cancelled by <by>" (issue 38 row 11):
+    its worker stops at its next heartbeat (long work checks between batches) and a pending
+    one is skipped when a worker takes it; what the work stored so far is kept (an estimation
+    run is marked failed, so it can be resumed from its stored responses); its uploads are
+    deleted. False when the job had ended already."""
+    now = timezone.now()
+    cancelled = Job.objects.filter(pk=job_id, state__in=(Job.State.PENDING, Job.State.RUNNING)).update(
+        state=Job.State.FAILED,
+        error=f"Cancelled by {by}. What it had stored is kept; start it again (or resume its run) to go on.",
+        message=f"Cancelled by {by}",
+        finished_at=now,
+    )
+    if not cancelled:
+        return False
+    remove_upload_dir(Job.objects.get(pk=job_id).params)
+    fail_runs_of_ended_jobs()
+    return True
 
 
 def fail_job_of_lost_process(job_id: int) -> int:

@@ -61,7 +61,7 @@ from core.services.pages.copying import dependent_pairs, has_copy_detection, run
 from core.services.pages.question import question_clusters
 from core.services.pages.run_sets import finished_full_runs
 from core.services.source_selection import SourceChoice
-from tasks.jobs import wait_for_job
+from tasks.jobs import cancel_job, may_cancel, wait_for_job
 from tasks.models import Job
 
 QUESTION_FILTERS = [
@@ -148,6 +148,14 @@ class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Question]):
 
 
 RUN_FILTERS = [OpenApiParameter("state", OpenApiTypes.STR, enum=EstimationRun.State.values)]
+
+
+class JobConflict(exceptions.APIException):
+    """409: the job has ended, so it cannot be cancelled."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The job had ended already."
+    default_code = "conflict"
 
 
 class RunConflict(exceptions.APIException):
@@ -306,6 +314,28 @@ class EstimationRunViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Estimatio
 )
 class JobViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Job]):
     serializer_class = JobSerializer
+    analyst_write_actions = ("cancel",)  # who started a job may cancel it (checked in the action)
+
+    @extend_schema(
+        summary="Cancel a pending or running job (who started it, or a curator)",
+        description=(
+            'The job ends now, failed with "Cancelled by <user>"; its worker stops at its next batch and a '
+            "pending one is never started. What it stored is kept (an estimation run is marked failed, so it can "
+            "be resumed from its stored responses). 200 with the job; 409 when it had ended already; 403 for "
+            "someone else's job unless you are a curator."
+        ),
+        request=None,
+        responses={200: JobSerializer, 409: OpenApiResponse(description="The job had ended already.")},
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        job = self.get_object()
+        if not may_cancel(job, request.user):
+            raise exceptions.PermissionDenied("Only who started this job, or a curator, may cancel it.")
+        if not cancel_job(job.pk, by=request.user.get_username()):
+            raise JobConflict(f"Job #{job.pk} had already ended ({job.state}).")
+        job.refresh_from_db()
+        return Response(JobSerializer(job).data)
 
     def get_queryset(self) -> QuerySet[Job]:
         jobs = Job.objects.all()
