@@ -47,6 +47,10 @@ if not SECRET_KEY:
 # How many reverse proxies in front of this server append to X-Forwarded-For (0: none, so
 # the header is ignored): the API throttles and the login lockout count by that address.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+# How many requests of one web server process may wait on an answer at once (POST
+# /api/questions/ with `wait`); the others answer 202 at once and are polled. gunicorn runs 4
+# threads a process (scripts/run.sh): two stay free for every other page and call.
+ASK_WAIT_SLOTS = env_int("ASK_WAIT_SLOTS", 2, minimum=0)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])

@@ -107,3 +107,29 @@ def test_every_request_is_throttled_per_user(as_analyst, as_curator, settings):
         assert as_analyst.get("/api/sources/").status_code == 200
     assert as_analyst.get("/api/sources/").status_code == 429
     assert as_curator.get("/api/sources/").status_code == 200
+
+
+def test_waiting_on_an_answer_takes_a_slot_and_past_the_slots_the_answer_is_202_at_once(
+    as_analyst, settings, monkeypatch
+):
+    """Issue 38 row 7: clients that wait must never hold every thread of the web server."""
+    from core.api.views import engine
+
+    settings.ASK_WAIT_SLOTS = 1
+    waited: list[int] = []
+    monkeypatch.setattr(engine, "wait_for_job", lambda job_id, timeout=None: waited.append(job_id))
+    response = as_analyst.post("/api/questions/", {"text": "Where is the Eiffel Tower?", "wait": 5}, format="json")
+    assert response.status_code == 202 and waited == [response.json()["job"]]  # a free slot: it waited
+
+    with engine.wait_slot() as first:  # another request is waiting in the only slot
+        assert first is True
+        with engine.wait_slot() as second:
+            assert second is False
+        response = as_analyst.post("/api/questions/", {"text": "Who wrote Dracula?", "wait": 5}, format="json")
+        assert response.status_code == 202 and len(waited) == 1  # no slot: 202 at once, no wait
+    with engine.wait_slot() as again:
+        assert again is True  # released
+
+    settings.ASK_WAIT_SLOTS = 0
+    as_analyst.post("/api/questions/", {"text": "Where is Paris?", "wait": 5}, format="json")
+    assert len(waited) == 1

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Prefetch, QuerySet
@@ -104,7 +108,8 @@ class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Question]):
         summary="Ask a question (analysts and curators)",
         description=(
             "Starts answering, then waits up to `wait` seconds: 200 with the full answer when it is ready, "
-            "otherwise 202 with the job; poll `status_url` (the job) and then `result_url`."
+            "otherwise 202 with the job; poll `status_url` (the job) and then `result_url`. A server process "
+            "lets at most ASK_WAIT_SLOTS requests wait at once (default 2): past that, 202 at once."
         ),
         request=AskSerializer,
         responses={200: QuestionDetailSerializer, 202: QuestionAcceptedSerializer},
@@ -129,7 +134,9 @@ class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Question]):
             )
         job_id = question.job_id
         if job_id is not None and data["wait"] > 0:
-            wait_for_job(job_id, timeout=data["wait"])
+            with wait_slot() as waiting:
+                if waiting:  # else every slot is taken: answer 202 now rather than hold a server thread
+                    wait_for_job(job_id, timeout=data["wait"])
         question = self.get_queryset().model.objects.select_related("job", "asked_by").get(pk=question.pk)
         result_url = reverse("api:question-detail", args=[question.pk], request=request)
         if question.job is None or question.job.finished:
@@ -148,6 +155,30 @@ class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Question]):
 
 
 RUN_FILTERS = [OpenApiParameter("state", OpenApiTypes.STR, enum=EstimationRun.State.values)]
+
+
+_wait_slots: threading.BoundedSemaphore | None = None
+_wait_slots_size = -1
+_wait_slots_lock = threading.Lock()
+
+
+@contextmanager
+def wait_slot() -> Iterator[bool]:
+    """One of this process's ASK_WAIT_SLOTS places to wait on an answer, if one is free (True),
+    else False at once: waiting clients never hold every thread of the web server (issue 38
+    row 7: 20 clients waiting 10 s each held gunicorn's 8 threads, and a plain page took 34 s)."""
+    global _wait_slots, _wait_slots_size
+    size = int(settings.ASK_WAIT_SLOTS)
+    with _wait_slots_lock:
+        if _wait_slots is None or _wait_slots_size != size:
+            _wait_slots, _wait_slots_size = threading.BoundedSemaphore(max(size, 1)), size
+        slots = _wait_slots
+    got = size > 0 and slots.acquire(blocking=False)
+    try:
+        yield got
+    finally:
+        if got:
+            slots.release()
 
 
 class JobConflict(exceptions.APIException):
