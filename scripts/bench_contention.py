@@ -1,19 +1,19 @@
 """Question latency while bulk work shares the cores (issue 38 row 8), side by side in one run.
 
-The product's default topology on a 2-core machine: the question worker runs the local LLM
-(CTranslate2, int8) on every core; the bulk worker's two pool processes each run the same
-model on one thread (tasks.signals gives each pool process its share of the cores) while an
-estimation run generates its responses. Here, without the rest of the stack, one process
+The product's default topology with the local LLM: the question worker runs the model
+(CTranslate2, int8) on every core; the bulk worker (one pool process with a local LLM,
+CELERY_WORKER_CONCURRENCY 1) runs the same model on every core too (tasks.signals gives each
+pool process its share of the cores) while an estimation run generates its responses. Here, without the rest of the stack, one process
 times answers of the question worker's size (a demo prompt, greedy, up to 32 new tokens) in
 four settings, each with the same prompts:
 
 - ``idle``: nothing else runs;
-- ``bulk``: two background processes generate continuously on one thread each, at the same
-  CPU priority (what scripts/run.sh did);
+- ``bulk``: ``--bulk-processes`` background processes (1) generate continuously on their share
+  of the cores, at the same CPU priority (what scripts/run.sh did);
 - ``bulk-nice10`` / ``bulk-nice19``: the same background processes at nice 10 / 19 (what
-  scripts/run.sh now gives the bulk worker: BULK_WORKER_NICE, default 10).
+  scripts/run.sh now gives the bulk worker: BULK_WORKER_NICE, default 19).
 
-    .venv/bin/python scripts/bench_contention.py [--asks 12] [--out docs/plots/results/contention.json]
+    .venv/bin/python scripts/bench_contention.py [--asks 12] [--bulk-processes 1] [--out FILE]
 
 Prints the median and p90 seconds per answer and each setting's ratio to idle.
 """
@@ -64,9 +64,9 @@ def generate(tokenizer: Any, model: Any, max_tokens: int = 32) -> None:
     model.generate_batch([tokens], max_length=max_tokens, sampling_topk=1, include_prompt_in_result=False)
 
 
-def bulk(nice: int, ready: Any, stop: Any) -> None:
+def bulk(nice: int, threads: int, ready: Any, stop: Any) -> None:
     os.nice(nice)
-    tokenizer, model = load(threads=1)
+    tokenizer, model = load(threads=threads)
     generate(tokenizer, model, 4)
     ready.set()
     while not stop.is_set():
@@ -85,6 +85,7 @@ def timed(tokenizer: Any, model: Any, asks: int) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--asks", type=int, default=12)
+    parser.add_argument("--bulk-processes", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     cores = os.cpu_count() or 1
@@ -94,8 +95,9 @@ def main() -> int:
     ctx = mp.get_context("spawn")
     for name, nice in (("bulk", 0), ("bulk-nice10", 10), ("bulk-nice19", 19)):
         stop = ctx.Event()
-        readies = [ctx.Event() for _ in range(2)]
-        workers = [ctx.Process(target=bulk, args=(nice, r, stop), daemon=True) for r in readies]
+        readies = [ctx.Event() for _ in range(args.bulk_processes)]
+        share = max(1, cores // args.bulk_processes)
+        workers = [ctx.Process(target=bulk, args=(nice, share, r, stop), daemon=True) for r in readies]
         for w in workers:
             w.start()
         for r in readies:
@@ -114,13 +116,26 @@ def main() -> int:
         }
         for name, v in settings.items()
     }
-    print(f"{cores} cores, {platform.processor() or platform.machine()}; {args.asks} answers per setting")
+    print(
+        f"{cores} cores, {platform.processor() or platform.machine()}; {args.asks} answers per setting; "
+        f"{args.bulk_processes} bulk process(es)"
+    )
     print("| setting | median s | p90 s | x idle |\n| --- | ---: | ---: | ---: |")
     for name, row in rows.items():
         print(f"| {name} | {row['median_s']} | {row['p90_s']} | {row['ratio_to_idle']} |")
     if args.out:
         args.out.write_text(
-            json.dumps({"cores": cores, "asks": args.asks, "settings": rows, "raw": settings}, indent=2) + "\n"
+            json.dumps(
+                {
+                    "cores": cores,
+                    "asks": args.asks,
+                    "bulk_processes": args.bulk_processes,
+                    "settings": rows,
+                    "raw": settings,
+                },
+                indent=2,
+            )
+            + "\n"
         )
     return 0
 

@@ -124,10 +124,10 @@ ask_name="asker-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')@%h"
   --loglevel info >"$data_dir/log/worker-ask.log" 2>&1 &
 ask_pid=$!
 # -B: the bulk worker also runs beat, which sends tasks.reap_stale_jobs every minute.
-# At a lower CPU priority (BULK_WORKER_NICE, default 10; 0 turns it off): when a question and
+# At a lower CPU priority (BULK_WORKER_NICE, default 19; 0 turns it off): when a question and
 # bulk work share the cores, the question gets them first (scripts/bench_contention.py,
 # docs/performance.md), and bulk work still has every idle cycle.
-nice -n "${BULK_WORKER_NICE:-10}" .venv/bin/celery -A reliability_site worker -Q "$queues" -c "${CELERY_WORKER_CONCURRENCY:-2}" \
+nice -n "${BULK_WORKER_NICE:-19}" .venv/bin/celery -A reliability_site worker -Q "$queues" -c "${CELERY_WORKER_CONCURRENCY:-2}" \
   -n "$worker_name" -B -l info >"$data_dir/log/worker.log" 2>&1 &
 worker_pid=$!
 cleanup() {
