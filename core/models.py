@@ -153,6 +153,9 @@ class RunResponse(models.Model):
     cluster = models.IntegerField(null=True, blank=True)  # per-query cluster id, set when the run estimates
     agrees = models.BooleanField(null=True)  # with the run's estimated answer (None for IDK)
     chunk_ids = models.JSONField(default=list, blank=True)
+    # Digest of what the response depends on (generator, k, tau, question, the source's
+    # documents): a later run with the same inputs reuses it (core.services.estimation.reuse).
+    inputs = models.CharField(max_length=64, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

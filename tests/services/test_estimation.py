@@ -246,3 +246,33 @@ def test_generated_claims_keep_a_leading_name_capitalised(db):
 
     made = generate_queries([DocumentFactory(text="Keith Bostic played in the NFL.")], QuerySetFactory(), FakeLlm())
     assert [q.question for q in made] == ["Who is Keith Bostic?", "Is it true that Keith Bostic played in the NFL?"]
+
+
+def test_a_new_run_reuses_the_responses_whose_inputs_are_unchanged_and_says_how_many(worker, embedder):
+    """Issue 38 row 10: a second run over the same sources and queries regenerated every
+    response. Now a pair whose generator, prompt, k, tau, question and source documents are
+    unchanged is copied from the earlier run; a source given a new document answers again."""
+    from tests.corpus import store
+
+    good, bad, _ = build_corpus(embedder, reliable=2)
+    first = run_to_end(start_estimation_run(sources="all"))
+    n_pairs = len(FACTS) * 3
+    stored = RunResponse.objects.filter(run=first)
+    assert stored.count() == n_pairs and not stored.filter(inputs="").exists()
+    assert "reused_responses" not in first.params
+
+    store(good[0], ["The Louvre is a museum in Paris."], embedder)  # this source's documents changed
+    second = run_to_end(start_estimation_run(sources="all"))
+    assert second.params["reused_responses"] == n_pairs - len(FACTS)
+    assert RunResponse.objects.filter(run=second).count() == n_pairs
+    assert any("reused" in line for line in second.job.log)
+    before = {(r.query_id, r.source_id): (r.response, r.inputs) for r in stored.exclude(source=good[0])}
+    after = {
+        (r.query_id, r.source_id): (r.response, r.inputs)
+        for r in RunResponse.objects.filter(run=second).exclude(source=good[0])
+    }
+    assert after == before  # copied as they were
+    changed = RunResponse.objects.filter(run=second, source=good[0])
+    assert changed.count() == len(FACTS)
+    assert not set(changed.values_list("inputs", flat=True)) & set(stored.values_list("inputs", flat=True))
+    assert ReliabilityScore.objects.filter(run=second).count() == 3

@@ -27,6 +27,7 @@ from core.models import EstimationRun, FactQuery, RunResponse
 from core.services.engine_context import build_context
 from core.services.estimation.coordinate import RunProgress, answering_message, run_pairs
 from core.services.estimation.locks import batch_claim_name
+from core.services.estimation.reuse import pair_digests
 from runtime.jobs import NullProgress, Progress
 from runtime.locks import claim
 
@@ -76,11 +77,13 @@ def _answer_and_store(run: EstimationRun, wanted: list[tuple[int, int]]) -> int:
     index = {q: i for i, q in enumerate(query_ids)}
     ctx = build_context(source_ids=sorted({s for _, s in todo}), k=run.params.get("k"), tau=run.params.get("tau"))
     records = answer_pairs([texts[q] for q in query_ids], [(index[q], s) for q, s in todo], ctx)
+    digests = pair_digests(run, todo)
     rows = [
         RunResponse(
             run=run,
             query_id=query_ids[r.query_index],
             source_id=r.source_id,
+            inputs=digests.get((query_ids[r.query_index], r.source_id), ""),
             raw_response=r.raw_response,
             response=r.response,
             is_idk=is_idk(r.response),

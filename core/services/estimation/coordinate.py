@@ -21,6 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.models import EstimationRun, FactQuery, RunResponse
+from core.services.estimation.reuse import reuse_responses
 from core.services.estimation.start import DEFAULT_PARAMS
 from runtime.jobs import NullProgress, Progress
 
@@ -142,6 +143,14 @@ def coordinate_run(
     if run.state == EstimationRun.State.PENDING:
         EstimationRun.objects.filter(pk=run.pk).update(state=EstimationRun.State.RUNNING)
         run.state = EstimationRun.State.RUNNING
+    if dispatch is None:
+        # Responses an earlier run stored with the same inputs are copied, not generated again.
+        reused = reuse_responses(run, missing_pairs(run))
+        if reused:
+            progress.log(f"reused {reused} stored response(s) whose inputs are unchanged")
+            params = {**run.params, "reused_responses": int(run.params.get("reused_responses", 0)) + reused}
+            EstimationRun.objects.filter(pk=run.pk).update(params=params)
+            run.params = params
     stored = RunResponse.objects.filter(run=run).count()
     if stored >= total and not missing_pairs(run):
         return CoordinatorStep("finished")
