@@ -15,10 +15,7 @@ from core.error_shape import error_body
 
 logger = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 30
-MESSAGE = (
-    "The database is out of reach for a moment (restarting, or a network blip). Nothing you sent was half-stored: "
-    f"try again in {RETRY_AFTER_SECONDS} seconds."
-)
+MESSAGE = f"The database is out of reach for a moment (restarting, or a network blip): try again in {RETRY_AFTER_SECONDS} seconds."
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Unavailable for a moment</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body><main id="error-503"><h1>Unavailable for a moment</h1><p>{message}</p><p><a href="">Try again</a></p></main>
@@ -36,7 +33,7 @@ class DatabaseUnavailableMiddleware:
         if not isinstance(exception, OperationalError | InterfaceError):
             return None
         logger.warning("database unavailable on %s %s: %s", request.method, request.path, exception)
-        if request.path.startswith("/api/"):
+        if request.path_info.startswith("/api/"):
             response = HttpResponse(
                 json.dumps(error_body("database_unavailable", MESSAGE)), status=503, content_type="application/json"
             )

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import SuspiciousFileOperation
 from django.utils.text import get_valid_filename
 
 MAX_STORED_NAME_BYTES = 200  # of the 255 a name may have: room for the index and a margin
@@ -24,7 +25,10 @@ MAX_SUFFIX_BYTES = 16  # a longer "extension" is part of the name, not a format
 
 def stored_name(index: int, name: str) -> str:
     """The name an upload is kept under (at most MAX_STORED_NAME_BYTES of UTF-8)."""
-    safe = get_valid_filename(Path(name).name) or "upload"
+    try:
+        safe = get_valid_filename(Path(name).name) or "upload"
+    except SuspiciousFileOperation:  # nothing usable left of the name ("???", "..")
+        safe = "upload"
     suffix = Path(safe).suffix
     if len(suffix.encode()) > MAX_SUFFIX_BYTES:
         suffix = ""

@@ -66,7 +66,7 @@ def _fail_the_run(job_id: int, params: dict[str, Any], error: BaseException | st
         fail_run(run_id)
 
 
-@job_task("tasks.estimation_run", acks_late=True, on_failure=_fail_the_run)
+@job_task("tasks.estimation_run", acks_late=True, on_failure=_fail_the_run, db_retry=True)
 def estimation_run(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
     """Coordinate a run without blocking: send the missing batches, reschedule itself every
     ESTIMATION_POLL_SECONDS with the dispatch state stored on the Job, and finish (estimate

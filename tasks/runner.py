@@ -14,12 +14,14 @@ record says so, to end what the job was working on (an estimation run, say).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 from celery import Task
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 from reliability_site.celery import app
 from tasks.models import Job
@@ -66,15 +68,50 @@ def _reschedule(task: Task[Any, Any], job_id: int, step: int, outcome: Reschedul
     task.apply_async(kwargs={"job_id": job_id, "step": step + 1}, countdown=max(0.0, outcome.countdown), queue=queue)  # type: ignore[arg-type]  # None: the default queue
 
 
+DB_RETRY_SECONDS = 5.0  # a step that lost the database runs again after this, then twice as long, up to a minute
+DB_RETRY_MAX_SECONDS = 60.0
+DB_ERRORS = (OperationalError, InterfaceError)
+
+
+def _db_backoff(attempt: int) -> float:
+    return float(min(DB_RETRY_MAX_SECONDS, DB_RETRY_SECONDS * 2.0 ** min(attempt, 4)))
+
+
+def _retry_after_db_error(task: Task[Any, Any], job_id: int, step: int, *, next_step: int) -> None:
+    """The database went away under a step: drop the broken connection and run the job again
+    later as ``next_step`` (its dispatch state is the one the job stored last; nothing is
+    written now)."""
+    logger.warning(
+        "job %s: the database is out of reach; step %s runs again in %.0f s", job_id, step, _db_backoff(step)
+    )
+    close_old_connections()
+    with contextlib.suppress(*DB_ERRORS):
+        connection.close()
+    queue = (task.request.delivery_info or {}).get("routing_key") or None
+    task.apply_async(kwargs={"job_id": job_id, "step": next_step}, countdown=_db_backoff(step), queue=queue)  # type: ignore[arg-type]  # None: the default queue
+
+
 def job_task(
-    name: str, *, on_failure: FailureHook | None = None, **options: Any
+    name: str, *, on_failure: FailureHook | None = None, db_retry: bool = False, **options: Any
 ) -> Callable[[JobFunction], Task[Any, Any]]:
-    """Register `fn` as the Celery task `name` (options go to app.task) running one Job."""
+    """Register `fn` as the Celery task `name` (options go to app.task) running one Job.
+
+    With ``db_retry`` (a coordinator that reschedules itself), a step that loses the database
+    (OperationalError, InterfaceError: PostgreSQL restarting, a network blip) does not fail
+    the job: the step runs again later with backoff (5 s doubling to a minute), touching
+    nothing in the database until then, and the job goes on when the database is back (the
+    reaper still fails it if the outage outlasts JOB_STALE_SECONDS)."""
 
     def decorate(fn: JobFunction) -> Task[Any, Any]:
         @app.task(name=name, bind=True, **options)
         def run(self: Task[Any, Any], job_id: int, step: int = 0) -> None:
-            job = Job.objects.filter(pk=job_id).first()
+            try:
+                job = Job.objects.filter(pk=job_id).first()
+            except DB_ERRORS:
+                if not db_retry:
+                    raise
+                _retry_after_db_error(self, job_id, step, next_step=step)  # not started yet: start then
+                return
             if job is None or job.finished:
                 return  # deleted, or a redelivery of a job that already ended
             progress = JobProgress(job_id)
@@ -95,6 +132,12 @@ def job_task(
                 outcome = fn(progress, job.params)
             except JobFailed as exc:
                 fail(str(exc), exc.result)
+                return
+            except DB_ERRORS as exc:
+                if db_retry:
+                    _retry_after_db_error(self, job_id, step, next_step=step + 1)
+                else:
+                    fail(exc)
                 return
             except Exception as exc:  # noqa: BLE001 - any error must end in the job record
                 fail(exc)

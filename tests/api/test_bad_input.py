@@ -191,3 +191,11 @@ def test_an_id_in_unicode_digits_is_not_found(as_curator):
     for spelled in (fullwidth, arabic_indic):
         assert as_curator.get(f"/api/sources/{spelled}/").status_code == 404
     assert as_curator.get(f"/api/estimation-runs/{fullwidth}/").status_code == 404
+
+
+def test_an_upload_name_with_nothing_usable_is_kept_as_upload():
+    from sources.uploads import stored_name
+
+    assert stored_name(3, "???") == "0003-upload"
+    assert stored_name(0, "..") == "0000-upload"
+    assert stored_name(1, "notes.jsonl") == "0001-notes.jsonl"

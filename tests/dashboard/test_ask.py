@@ -69,9 +69,11 @@ def test_the_ask_page_says_an_estimation_is_running_and_what_answers_look_like_m
 ) -> None:
     """Issue 38 row 12: on a fresh install every answer said its sources were never checked
     and nothing said that the first estimation was running."""
+    from django.utils import timezone
+
     from core.models import EstimationRun
     from tasks.models import Job
-    from tests.factories import EstimationRunFactory
+    from tests.factories import EstimationRunFactory, SourceFactory
 
     assert 'id="estimation-running"' not in analyst_client.get(reverse("ask")).content.decode()
     job = Job.objects.create(kind=Job.Kind.ESTIMATE, progress_total=420, progress_current=105, message="Answering")
@@ -81,5 +83,6 @@ def test_the_ask_page_says_an_estimation_is_running_and_what_answers_look_like_m
     assert "no source's reliability has been checked" in page  # the first run
 
     EstimationRunFactory(succeeded=True)
+    SourceFactory(reliability=0.8, reliability_updated_at=timezone.now())  # what a finished run leaves
     page = analyst_client.get(reverse("ask")).content.decode()
     assert "with the reliabilities of the last finished run" in page

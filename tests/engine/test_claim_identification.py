@@ -73,3 +73,15 @@ def test_full_flights_stays_identified_by_agreement() -> None:
     resolution = resolve_claims([(c.source, c.task, c.value) for c in claims.claims], "accucopy")
     assert resolution.identified
     assert accuracy(claims, resolution.truths()) >= 0.94
+
+
+def test_a_checked_value_that_no_site_lists_resolves_its_item_at_full_confidence() -> None:
+    rows = [("a", ("F1", "dep"), "10:00"), ("b", ("F1", "dep"), "10:05"), ("c", ("F1", "dep"), "10:05")]
+    resolved = {
+        (r.subject, r.attribute): r for r in resolve_claims(rows, "accucopy", gold={("F1", "dep"): "09:55"}).items
+    }
+    item = resolved[("F1", "dep")]
+    assert (item.value, item.confidence) == ("09:55", 1.0)
+    assert {v.value for v in item.values} == {"10:00", "10:05"}
+    listed = resolve_claims(rows, "accucopy", gold={("F1", "dep"): "10:00"}).items[0]
+    assert (listed.value, listed.confidence) == ("10:00", 1.0)

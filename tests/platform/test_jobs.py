@@ -52,6 +52,27 @@ def come_back(progress: JobProgress, params: dict) -> dict | Reschedule:
     return {"visited": visit, "seen_state": Job.objects.get(pk=progress.job_id).state}
 
 
+db_visits: list[int] = []
+
+
+@job_task("tests.platform.survive_db_blip", db_retry=True)
+def survive_db_blip(progress: JobProgress, params: dict) -> dict:
+    """Loses the database on its first visit (as a coordinator does when PostgreSQL restarts)."""
+    db_visits.append(progress.job_id)
+    if len(db_visits) == 1:
+        from django.db import OperationalError
+
+        raise OperationalError("server closed the connection unexpectedly")
+    return {"visits": len(db_visits)}
+
+
+@job_task("tests.platform.die_on_db_blip")
+def die_on_db_blip(progress: JobProgress, params: dict) -> dict:
+    from django.db import OperationalError
+
+    raise OperationalError("server closed the connection unexpectedly")
+
+
 failures_seen: list[tuple[int, dict, str, str]] = []
 
 
@@ -257,3 +278,19 @@ def test_a_job_failed_by_the_database_shows_a_plain_message_and_logs_the_detail(
     assert "btree" not in job.error and "btree" not in job.message
     assert job.error.startswith("The database refused part of the work") and f"(job {job.pk})" in job.error
     assert raw in caplog.text  # the technical detail, for staff
+
+
+def test_a_coordinator_that_loses_the_database_runs_again_later_instead_of_failing(worker, monkeypatch):
+    """Issue 38 row 5: the estimation coordinator died on an OperationalError when the
+    embedded PostgreSQL stopped for 50 s; a task with db_retry runs the step again with
+    backoff and the job goes on (the estimation coordinator has it)."""
+    from tasks import runner
+
+    monkeypatch.setattr(runner, "DB_RETRY_SECONDS", 0.2)
+    db_visits.clear()
+    job = wait_for_job(start_job(Job.Kind.OTHER, survive_db_blip, {}).pk, timeout=60, poll=0.1)
+    assert job.state == Job.State.SUCCEEDED, job.error
+    assert job.result == {"visits": 2} and db_visits == [job.pk, job.pk]
+    # Without db_retry the error ends the job as any other error would.
+    failed = wait_for_job(start_job(Job.Kind.OTHER, die_on_db_blip, {}).pk, timeout=60, poll=0.1)
+    assert failed.state == Job.State.FAILED and "The database refused part of the work" in failed.error

@@ -276,7 +276,7 @@ def test_an_unsettled_claim_run_says_so_and_a_checked_value_on_its_checks_page_s
 
     row = ClaimResolution.objects.get(pk=checks[0])
     right = truth(int(row.subject.split("-")[1]))
-    assert record_check(run, checks[0], right) is True
+    assert record_check(run, checks[0], f"  {right.upper()} ") is True  # typed: stored as the claims spell it
     run.refresh_from_db()
     assert run.params["claim_gold"] == [[row.subject, row.attribute, right]]
     run = run_here(run)

@@ -11,7 +11,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from core.models import EstimationRun, FactQuery, ReliabilityScore
-from core.services.estimation import finish_run
+from core.services.estimation import finish_run, resume_estimation_run
 from core.services.estimation.checks import identification_view, record_check, reestimate_run
 from tasks.models import Job
 from tests.services.collusion import COLLUDERS, FACTS, HONEST, collusion_run
@@ -180,4 +180,8 @@ def test_a_check_that_contradicts_a_stored_reference_or_targets_an_outdated_run_
     with pytest.raises(ValidationError) as again:
         reestimate_run(run)
     assert "put its older reliabilities back" in again.value.message_dict["run"][0]
+    # ... and so is a re-estimate asked directly (the API's resume with reestimate).
+    with pytest.raises(ValidationError) as resumed:
+        resume_estimation_run(run, reestimate=True)
+    assert "put its older reliabilities back" in resumed.value.message_dict["run"][0]
     assert Job.objects.count() == jobs

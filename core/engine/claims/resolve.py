@@ -127,9 +127,10 @@ def resolve_claims(
         result = replace(result, answers=_plurality(matrix, gold_rows), confidence=[])
     weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
     resolved: list[Resolution[S]] = []
+    checked = {row[item]: value for item, value in (gold or {}).items() if item in row}
     for i, item in enumerate(items):
         label = result.answers[i]
-        if label is None:
+        if label is None and i not in checked:
             continue
         providers: dict[int, list[S]] = defaultdict(list)
         mass: dict[int, float] = defaultdict(float)
@@ -141,13 +142,21 @@ def resolve_claims(
             k: (mass[k] / total if total > 0 else len(providers[k]) / sum(map(len, providers.values())))
             for k in providers
         }
-        order = [label] + sorted((k for k in providers if k != label), key=lambda k: (-shares[k], k))
-        confidence = result.confidence[i] if result.confidence else shares.get(label, 0.0)
+        if label is None:  # a checked value that no source claims: the item resolves to it, every claim wrong
+            order = sorted(providers, key=lambda k: (-shares[k], k))
+            value, confidence = checked[i], 1.0
+        else:
+            order = [label] + sorted((k for k in providers if k != label), key=lambda k: (-shares[k], k))
+            value = values[item][label]
+            # A checked item is known: confidence 1 (not its share of an equal vote).
+            confidence = (
+                1.0 if i in checked else (result.confidence[i] if result.confidence else shares.get(label, 0.0))
+            )
         resolved.append(
             Resolution(
                 subject=item[0],
                 attribute=item[1],
-                value=values[item][label],
+                value=value,
                 confidence=float(confidence),
                 values=tuple(
                     ValueSupport(values[item][k], tuple(sorted(providers[k], key=str)), float(shares[k])) for k in order

@@ -22,12 +22,13 @@ from typing import Any, TypedDict
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from core.engine.claims.normalize import get_normalizer, normalize_text
 from core.engine.text import answer_contains_gold, is_idk
 from core.forms import validate_question_bytes
 from core.models import ClaimResolution, EstimationRun, FactQuery, RunResponse
 from core.services.estimation.claims import checked_values, resume_claim_run
 from core.services.estimation.finish import usable_references
-from core.services.estimation.start import resume_estimation_run
+from core.services.estimation.start import SUPERSEDED_MESSAGE, resume_estimation_run, superseded
 from sources.models import Source
 
 MAX_ANSWER_CHARS = 2000
@@ -171,6 +172,28 @@ def _claim_identification_view(run: EstimationRun, stored: dict[str, Any]) -> di
     }
 
 
+NORMALIZERS = ("time", "date", "text", "number")
+
+
+def _as_claimed(text: str, claimed: list[str]) -> str:
+    """A typed value as the claims spell it: the claimed value it equals once normalised the
+    way claims are ("7:10 PM" is the stored "19:10", "B7" the stored "b7"); else the typed
+    text normalised as plain text (a value no site lists)."""
+    candidates = [text]
+    for name in NORMALIZERS:
+        try:
+            normalised = get_normalizer(name)(text)
+        except ValueError:
+            normalised = None
+        if normalised:
+            candidates.append(normalised)
+    for candidate in candidates:
+        for value in claimed:
+            if candidate == value or candidate.casefold() == value.casefold():
+                return value
+    return normalize_text(text) or text
+
+
 def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, user: Any = None) -> bool:
     """A curator's true value for one of a claim run's proposed checks (an item); the run is
     resolved again with every value checked so far fixing its item. Returns whether the
@@ -198,8 +221,9 @@ def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, u
         row = ClaimResolution.objects.filter(run=locked, pk=resolution_id).first()
         if row is None:
             raise ValidationError({"query": "This item was resolved again since: reload the checks page."})
+        value = _as_claimed(text, [str(v.get("value", "")) for v in row.values])
         gold = [g for g in locked.params.get("claim_gold") or [] if (g[0], g[1]) != (row.subject, row.attribute)]
-        locked.params = {**locked.params, "claim_gold": [*gold, [row.subject, row.attribute, text]]}
+        locked.params = {**locked.params, "claim_gold": [*gold, [row.subject, row.attribute, value]]}
         locked.save(update_fields=["params"])
     return reestimate_run(run, user=user)
 
@@ -279,20 +303,6 @@ def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = 
     return reestimate_run(run, user=user)
 
 
-def superseded(run: EstimationRun) -> bool:
-    """Whether a newer run of the same kind has estimated any of this run's sources since it
-    finished: re-estimating it would put its older reliabilities back over the newer ones."""
-    if run.finished_at is None:
-        return False
-    kind = EstimationRun.Kind.CLAIMS if run.kind == EstimationRun.Kind.CLAIMS else EstimationRun.Kind.FULL
-    return EstimationRun.objects.filter(
-        kind=kind,
-        state=EstimationRun.State.SUCCEEDED,
-        finished_at__gt=run.finished_at,
-        sources__in=run.sources.all(),
-    ).exists()
-
-
 def reestimate_run(run: EstimationRun, *, user: Any = None) -> bool:
     """Estimate the run again from its stored responses with the checks recorded so far;
     False (nothing started) while it is being estimated or the user is at the run cap.
@@ -301,12 +311,7 @@ def reestimate_run(run: EstimationRun, *, user: Any = None) -> bool:
     re-estimate would overwrite their current reliabilities with this older run's)."""
     run = EstimationRun.objects.select_related("job").get(pk=run.pk)
     if superseded(run):
-        raise ValidationError(
-            {
-                "run": "A newer run has estimated these sources since: estimating this one again would put its older "
-                "reliabilities back. Answer the checks of the latest run instead."
-            }
-        )
+        raise ValidationError({"run": SUPERSEDED_MESSAGE})
     if run.job is not None and not run.job.finished:
         return False
     try:

@@ -39,7 +39,7 @@ from core.engine.claims.resolve import resolve_claims
 from core.engine.reliability import available_estimators
 from core.models import ClaimResolution, EstimationRun, ReliabilityScore, SourceDependence
 from core.services.estimation.finish import DEPENDENT, MAX_EXAMPLES, UNFINISHED, RunEnded
-from core.services.estimation.start import _check_concurrency
+from core.services.estimation.start import SUPERSEDED_MESSAGE, _check_concurrency, superseded
 from runtime.jobs import JobRecord, NullProgress, Progress, dispatch_job
 from sources.models import Claim, Source
 
@@ -159,6 +159,8 @@ def resume_claim_run(run: EstimationRun, *, user: Any = None, reestimate: bool =
             raise ValidationError(
                 {"run": f"Run #{run.pk} already succeeded: ask to re-estimate it to resolve its claims again."}
             )
+        if reestimate and superseded(locked):
+            raise ValidationError({"run": SUPERSEDED_MESSAGE})
         _check_concurrency(user, resuming=locked)
         job = _dispatch(run, user)
         EstimationRun.objects.filter(pk=run.pk).update(

@@ -216,6 +216,26 @@ def _dispatch(run: EstimationRun, user: Any) -> JobRecord:
     )
 
 
+SUPERSEDED_MESSAGE = (
+    "A newer run has estimated these sources since: estimating this one again would put its older reliabilities "
+    "back. Answer the checks of the latest run instead."
+)
+
+
+def superseded(run: EstimationRun) -> bool:
+    """Whether a newer run (text or claims) has estimated any of this run's sources since it
+    finished: re-estimating it would put its older reliabilities back over the newer ones."""
+    if run.finished_at is None:
+        return False
+    # Text runs and claim runs both write the sources' reliability: either kind supersedes.
+    return EstimationRun.objects.filter(
+        kind__in=(EstimationRun.Kind.FULL, EstimationRun.Kind.CLAIMS),
+        state=EstimationRun.State.SUCCEEDED,
+        finished_at__gt=run.finished_at,
+        sources__in=run.sources.all(),
+    ).exists()
+
+
 def start_estimation_run(
     *,
     query_set: QueryCollection | None = None,
@@ -292,6 +312,8 @@ def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: b
                     "it to compute its estimate again from its stored responses."
                 }
             )
+        if reestimate and superseded(locked):
+            raise ValidationError({"run": SUPERSEDED_MESSAGE})
         if locked.query_set_id is None:
             raise ValidationError({"run": f"Run #{run.pk} cannot be resumed: its query set was deleted."})
         _check_concurrency(user, resuming=locked)

@@ -12,6 +12,7 @@ from core.models import ClaimResolution, EstimationRun, ReliabilityScore, RunAns
 from core.services.estimation.finish import usable_references
 from core.services.pages.answers import gold_accuracy, matches_reference
 from core.services.pages.run_sets import previous_finished_run
+from sources.models import Source
 
 AGREE, DISAGREE, IDK = "agree", "disagree", "idk"
 
@@ -157,7 +158,8 @@ def estimation_in_progress() -> dict[str, Any] | None:
     )
     if run is None:
         return None
-    first = not EstimationRun.objects.filter(kind=EstimationRun.Kind.FULL, state=EstimationRun.State.SUCCEEDED).exists()
+    # No source carries a reliability yet (a re-estimate of a finished run leaves the last one in place).
+    first = not Source.objects.filter(reliability_updated_at__isnull=False).exists()
     job = run.job
     return {
         "run_id": run.pk,
