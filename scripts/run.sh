@@ -130,9 +130,37 @@ ask_pid=$!
 nice -n "${BULK_WORKER_NICE:-19}" .venv/bin/celery -A reliability_site worker -Q "$queues" -c "${CELERY_WORKER_CONCURRENCY:-2}" \
   -n "$worker_name" -B -l info >"$data_dir/log/worker.log" 2>&1 &
 worker_pid=$!
+web_pid=""
+# Stopping (Ctrl-C, or SIGTERM from a service manager): every process gets SIGTERM; the workers
+# finish the task in hand (warm shutdown) for at most STOP_GRACE_SECONDS (default 20), then
+# stop cold. A task's message is acknowledged only when the task ends (acks_late), so the
+# broker gives back what was cut short and the next start takes it up (ingestion skips the
+# documents it stored, an estimation generates only its missing responses). Everything is
+# gone within about 30 s (docs/operations.md "Stopping").
+alive() {
+  local pid
+  for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 0; done
+  return 1
+}
 cleanup() {
-  kill "$worker_pid" $ask_pid $llm_pid 2>/dev/null || true
-  wait "$worker_pid" $ask_pid $llm_pid 2>/dev/null || true
+  trap - EXIT INT TERM
+  local pids=("$worker_pid" $ask_pid $llm_pid $web_pid)
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  local waited=0
+  while [ "$waited" -lt "${STOP_GRACE_SECONDS:-20}" ] && alive "${pids[@]}"; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  if alive "${pids[@]}"; then
+    echo "Stopping what is still running (cold): its tasks go back to the broker for the next start." >&2
+    kill -QUIT "$worker_pid" $ask_pid 2>/dev/null || true # celery's cold shutdown
+    sleep 3
+    for pid in "${pids[@]}"; do
+      pkill -KILL -P "$pid" 2>/dev/null || true
+      kill -KILL "$pid" 2>/dev/null || true
+    done
+  fi
+  wait 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
 echo "Celery worker ${worker_name/\%h/$(hostname)} started with beat (log: $data_dir/log/worker.log)."
@@ -175,5 +203,9 @@ echo " Admin: http://$host:$port/admin/   API: http://$host:$port/api/docs/"
 echo " Answers by: ${GENERATOR_BACKEND:-extractive}${LLM_MODEL:+ ($LLM_MODEL)}"
 echo " Stop with Ctrl-C."
 echo "================================================================"
+# In the background and waited for, so a signal reaches the cleanup at once (bash runs a trap
+# only between commands: a foreground server would hold it until the server exits).
 .venv/bin/gunicorn reliability_site.wsgi:application --bind "$host:$port" --workers 2 --threads 4 \
-  --timeout 120 --access-logfile "$data_dir/log/access.log"
+  --timeout 120 --graceful-timeout 10 --access-logfile "$data_dir/log/access.log" &
+web_pid=$!
+wait "$web_pid"

@@ -183,4 +183,9 @@ def test_run_sh_gives_questions_a_worker_of_their_own_that_no_bulk_queue_reaches
     assert queues[bulk] == "$queues" and re.search(r"^queues=ingest,gpu$", script, flags=re.MULTILINE)
     # ... and in every profile, not only with a local LLM: neither start is inside an `if`.
     assert re.search(r"^\.venv/bin/celery --app reliability_site worker --queues default ", script, flags=re.MULTILINE)
-    assert re.search(r"^\.venv/bin/celery -A reliability_site worker -Q ", script, flags=re.MULTILINE)
+    # The bulk worker at a lower CPU priority (BULK_WORKER_NICE): questions get the cores first.
+    assert re.search(
+        r'^nice -n "\$\{BULK_WORKER_NICE:-19\}" \.venv/bin/celery -A reliability_site worker -Q ',
+        script,
+        flags=re.MULTILINE,
+    )
