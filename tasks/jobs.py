@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core.models import EstimationRun
 from core.roles import is_curator
 from core.services.estimation import fail_runs_of_ended_jobs
 from reliability_site.celery import app
@@ -133,16 +134,22 @@ def cancel_job(job_id: int, *, by: str) -> bool:
     run is marked failed, so it can be resumed from its stored responses); its uploads are
     deleted. False when the job had ended already."""
     now = timezone.now()
-    cancelled = Job.objects.filter(pk=job_id, state__in=(Job.State.PENDING, Job.State.RUNNING)).update(
-        state=Job.State.FAILED,
-        error=f"Cancelled by {by}. What it had stored is kept; start it again (or resume its run) to go on.",
-        message=f"Cancelled by {by}",
-        finished_at=now,
-    )
-    if not cancelled:
-        return False
+    with transaction.atomic():
+        # The job's runs, locked: a worker storing a run's result takes the same lock, so the
+        # run either finished first (then nothing is cancelled) or sees it failed after.
+        states = set(EstimationRun.objects.select_for_update().filter(job_id=job_id).values_list("state", flat=True))
+        if EstimationRun.State.SUCCEEDED in states:
+            return False  # its work has just been stored: it ends succeeded
+        cancelled = Job.objects.filter(pk=job_id, state__in=(Job.State.PENDING, Job.State.RUNNING)).update(
+            state=Job.State.FAILED,
+            error=f"Cancelled by {by}. What it had stored is kept; start it again (or resume its run) to go on.",
+            message=f"Cancelled by {by}",
+            finished_at=now,
+        )
+        if not cancelled:
+            return False
+        fail_runs_of_ended_jobs()
     remove_upload_dir(Job.objects.get(pk=job_id).params)
-    fail_runs_of_ended_jobs()
     return True
 
 

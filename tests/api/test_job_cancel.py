@@ -67,3 +67,13 @@ def test_the_job_page_offers_cancel_to_who_started_it_and_cancels_on_post(analys
     job.refresh_from_db()
     assert job.state == Job.State.FAILED
     assert 'id="job-cancel"' not in analyst_client.get(reverse("job-detail", args=[job.pk])).content.decode()
+
+
+def test_a_job_whose_run_has_just_succeeded_is_not_cancelled(analyst, as_analyst):
+    run, job = running_run(analyst)
+    EstimationRun.objects.filter(pk=run.pk).update(state=EstimationRun.State.SUCCEEDED)  # the worker stored it
+    assert as_analyst.post(f"/api/jobs/{job.pk}/cancel/").status_code == 409
+    job.refresh_from_db()
+    run.refresh_from_db()
+    assert job.state == Job.State.RUNNING and run.state == EstimationRun.State.SUCCEEDED  # they still agree
+
