@@ -76,4 +76,3 @@ def test_a_job_whose_run_has_just_succeeded_is_not_cancelled(analyst, as_analyst
     job.refresh_from_db()
     run.refresh_from_db()
     assert job.state == Job.State.RUNNING and run.state == EstimationRun.State.SUCCEEDED  # they still agree
-

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from sources.models import Source
 from tests.browser.helpers import log_in
@@ -49,7 +50,9 @@ def test_a_bulk_deactivation_leaves_an_entry_in_each_source_s_history(browser: A
         browser.find_element(By.CSS_SELECTOR, f"input.action-select[value='{source.pk}']").click()
     Select(browser.find_element(By.NAME, "action")).select_by_value("deactivate")
     browser.find_element(By.CSS_SELECTOR, "button[name='index']").click()
-    assert "2" in browser.find_element(By.CSS_SELECTOR, ".messagelist").text
+    # The action reloads the list: wait for the new page's message (a loaded machine is slow).
+    message = WebDriverWait(browser, 30).until(ec.presence_of_element_located((By.CSS_SELECTOR, ".messagelist")))
+    assert "2" in message.text
     assert set(Source.objects.filter(active=False).values_list("name", flat=True)) == {"rumour-mill", "echo-blog"}
 
     for source in (rumours, blog):

@@ -41,6 +41,7 @@ NOT_PAGES = {
     "run-start-claims",
     "run-resume",
     "job-status",
+    "job-cancel",  # a POST action (the job page shows its button)
     "question-votes-csv",
     "question-feedback",
     "run-scores-csv",
