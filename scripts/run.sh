@@ -132,7 +132,7 @@ nice -n "${BULK_WORKER_NICE:-19}" .venv/bin/celery -A reliability_site worker -Q
 worker_pid=$!
 web_pid=""
 # Stopping (Ctrl-C, or SIGTERM from a service manager): every process gets SIGTERM; the workers
-# finish the task in hand (warm shutdown) for at most STOP_GRACE_SECONDS (default 20), then
+# finish the task in hand (warm shutdown) for at most STOP_GRACE_SECONDS (default 15), then
 # stop cold. A task's message is acknowledged only when the task ends (acks_late), so the
 # broker gives back what was cut short and the next start takes it up (ingestion skips the
 # documents it stored, an estimation generates only its missing responses). Everything is
@@ -147,7 +147,7 @@ cleanup() {
   local pids=("$worker_pid" $ask_pid $llm_pid $web_pid)
   kill -TERM "${pids[@]}" 2>/dev/null || true
   local waited=0
-  while [ "$waited" -lt "${STOP_GRACE_SECONDS:-20}" ] && alive "${pids[@]}"; do
+  while [ "$waited" -lt "${STOP_GRACE_SECONDS:-15}" ] && alive "${pids[@]}"; do
     sleep 1
     waited=$((waited + 1))
   done
@@ -161,6 +161,19 @@ cleanup() {
     done
   fi
   wait 2>/dev/null || true
+  # The embedded PostgreSQL stops when its last client exits cleanly; a client killed above
+  # never says so, and the server would outlive the script: stop it (fast shutdown).
+  local pgpid_file="$data_dir/pgdata/postmaster.pid"
+  if [ -z "${DATABASE_URL:-}" ] && [ -f "$pgpid_file" ]; then
+    local pg_pid
+    pg_pid=$(head -1 "$pgpid_file")
+    kill -INT "$pg_pid" 2>/dev/null || true
+    waited=0
+    while [ "$waited" -lt 10 ] && alive "$pg_pid"; do
+      sleep 1
+      waited=$((waited + 1))
+    done
+  fi
 }
 trap cleanup EXIT INT TERM
 echo "Celery worker ${worker_name/\%h/$(hostname)} started with beat (log: $data_dir/log/worker.log)."
@@ -206,6 +219,7 @@ echo "================================================================"
 # In the background and waited for, so a signal reaches the cleanup at once (bash runs a trap
 # only between commands: a foreground server would hold it until the server exits).
 .venv/bin/gunicorn reliability_site.wsgi:application --bind "$host:$port" --workers 2 --threads 4 \
-  --timeout 120 --graceful-timeout 10 --access-logfile "$data_dir/log/access.log" &
+  --timeout 120 --graceful-timeout 10 --access-logfile "$data_dir/log/access.log" \
+  --control-socket "$(cd "$data_dir" && pwd)/gunicorn.ctl" &
 web_pid=$!
 wait "$web_pid"
