@@ -71,8 +71,11 @@ def test_a_curator_settles_the_demo_flights_with_three_checks_and_the_run_names_
             if form.find_element(By.NAME, "answer").get_attribute("value") == right
         ]
         assert buttons, f"the right value {right} of {subject} / {attribute} is not offered"
+        before = EstimationRun.objects.get(pk=run.pk).job_id
         buttons[0].find_element(By.TAG_NAME, "button").click()
-        WebDriverWait(browser, 30).until(ec.presence_of_element_located((By.ID, "check-intro")))
+        # The check is recorded and the run re-estimated under a new job: wait for that job
+        # (the checks page itself is on screen before and after the click).
+        WebDriverWait(browser, WAIT).until(lambda _, job=before: EstimationRun.objects.get(pk=run.pk).job_id != job)
         _wait_until_run_ends(browser, base, run.pk)
 
     assert not browser.find_elements(By.CSS_SELECTOR, "#run-identification.warning")
