@@ -194,28 +194,45 @@ def _as_claimed(text: str, claimed: list[str]) -> str:
     return normalize_text(text) or text
 
 
-def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, user: Any = None) -> bool:
-    """A curator's true value for one of a claim run's proposed checks (an item); the run is
-    resolved again with every value checked so far fixing its item. Returns whether the
-    re-estimate started. Raises ValidationError naming the field, storing nothing."""
-    stored = run.identification or {}
-    if int(resolution_id) not in {int(q) for q in stored.get("checks", [])}:
-        raise ValidationError({"query": "This item is not one of the run's proposed checks (the page may be stale)."})
+def _checked_text(
+    run: EstimationRun, check_id: int, answer: str, *, not_proposed: str, noun: tuple[str, str], newer: str
+) -> str:
+    """The checked answer's text, whitespace collapsed, once the check may be recorded: it is
+    one of the run's proposed checks (else ``not_proposed`` on "query"), the answer is given,
+    not "I don't know" and within the size caps (on "answer": ``noun`` is ("An answer",
+    "answer") or ("A value", "value")), the run has not failed and no newer run has estimated
+    its sources (``newer``, on "run"). Raises ValidationError naming the field otherwise."""
+    article, word = noun
+    if int(check_id) not in {int(q) for q in (run.identification or {}).get("checks", [])}:
+        raise ValidationError({"query": not_proposed})
     text = " ".join(str(answer or "").split())
     if not text or is_idk(text):
-        raise ValidationError({"answer": "Give the right value (choose one, or type it)."})
+        raise ValidationError({"answer": f"Give the right {word} (choose one, or type it)."})
     if len(text) > MAX_ANSWER_CHARS:
-        raise ValidationError({"answer": f"A value is at most {MAX_ANSWER_CHARS} characters."})
+        raise ValidationError({"answer": f"{article} is at most {MAX_ANSWER_CHARS} characters."})
     try:
-        validate_question_bytes(text, what="A value")
+        validate_question_bytes(text, what=article)
     except ValidationError as exc:
         raise ValidationError({"answer": exc.messages}) from exc
     if run.state == EstimationRun.State.FAILED:
         raise ValidationError({"run": "The run failed: resume it before answering its checks."})
     if superseded(run):
-        raise ValidationError(
-            {"run": "A newer claim run has resolved these sources since: answer the checks of the latest run instead."}
-        )
+        raise ValidationError({"run": f"{newer}: answer the checks of the latest run instead."})
+    return text
+
+
+def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, user: Any = None) -> bool:
+    """A curator's true value for one of a claim run's proposed checks (an item); the run is
+    resolved again with every value checked so far fixing its item. Returns whether the
+    re-estimate started. Raises ValidationError naming the field, storing nothing."""
+    text = _checked_text(
+        run,
+        resolution_id,
+        answer,
+        not_proposed="This item is not one of the run's proposed checks (the page may be stale).",
+        noun=("A value", "value"),
+        newer="A newer claim run has resolved these sources since",
+    )
     with transaction.atomic():
         locked = EstimationRun.objects.select_for_update().get(pk=run.pk)
         row = ClaimResolution.objects.filter(run=locked, pk=resolution_id).first()
@@ -261,24 +278,14 @@ def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = 
     re-estimate would overwrite their current reliabilities)."""
     if run.kind == EstimationRun.Kind.CLAIMS:
         return record_claim_check(run, query_id, answer, user=user)
-    stored = run.identification or {}
-    if int(query_id) not in {int(q) for q in stored.get("checks", [])}:
-        raise ValidationError({"query": "This query is not one of the run's proposed checks."})
-    text = " ".join(str(answer or "").split())
-    if not text or is_idk(text):
-        raise ValidationError({"answer": "Give the right answer (choose one, or type it)."})
-    if len(text) > MAX_ANSWER_CHARS:
-        raise ValidationError({"answer": f"An answer is at most {MAX_ANSWER_CHARS} characters."})
-    try:
-        validate_question_bytes(text, what="An answer")
-    except ValidationError as exc:
-        raise ValidationError({"answer": exc.messages}) from exc
-    if run.state == EstimationRun.State.FAILED:
-        raise ValidationError({"run": "The run failed: resume it before answering its checks."})
-    if superseded(run):
-        raise ValidationError(
-            {"run": "A newer run has estimated these sources since: answer the checks of the latest run instead."}
-        )
+    text = _checked_text(
+        run,
+        query_id,
+        answer,
+        not_proposed="This query is not one of the run's proposed checks.",
+        noun=("An answer", "answer"),
+        newer="A newer run has estimated these sources since",
+    )
     with transaction.atomic():
         locked = EstimationRun.objects.select_for_update().get(pk=run.pk)
         query = FactQuery.objects.select_for_update().filter(pk=query_id).first()
