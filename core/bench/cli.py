@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from core.bench.paths import default_cache_dir, default_data_dir
 from core.engine.reliability import DEFAULT_ESTIMATOR, available_estimators
 
-QA_DATASETS = ("poisonedrag", "ramdocs")
+QA_DATASETS = ("poisonedrag", "ramdocs", "demo")
 TRUTH_DATASETS = ("flights", "books")
 
 
@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kappa", type=int, default=4, help="kappa for kappa-RRSS / kappa-RSS")
     parser.add_argument("--tau", type=float, default=0.1, help="f_align threshold")
     parser.add_argument("--k", type=int, default=3, help="passages retrieved per source")
+    parser.add_argument(
+        "--min-relevance",
+        type=float,
+        default=0.4,
+        help="a passage less similar to the question, holding under half its words, is not read (0: all)",
+    )
     parser.add_argument("--estimation-queries", type=int, default=100, help="M fact-checking queries")
     parser.add_argument(
         "--estimator",
@@ -103,6 +109,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--llm-cache-dir", type=Path, default=None, help="generation cache of a local model (default <cache-dir>/llm)"
     )
     parser.add_argument("--models-dir", type=Path, default=None, help="local models folder (default var/models)")
+    parser.add_argument(
+        "--no-grounding",
+        action="store_true",
+        help="keep a local model's every answer (default: one that is not an answer grounded in its passages "
+        "is replaced by the extractive reader's span, as in the product)",
+    )
     parser.add_argument("--llm-dtype", choices=["auto", "float32", "bfloat16"], default="auto")
     parser.add_argument(
         "--llm-runtime",
@@ -168,6 +180,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         kappa=options["kappa"],
         tau=options["tau"],
         k=options.get("k", 3),
+        min_relevance=float(options.get("min_relevance", 0.4)),
         estimation_queries=options["estimation_queries"],
         estimator=options.get("estimator") or DEFAULT_ESTIMATOR,
         gold_queries=int(options.get("gold_queries") or 0),
@@ -182,6 +195,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         models_dir=str(options["models_dir"]) if options.get("models_dir") else None,
         llm_dtype=options.get("llm_dtype") or "auto",
         llm_runtime=options.get("llm_runtime") or "ctranslate2",
+        grounded=not options.get("no_grounding"),
     )
     if config.generator != "reader" and not options.get("llm_cache_dir"):
         config.llm_cache_dir = str(Path(options.get("cache_dir") or default_cache_dir()) / "llm")

@@ -14,8 +14,10 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from core.bench.attribution import attribute, ceiling, ceilings
 from core.bench.corpus import Corpus, build_corpus, make_sources
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
@@ -45,6 +47,7 @@ class QAConfig:
     kappa: int = 4
     tau: float = 0.1
     k: int = 3
+    min_relevance: float = 0.4  # core.engine.steps.relevance (0: every retrieved passage is read)
     estimation_queries: int = 100
     estimator: str = DEFAULT_ESTIMATOR  # a name in core.engine.reliability.available_estimators()
     gold_queries: int = 0  # how many estimation queries carry their reference answer (anchors)
@@ -66,6 +69,9 @@ class QAConfig:
     llm_cache_dir: str | None = None  # on-disk generation cache for a local model (resumable runs)
     models_dir: str | None = None  # where the local model is assembled (default var/models)
     llm_dtype: str = "auto"  # the local model's weights (TransformersGenerator dtype)
+    # A local model's answers held to their passages (GroundedGenerator), as the product does
+    grounded: bool = True
+    data_dir: str = ""  # the reference data (the demo data set is checked against it)
 
     def resolved_methods(self) -> list[str]:
         from core.engine.strategies import available_strategies, runnable_strategies
@@ -120,6 +126,8 @@ class MethodRun:
     tokens: int = 0
     seconds: float = 0.0
     answers: list[str] = field(default_factory=list)
+    # Per test question, the stage that lost a wrong answer (None: right; core.bench.attribution)
+    stages: list[str | None] = field(default_factory=list)
 
 
 @dataclass
@@ -142,6 +150,7 @@ class SeedRun:
     identified: bool = True  # whether agreement identified the estimate (core.engine.reliability.identify)
     gold_used: int = 0  # estimation queries that carried their reference answer (random and active)
     calibration: dict[str, Any] = field(default_factory=dict)  # the fitted map (empty: none)
+    ceilings: dict[str, float] = field(default_factory=dict)  # core.bench.attribution.ceilings
 
     @property
     def reliability_correlation(self) -> dict[str, float]:
@@ -213,6 +222,10 @@ def bench_generator(config: QAConfig) -> Any:
         )
         cache_dir = Path(config.llm_cache_dir) if config.llm_cache_dir else default_cache_dir() / "llm"
         _MEMO[key] = cached_generator(inner, cache_dir)
+    if config.grounded:
+        from core.engine.backends.generation.grounded import GroundedGenerator
+
+        return GroundedGenerator(_MEMO[key])
     return _MEMO[key]
 
 
@@ -266,12 +279,19 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     from core.engine.strategies import EngineContext, EstimationParams, ensure_runnable, get_strategy
 
     methods = config.resolved_methods()
-    sources = make_sources(config.prior, config.sources, config.adversaries, config.coverage, seed)
-    corpus = build_corpus(questions, sources, seed, config.estimation_queries, config.collude, config.max_questions)
+    if config.dataset == "demo":
+        from core.bench.demo import load_demo_corpus
+
+        corpus = load_demo_corpus(Path(config.data_dir))
+        sources = corpus.sources
+    else:
+        sources = make_sources(config.prior, config.sources, config.adversaries, config.coverage, seed)
+        corpus = build_corpus(questions, sources, seed, config.estimation_queries, config.collude, config.max_questions)
+    documents = {d.id: d for d in corpus.documents}
     retriever = build_retriever(corpus, embedder)
     true = corpus.true_reliability
-    params = EstimationParams(k=config.k, tau=config.tau)
-    defaults = {"kappa": config.kappa, "k": config.k, "tau": config.tau}
+    params = EstimationParams(k=config.k, tau=config.tau, min_relevance=config.min_relevance)
+    defaults = {"kappa": config.kappa, "k": config.k, "tau": config.tau, "min_relevance": config.min_relevance}
     generator: Any = bench_generator(config)
     nli: Any = EmbeddingLexicalNLI(embedder)
     if config.memo:
@@ -336,6 +356,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             estimation_votes[record.query_index].append((record.source_id, f"{record.cluster}"))
 
     tests = [corpus.question(q) for q in corpus.test_ids]
+    limits = [ceiling(corpus, q) for q in tests]
     runs: dict[str, MethodRun] = {}
     test_votes: list[list[tuple[int, str]]] = []
     strategy_names = [m for m in methods if m not in CROWD_METHODS]
@@ -358,6 +379,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             run.answers.append(result.answer)
             run.correct.append(answer_contains_gold(result.answer, q.gold))
             run.confidences.append(float(result.confidence))
+            run.stages.append(attribute(corpus, q, result, documents, limits[len(run.stages)]))
             if name == CROWD_BASE:
                 labels = {c.id: c.label for c in result.clusters}
                 test_votes.append([(v.source_id, labels[v.cluster]) for v in result.votes if v.cluster is not None])
@@ -408,4 +430,5 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         identified=identified,
         gold_used=len(gold),
         calibration=ctx.calibration.as_dict() if ctx.calibration.fitted else {},
+        ceilings=ceilings(corpus, tests),
     )

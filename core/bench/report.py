@@ -51,7 +51,28 @@ def qa_table(summary: dict[str, Any]) -> str:
                 else ""
             )
         )
+    lines.extend(attribution_table(summary))
     return "\n".join(lines)
+
+
+def attribution_table(summary: dict[str, Any]) -> list[str]:
+    """The ceilings, and each method's wrong answers by the stage that lost them."""
+    limits = summary.get("ceilings") or {}
+    if not limits:
+        return []
+    from core.bench.attribution import STAGES
+
+    lines = [
+        "",
+        "Ceilings (a perfect reader): " + ", ".join(f"{key} {_num(value)}" for key, value in limits.items()),
+        "",
+        "| method | wrong | " + " | ".join(STAGES) + " |",
+        "| --- | ---: |" + " ---: |" * len(STAGES),
+    ]
+    for name, m in summary["methods"].items():
+        lost = m.get("lost_at") or {}
+        lines.append(f"| {name} | {sum(lost.values())} | " + " | ".join(str(lost.get(s, 0)) for s in STAGES) + " |")
+    return lines
 
 
 def sweep_table(result: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from core.bench.attribution import summarise_stages
 from core.bench.datasets import load_questions
 from core.bench.metrics import accuracy_interval, calibration, mean_ignoring_nan
 from core.bench.qa import QAConfig, SeedRun, run_seed
@@ -38,11 +39,15 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
             "tokens_per_question": sum(m.tokens for m in per_seed) / questions,
             "seconds_per_question": sum(m.seconds for m in per_seed) / questions,
             "per_seed_accuracy": [sum(m.correct) / len(m.correct) for m in per_seed],
+            # Wrong answers by the stage that lost them, over all seeds (core.bench.attribution)
+            "lost_at": summarise_stages([s for m in per_seed for s in m.stages]),
         }
     correlations = [r.reliability_correlation for r in runs]
     return {
         "config": {**asdict(config), "methods": list(runs[0].methods), "seeds": [r.seed for r in runs]},
         "methods": methods,
+        # What the sources allow (a perfect reader; core.bench.attribution), mean over seeds
+        "ceilings": {key: sum(r.ceilings.get(key, 0.0) for r in runs) / len(runs) for key in runs[0].ceilings},
         "reliability": {
             "pearson": mean_ignoring_nan([c["pearson"] for c in correlations]),
             "spearman": mean_ignoring_nan([c["spearman"] for c in correlations]),
@@ -101,7 +106,8 @@ def _copy_detection(runs: Sequence[SeedRun]) -> dict[str, Any]:
 def run_qa(
     config: QAConfig, seeds: Sequence[int], embedder: Embedder, data_dir: Path, log: Log = lambda _m: None
 ) -> dict[str, Any]:
-    questions = load_questions(config.dataset, data_dir)
+    config = replace(config, data_dir=str(data_dir))
+    questions = [] if config.dataset == "demo" else load_questions(config.dataset, data_dir)
     runs = []
     for seed in seeds:
         started = time.perf_counter()

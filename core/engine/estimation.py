@@ -12,16 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.engine.backends.generation.base import GenerationRequest
+from core.engine.backends.generation.base import Generation, GenerationRequest
 from core.engine.backends.nli import NLI
 from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE, Prior, ReliabilityResult, get_estimator, to_matrix
 from core.engine.reliability.identify import equalise, identify
 from core.engine.steps.alignment import align_many, support_texts
 from core.engine.steps.calibration import Calibration, calibrate
 from core.engine.steps.clustering import cluster_answers, clustering_texts
+from core.engine.steps.relevance import on_topic
 from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import EngineContext
-from core.engine.text import answer_contains_gold
+from core.engine.text import IDK, answer_contains_gold
 from core.engine.types import CallStats, Passage, Vector
 
 
@@ -65,9 +66,16 @@ def answer_pairs(
     for q, vector in zip(queries, vectors, strict=False):
         hits = ctx.retriever.top_k_per_source(vector, by_query[q], ctx.params.k)
         for s in by_query[q]:
-            passages[(q, s)] = hits.get(s, [])
-    requests = [GenerationRequest(questions[q], [p.text for p in passages[(q, s)]]) for q, s in pairs]
-    generations = ctx.generator.generate(requests)
+            # Passages retrieved for another subject are not read (steps.relevance): a source
+            # left with none abstains without a generator call.
+            passages[(q, s)] = on_topic(questions[q], hits.get(s, []), ctx.params.min_relevance)
+    asked = [i for i, (q, s) in enumerate(pairs) if passages[(q, s)]]
+    answered = ctx.generator.generate(
+        [GenerationRequest(questions[pairs[i][0]], [p.text for p in passages[pairs[i]]]) for i in asked]
+    )
+    generations = [Generation(IDK, ctx.generator.name) for _ in pairs]
+    for i, generation in zip(asked, answered, strict=True):
+        generations[i] = generation
     stats.calls += len(generations)
     stats.prompt_tokens += sum(g.prompt_tokens for g in generations)
     stats.completion_tokens += sum(g.completion_tokens for g in generations)

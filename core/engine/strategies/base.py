@@ -59,6 +59,9 @@ class EstimationParams:
     k: int = 3  # passages per source
     tau: float = 0.1  # f_align threshold
     strict_clustering: bool = False
+    # A passage less similar to its query than this (cosine), holding under half of its words,
+    # is not read (core.engine.steps.relevance; 0 reads every retrieved passage)
+    min_relevance: float = 0.4
 
 
 class SourceState(StrEnum):

@@ -11,6 +11,7 @@ from core.engine.backends.generation.base import GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many, support_scores, support_texts
 from core.engine.steps.clustering import answer_texts, cluster_answers, unsettled_texts
+from core.engine.steps.relevance import MIN_SIMILARITY, on_topic
 from core.engine.steps.voting import (
     VoteOutcome,
     answer_probability,
@@ -93,6 +94,7 @@ def answer_sources(
     use_filter: bool = True,
     *,
     lazy: bool = False,
+    min_relevance: float = MIN_SIMILARITY,
 ) -> list[SourceVote]:
     """One batched generator call over the sources, then f_align (one batched NLI call).
     Reports each source as asked, then as answered, abstaining or filtered (ctx.report).
@@ -104,11 +106,18 @@ def answer_sources(
     if not sources:
         return []
     ctx.report([SourceEvent(s.id, s.name, SourceState.ASKING) for s in sources])
-    requests = [GenerationRequest(question, [p.text for p in passages.get(s.id, [])]) for s in sources]
-    generations = ctx.generator.generate(requests)
+    # Passages retrieved for another subject are neither read nor support (steps.relevance):
+    # a source left with none abstains without a generator call.
+    passages = {s.id: on_topic(question, passages.get(s.id, []), min_relevance) for s in sources}
+    asked = [i for i, s in enumerate(sources) if passages[s.id]]
+    generations = ctx.generator.generate(
+        [GenerationRequest(question, [p.text for p in passages[sources[i].id]]) for i in asked]
+    )
     record(stats, generations)
-    raw = [g.text for g in generations]
-    texts = [[p.text for p in passages.get(s.id, [])] for s in sources]
+    raw = [IDK] * len(sources)
+    for i, generation in zip(asked, generations, strict=True):
+        raw[i] = generation.text
+    texts = [[p.text for p in passages[s.id]] for s in sources]
     if not lazy:
         encode_ahead(question, ctx, raw, texts, use_filter)
     aligned = align_many(question, raw, texts, ctx.nli, tau, lazy=lazy) if use_filter else None
@@ -125,7 +134,7 @@ def answer_sources(
                 align_score=aligned[i].score if aligned else 0.0,
                 cluster=None,
                 weight=source.weight,
-                passages=list(passages.get(source.id, [])),
+                passages=list(passages[source.id]),
             )
         )
     ctx.report([vote_event(v) for v in votes])

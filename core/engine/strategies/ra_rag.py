@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from core.engine.params import ParamSet, param
+from core.engine.steps.relevance import MIN_SIMILARITY
 from core.engine.steps.selection import by_reliability, kappa_rrss, kappa_rss
 from core.engine.strategies.base import (
     Answering,
@@ -41,6 +42,12 @@ class SourceVotingParams(ParamSet):
     k: int = param(3, low=1, high=50, help="passages retrieved from each source")
     tau: float = param(0.1, low=0.0, high=1.0, help="alignment threshold: a response less entailed is turned into IDK")
     strict_clustering: bool = param(False, help="cluster answers only when they entail each other both ways")
+    min_relevance: float = param(
+        MIN_SIMILARITY,
+        low=0.0,
+        high=1.0,
+        help="a passage less similar to the question (cosine), and holding under half its words, is not read (0: all)",
+    )
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,16 @@ class _Voting(AnswerStrategy):
         """The votes: each chosen source answers from its own passages (f_align filtered)."""
         sources = self.weights(run.ctx, list(run.ctx.sources))
         passages = retrieve_per_source(run.question, run.ctx, params.k, sources)
-        return answer_sources(run.question, run.ctx, sources, passages, run.stats, params.tau, self.use_filter)
+        return answer_sources(
+            run.question,
+            run.ctx,
+            sources,
+            passages,
+            run.stats,
+            params.tau,
+            self.use_filter,
+            min_relevance=params.min_relevance,
+        )
 
     def answer(self, question: str, ctx: EngineContext, params: SourceVotingParams) -> StrategyResult:
         run = self.begin(question, ctx)
@@ -127,7 +143,17 @@ class RaRag(_Voting):
         params: SourceVotingParams,
     ) -> list[SourceVote]:
         """One κ-RRSS batch answers; its filter decides from the NLI's bounds where it can."""
-        return answer_sources(run.question, run.ctx, batch, passages, run.stats, params.tau, self.use_filter, lazy=True)
+        return answer_sources(
+            run.question,
+            run.ctx,
+            batch,
+            passages,
+            run.stats,
+            params.tau,
+            self.use_filter,
+            lazy=True,
+            min_relevance=params.min_relevance,
+        )
 
     def settle(self, run: Answering, votes: list[SourceVote]) -> None:
         """One batched encoding gives every vote its exact score and the clustering its texts."""
@@ -143,7 +169,16 @@ class RaRagRss(_Voting):
         assert isinstance(params, RaRagParams)
         sources = kappa_rss(list(run.ctx.sources), params.kappa)
         passages = retrieve_per_source(run.question, run.ctx, params.k, sources)
-        return answer_sources(run.question, run.ctx, sources, passages, run.stats, params.tau, self.use_filter)
+        return answer_sources(
+            run.question,
+            run.ctx,
+            sources,
+            passages,
+            run.stats,
+            params.tau,
+            self.use_filter,
+            min_relevance=params.min_relevance,
+        )
 
 
 @register("ra-rag-all")

@@ -163,7 +163,7 @@ class ExtractiveReader:
         if best < self.min_relevance:
             return IDK
         kind = question_type(question)
-        options = _options(question)
+        options = options_of(question)
         if options:
             return _pick_option(options, passages)
         if kind == "yesno":
@@ -213,7 +213,7 @@ class ExtractiveReader:
         return "yes" if votes >= 0 else "no"
 
 
-def _options(question: str) -> list[str]:
+def options_of(question: str) -> list[str]:
     """The two alternatives of an "X or Y?" question, if it is one."""
     m = re.search(r"(?:,|:|\bbetween)\s*([^,:?]+?)\s+or\s+([^?]+?)\s*\??$", question.strip())
     if not m:

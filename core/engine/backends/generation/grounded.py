@@ -1,0 +1,145 @@
+"""Answers held to the passages: a small model's answer that is not an answer, or that its
+passages do not hold, is replaced by the extractive reader's span from the same passages.
+
+RA-RAG's prompt asks for "only essential keywords" from the context. A 0.5B model often does
+something else, and on the demo these were the reading losses (docs/benchmarks.md, issue 36):
+
+- it repeats the question ("who is darrell brother in the walking dead" -> "Darrell"; "What
+  WB supernatural drama series ..." -> "WB supernatural drama series");
+- it writes a sentence from the passage instead of the answer in it ("In the early
+  development of their band, The Smashing Pumpkins struggled with a name.");
+- it names something its passages never mention ("Oklahoma" from passages about Oregon).
+
+Each such answer is replaced by what the extractive reader finds in the same passages (a
+span, so grounded by construction, or "I don't know"). A well-formed answer whose words are
+in the passages is kept, and so is the model's own "I don't know": a model that abstains is
+not overruled. Requests with a ready prompt (Astute RAG's, CrEst's) are passed through: their
+strategies parse the model's text themselves.
+
+Each Generation says which backend wrote it (``backend``), so an answer the reader gave is
+never shown as the model's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator
+from core.engine.backends.generation.extractive import ExtractiveReader, options_of
+from core.engine.lexical import content_set
+from core.engine.text import is_idk
+
+MAX_ANSWER_WORDS = 10  # longer is a sentence, not the keywords the prompt asks for
+
+
+ECHO_SHARE = 0.75  # an answer this much made of the question's own words repeats it
+
+
+def echoes_question(question: str, answer: str) -> bool:
+    """Whether ``answer`` mostly repeats the question's words (an "X or Y?" question's
+    alternative excepted: naming one is the answer). A share, not all of them, so that a
+    misspelt question ("supernatrual") still counts."""
+    words = content_set(answer)
+    if not words or len(words & content_set(question)) < ECHO_SHARE * len(words):
+        return False
+    return not any(words <= content_set(option) for option in options_of(question))
+
+
+def answer_in_sentence(question: str, sentence: str) -> str | None:
+    """The answer a sentence gives once the question's own words are taken out ("The center
+    of heredity in a cell is the nucleus." -> "nucleus"), when exactly one short run of other
+    words is left; None otherwise (the sentence is not a restated answer)."""
+    asked = content_set(question)
+    tokens = re.findall(r"[\w'’.-]+", sentence)
+    runs: list[list[str]] = [[]]
+    for token in tokens:
+        word = content_set(token)
+        if word and word <= asked:
+            runs.append([])
+        else:
+            runs[-1].append(token)
+
+    def filler(token: str) -> bool:  # a function word ("the", "is"), not a capital ("S") or a digit
+        return not content_set(token) and not re.search(r"[A-Z0-9]", token)
+
+    kept = []
+    for run in runs:
+        while run and filler(run[0]):
+            run = run[1:]
+        while run and filler(run[-1]):
+            run = run[:-1]
+        if run:
+            kept.append(" ".join(run).strip(".'’"))
+    if len(kept) != 1 or len(kept[0].split()) > MAX_SPAN_WORDS:
+        return None
+    return kept[0]
+
+
+MAX_SPAN_WORDS = 4
+
+
+def in_passages(answer: str, passages: Sequence[str]) -> bool:
+    """Whether one passage holds every content word of ``answer``."""
+    words = content_set(answer)
+    return not words or any(words <= content_set(text) for text in passages)
+
+
+def why_replaced(question: str, answer: str, passages: Sequence[str]) -> str | None:
+    """Why the model's ``answer`` is not kept (None: it is kept)."""
+    if is_idk(answer):
+        return None
+    if len(re.findall(r"\S+", answer)) > MAX_ANSWER_WORDS:
+        return "a sentence, not an answer"
+    if echoes_question(question, answer):
+        return "repeats the question"
+    if not in_passages(answer, passages):
+        return "not in its passages"
+    return None
+
+
+class GroundedGenerator:
+    """``model``'s answers, with the reader's span where the model's is not an answer
+    grounded in the passages (module docstring)."""
+
+    def __init__(self, model: Generator, reader: Generator | None = None) -> None:
+        self.model = model
+        self.reader: Generator = reader or ExtractiveReader()
+        self.name = model.name
+        self.capabilities: frozenset[Capability] = model.capabilities
+
+    def __getattr__(self, name: str) -> object:
+        # What the wrapped model offers besides generate (token scores, warm-up) stays reachable.
+        return getattr(self.model, name)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        out = self.model.generate(requests)
+        redo = [
+            i
+            for i, (request, generation) in enumerate(zip(requests, out, strict=True))
+            if request.prompt is None and why_replaced(request.question, generation.text, request.passages)
+        ]
+        restated = {}
+        for i in redo:
+            text = out[i].text
+            if len(re.findall(r"\S+", text)) > MAX_ANSWER_WORDS or echoes_question(requests[i].question, text):
+                answer = answer_in_sentence(requests[i].question, text)
+                if answer and why_replaced(requests[i].question, answer, requests[i].passages) is None:
+                    restated[i] = answer
+        if restated:
+            out = list(out)
+            for i, answer in restated.items():
+                out[i] = Generation(answer, out[i].backend, out[i].prompt_tokens, out[i].completion_tokens)
+            redo = [i for i in redo if i not in restated]
+        if redo:
+            spans = self.reader.generate([requests[i] for i in redo])
+            out = list(out)
+            for i, span in zip(redo, spans, strict=True):
+                model = out[i]
+                out[i] = Generation(
+                    span.text,
+                    f"{self.reader.name} (replacing {self.model.name})",
+                    model.prompt_tokens,
+                    model.completion_tokens,
+                )
+        return out
