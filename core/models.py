@@ -384,6 +384,8 @@ class Vote(models.Model):
     weight = models.FloatField(default=0.0)
     reliability = models.FloatField(null=True, blank=True)  # the source's reliability when asked
     passages = models.JSONField(default=list, blank=True)  # [{chunk_id, document_id, title, url, text, distance}]
+    # The backend that wrote raw_response ("" when none was asked: no passage about the question)
+    backend = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         ordering = ["question_id", "rank"]

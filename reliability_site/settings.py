@@ -267,6 +267,10 @@ LLM_API_KEY = env_str("LLM_API_KEY", "")
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1.0)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0)
 LLM_CONCURRENCY = env_int("LLM_CONCURRENCY", 8, minimum=1)
+# transformers, ctranslate2: a local model's answer that is a sentence, repeats the question or
+# names what its passages never mention is replaced by the extractive reader's span from the
+# same passages (core.engine.backends.generation.grounded; docs/benchmarks.md, issue 36).
+ANSWER_GROUNDING = env_bool("ANSWER_GROUNDING", True)
 # CrEst's "all" ensemble: extra sentence encoders beside the retrieval embedder and the hashed
 # word embedder, a comma list of packaged embedders (docs/models.md; all-mpnet-base-v2), each
 # prepared into LLM_MODELS_DIR (`models_cli prepare KEY DIR`) and loaded on first use in the
@@ -279,6 +283,9 @@ NLI_MODEL = env_str("NLI_MODEL", "")
 RETRIEVAL_K = env_int("RETRIEVAL_K", 3, minimum=1)
 RA_RAG_KAPPA = env_int("RA_RAG_KAPPA", 4, minimum=1)
 ALIGN_TAU = env_float("ALIGN_TAU", 0.1, minimum=0.0)
+# A retrieved passage less similar to the question than this (cosine), holding under half of
+# its words, is not read: retrieved for another subject (core.engine.steps.relevance; 0: all).
+MIN_RELEVANCE = env_float("MIN_RELEVANCE", 0.4, minimum=0.0)
 
 # --- Jobs -----------------------------------------------------------------------------
 # A running job whose heartbeat is older than this is marked failed (worker lost).

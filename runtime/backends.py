@@ -19,6 +19,7 @@ from core.engine.backends.generation import (
     CTranslate2Generator,
     ExtractiveReader,
     Generator,
+    GroundedGenerator,
     OpenAIChatGenerator,
     TransformersGenerator,
 )
@@ -55,7 +56,12 @@ def _generator(
     dtype: str = "auto",
     compute_type: str = "auto",
     batch_size: int = 0,
+    grounded: bool = False,
 ) -> Generator:
+    local = _local_generator(backend, model, max_new_tokens, models_dir, dtype, compute_type, batch_size)
+    if local is not None:
+        # A small local model's non-answers are replaced by the reader's span (grounded.py).
+        return GroundedGenerator(local) if grounded else local
     if backend == "extractive":
         return ExtractiveReader()
     if backend == "openai":
@@ -70,6 +76,13 @@ def _generator(
             concurrency=concurrency,
             max_tokens=max_new_tokens,
         )
+    raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
+
+
+def _local_generator(
+    backend: str, model: str, max_new_tokens: int, models_dir: str, dtype: str, compute_type: str, batch_size: int
+) -> Generator | None:
+    """The local model runtimes (None for another backend)."""
     if backend == "transformers":
         if not model:
             raise BackendNotConfigured(
@@ -90,7 +103,7 @@ def _generator(
             compute_type=compute_type,
             batch_size=batch_size,
         )
-    raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
+    return None
 
 
 def configured_generator() -> Generator:
@@ -107,6 +120,7 @@ def configured_generator() -> Generator:
         settings.LLM_DTYPE,
         settings.LLM_COMPUTE_TYPE,
         settings.LLM_BATCH_SIZE,
+        settings.ANSWER_GROUNDING,
     )
 
 

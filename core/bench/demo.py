@@ -24,6 +24,7 @@ from core.bench.datasets import BenchQuestion, load_poisonedrag
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "sources" / "demo_data"
 DEMO_SUBSETS = ("nq", "hotpotqa")
+OUTSIDE_QUESTIONS = 10
 
 
 class DemoDataError(ValueError):
@@ -69,6 +70,11 @@ def load_demo_corpus(data_dir: Path, demo_dir: Path = DEMO_DIR) -> Corpus:
 
     estimation_ids, test_ids = qids(queries["estimation"]), qids(queries["ask"])
     used = [questions[q] for q in dict.fromkeys([*estimation_ids, *test_ids])]
+    # Questions from outside the corpus (no source holds a passage derived from them): the
+    # next PoisonedRAG questions after the demo's, for the abstention check.
+    covered = {qid for qid in dict.fromkeys([*estimation_ids, *test_ids])} | {d.qid for d in documents}
+    outside = [q for q in questions.values() if q.qid not in covered][:OUTSIDE_QUESTIONS]
+    used += outside
     for q in used:
         for s in sources:
             holdings.setdefault((s.id, q.qid), Holding("none"))
@@ -79,7 +85,12 @@ def load_demo_corpus(data_dir: Path, demo_dir: Path = DEMO_DIR) -> Corpus:
         holdings=holdings,
         estimation_ids=estimation_ids,
         test_ids=test_ids,
-        config={"dataset": "demo", "collude": True, "estimation_queries": len(estimation_ids)},
+        config={
+            "dataset": "demo",
+            "collude": True,
+            "estimation_queries": len(estimation_ids),
+            "outside_ids": [q.qid for q in outside],
+        },
     )
 
 

@@ -27,7 +27,7 @@ from core.engine.params import parse_assignments
 from core.engine.reliability import DEFAULT_ESTIMATOR, get_estimator
 from core.engine.reliability.base import MIN_SHARED_FALSE
 from core.engine.strategies.base import Requirement
-from core.engine.text import IDK, answer_contains_gold
+from core.engine.text import IDK, answer_contains_gold, is_idk
 from core.engine.types import Embedder, Passage, SourceInfo
 
 CROWD_METHODS = ("dawid-skene", "wawa")
@@ -128,6 +128,11 @@ class MethodRun:
     answers: list[str] = field(default_factory=list)
     # Per test question, the stage that lost a wrong answer (None: right; core.bench.attribution)
     stages: list[str | None] = field(default_factory=list)
+    warned: list[bool] = field(default_factory=list)  # per test question: the answer carries a note
+    # Questions from outside the corpus (the demo): how many were asked, and how many got
+    # "I don't know" or an answer with a warning
+    outside: int = 0
+    outside_abstained_or_warned: int = 0
 
 
 @dataclass
@@ -380,9 +385,14 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             run.correct.append(answer_contains_gold(result.answer, q.gold))
             run.confidences.append(float(result.confidence))
             run.stages.append(attribute(corpus, q, result, documents, limits[len(run.stages)]))
+            run.warned.append(bool(result.notes))
             if name == CROWD_BASE:
                 labels = {c.id: c.label for c in result.clusters}
                 test_votes.append([(v.source_id, labels[v.cluster]) for v in result.votes if v.cluster is not None])
+        for qid in corpus.config.get("outside_ids", []):  # type: ignore[attr-defined]  # a list of ids when set
+            result = strategy.answer(corpus.question(str(qid)).question, ctx, strategy_params)
+            run.outside += 1
+            run.outside_abstained_or_warned += int(is_idk(result.answer) or bool(result.notes))
         runs[name] = run
 
     for name in (m for m in methods if m in CROWD_METHODS):

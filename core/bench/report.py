@@ -66,12 +66,17 @@ def attribution_table(summary: dict[str, Any]) -> list[str]:
         "",
         "Ceilings (a perfect reader): " + ", ".join(f"{key} {_num(value)}" for key, value in limits.items()),
         "",
-        "| method | wrong | " + " | ".join(STAGES) + " |",
-        "| --- | ---: |" + " ---: |" * len(STAGES),
+        "| method | wrong | " + " | ".join(STAGES) + " | wrong at >= 0.8, no note | outside: IDK or note |",
+        "| --- | ---: |" + " ---: |" * len(STAGES) + " ---: | ---: |",
     ]
     for name, m in summary["methods"].items():
         lost = m.get("lost_at") or {}
-        lines.append(f"| {name} | {sum(lost.values())} | " + " | ".join(str(lost.get(s, 0)) for s in STAGES) + " |")
+        done, asked = m.get("outside_abstained_or_warned") or [0, 0]
+        lines.append(
+            f"| {name} | {sum(lost.values())} | "
+            + " | ".join(str(lost.get(s, 0)) for s in STAGES)
+            + f" | {m.get('wrong_confident_unwarned', 0)} | {f'{done}/{asked}' if asked else '-'} |"
+        )
     return lines
 
 

@@ -13,6 +13,7 @@ from core.bench.attribution import summarise_stages
 from core.bench.datasets import load_questions
 from core.bench.metrics import accuracy_interval, calibration, mean_ignoring_nan
 from core.bench.qa import QAConfig, SeedRun, run_seed
+from core.engine.text import is_idk
 from core.engine.types import Embedder
 
 Log = Callable[[str], None]
@@ -41,6 +42,17 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
             "per_seed_accuracy": [sum(m.correct) / len(m.correct) for m in per_seed],
             # Wrong answers by the stage that lost them, over all seeds (core.bench.attribution)
             "lost_at": summarise_stages([s for m in per_seed for s in m.stages]),
+            "abstained": sum(is_idk(a) for m in per_seed for a in m.answers) / questions,
+            # Wrong answers at confidence 0.8 or more that carry no note (the issue-36 check)
+            "wrong_confident_unwarned": sum(
+                (not ok) and conf >= 0.8 and not warned
+                for m in per_seed
+                for ok, conf, warned in zip(m.correct, m.confidences, m.warned, strict=False)
+            ),
+            "outside_abstained_or_warned": [
+                sum(m.outside_abstained_or_warned for m in per_seed),
+                sum(m.outside for m in per_seed),
+            ],
         }
     correlations = [r.reliability_correlation for r in runs]
     return {

@@ -324,6 +324,7 @@ def answer_question(question: Question, progress: Progress | None = None) -> Que
                     weight=float(vote.weight),
                     reliability=accuracy.get(vote.source_id),
                     passages=_passages_json(vote),
+                    backend=vote.backend[:200],
                 )
                 for rank, vote in enumerate(result.votes)
             ]

@@ -44,14 +44,19 @@ def configured_params(
     *, k: int | None = None, tau: float | None = None, strict: bool | None = None
 ) -> EstimationParams:
     """Retrieval and filtering settings of reliability estimation (settings, then overrides)."""
-    base = EstimationParams(k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU)
+    base = EstimationParams(k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU, min_relevance=settings.MIN_RELEVANCE)
     overrides: dict[str, Any] = {"k": k, "tau": tau, "strict_clustering": strict}
     return replace(base, **{name: v for name, v in overrides.items() if v is not None})
 
 
 def strategy_defaults() -> dict[str, Any]:
     """Settings that fill strategy parameters a user did not give (core.engine.params)."""
-    return {"kappa": settings.RA_RAG_KAPPA, "k": settings.RETRIEVAL_K, "tau": settings.ALIGN_TAU}
+    return {
+        "kappa": settings.RA_RAG_KAPPA,
+        "k": settings.RETRIEVAL_K,
+        "tau": settings.ALIGN_TAU,
+        "min_relevance": settings.MIN_RELEVANCE,
+    }
 
 
 def claims_exist() -> bool:

@@ -50,8 +50,10 @@ def test_a_seeded_run_reports_every_method_in_the_documented_json_shape(poisoned
     for result in summary["methods"].values():
         assert set(result) >= {"accuracy", "ci95", "calls_per_question", "tokens_per_question", "seconds_per_question"}
         assert result["ci95"][0] <= result["accuracy"] <= result["ci95"][1]
-    assert summary["methods"]["mv"]["calls_per_question"] == 5
-    assert summary["methods"]["ra-rag"]["calls_per_question"] <= 5
+    # MV asks every source holding a passage about the question (core.engine.steps.relevance):
+    # not the ones left with another subject's passages only.
+    assert 0 < summary["methods"]["mv"]["calls_per_question"] < 5
+    assert summary["methods"]["ra-rag"]["calls_per_question"] <= summary["methods"]["mv"]["calls_per_question"]
 
 
 def test_oracle_weighted_vote_beats_majority_vote_when_adversaries_are_the_majority(

@@ -132,13 +132,17 @@ def test_crest_bbx_cannot_run_on_the_offline_reader() -> None:
 def test_ra_rag_crest_weighs_each_vote_by_its_passages_credibility() -> None:
     texts = [*ELVIS, NOISE]
     plain = _context(ExtractiveReader(), texts, [2.0, 2.0, 2.0, 2.0])
-    result = _answer("ra-rag-crest", plain, kappa=4, k=1)
+    # Every passage read (min_relevance 0), the noise among them, to compare credibilities.
+    result = _answer("ra-rag-crest", plain, kappa=4, k=1, min_relevance=0.0)
     assert all(e.credibility is not None for e in result.evidence)
     credibility = {e.source_id: e.credibility for e in result.evidence}
     weights = {v.source_id: v.weight for v in result.votes}
     for sid, weight in weights.items():
         assert weight == pytest.approx(2.0 * (credibility[sid] or 0.0))
     assert credibility[3] == min(credibility.values())
+    # By default the noise, about another subject, is not read at all.
+    default = _answer("ra-rag-crest", _context(ExtractiveReader(), texts, [2.0, 2.0, 2.0, 2.0]), kappa=4, k=1)
+    assert 3 not in {e.source_id for e in default.evidence}
 
 
 # --- white box: the attention hook ------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from core.engine.backends.generation import GenerationRequest
+from core.engine.backends.generation import GenerationRequest, GroundedGenerator
 from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.backends.generation.local_ctranslate2 import MANIFEST, CTranslate2Generator, verify_converted
 from core.engine.backends.generation.prompts import ANSWER_HEAD
@@ -37,7 +37,10 @@ def ct2() -> Iterator[CTranslate2Generator]:
     require_local_model()
     from runtime import backends
 
-    with override_settings(GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32):
+    # The runtime itself, without the product's grounding of its answers (tested below).
+    with override_settings(
+        GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32, ANSWER_GROUNDING=False
+    ):
         generator = backends.configured_generator()
         assert isinstance(generator, CTranslate2Generator)
         generator.generate([GenerationRequest(*ANSWERABLE[0][:2])])  # loads it
@@ -131,6 +134,31 @@ def test_an_answer_through_the_product_names_the_runtime_and_model(
     assert question.backend == f"ctranslate2:{KEY}"
     assert answer_contains_gold(question.answer, ["Leonardo da Vinci"]), question.answer
     assert question.calls == 1 and question.tokens > 400
+
+
+def test_through_the_product_a_question_no_passage_answers_gets_no_answer(
+    ct2: CTranslate2Generator, db: Any, embedder: Any
+) -> None:
+    """The real model, held to its passages (GroundedGenerator, the product's default): a
+    question about nothing the corpus holds gets "I don't know", whether its passages are
+    set aside as another subject's or read by the model."""
+    from core.services.asking import ask_now
+    from runtime import backends
+    from tests.corpus import FACTS, store
+    from tests.factories import SourceFactory
+
+    store(SourceFactory(name="reference"), [fact for _, _, fact, _ in FACTS], embedder)
+    with override_settings(GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32):
+        generator = backends.configured_generator()
+        assert isinstance(generator, GroundedGenerator) and generator.name == f"ctranslate2:{KEY}"
+        generator.model._loaded = ct2._load()  # type: ignore[attr-defined]  # the weights already loaded
+        generator.model.load_info = dict(ct2.load_info)  # type: ignore[attr-defined]
+        off_topic = ask_now(UNANSWERABLE[0], strategy="ra-rag")
+        read_anyway = ask_now(UNANSWERABLE[0], strategy="ra-rag", params={"min_relevance": 0})
+        answered = ask_now("Who painted the Mona Lisa?", strategy="ra-rag")
+    assert is_idk(off_topic.answer) and off_topic.calls == 0, off_topic.answer
+    assert is_idk(read_anyway.answer) and read_anyway.calls == 1, read_anyway.answer
+    assert answer_contains_gold(answered.answer, ["Leonardo da Vinci"]), answered.answer
 
 
 # --- the converted folder's verification, on a tiny random model ---------------------------

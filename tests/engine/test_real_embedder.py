@@ -42,4 +42,10 @@ def test_it_answers_through_real_retrieval() -> None:
     strategy = get_strategy("ra-rag")
     result = strategy.answer("who recorded i can't help falling in love with you", ctx, strategy.Params())
     assert answer_contains_gold(result.answer, "Elvis Presley")
-    assert all(v.passages[0].distance < v.passages[-1].distance for v in result.votes)
+    # Each source read its passage about the song; the other subject's was set aside.
+    assert [len(v.passages) for v in result.votes] == [1, 1]
+    assert all("Love" in v.passages[0].text for v in result.votes)
+    unfiltered = strategy.answer(
+        "who recorded i can't help falling in love with you", ctx, strategy.Params(min_relevance=0.0)
+    )
+    assert all(v.passages[0].distance < v.passages[-1].distance for v in unfiltered.votes)

@@ -82,6 +82,7 @@ class VoteSerializer(serializers.ModelSerializer[Vote]):
             "source_name",
             "rank",
             "raw_response",
+            "backend",
             "response",
             "filtered",
             "align_score",

@@ -154,6 +154,9 @@ class SourceVote:
     # What a strategy multiplied the source's weight by for this vote (CrEst's credibility of
     # the passages it read, in ra-rag-crest); ``weight`` already includes it.
     factor: float = 1.0
+    # Which backend wrote raw_response ("" when no generator was asked: no passage about the
+    # question); the extractive reader's where it replaced a local model's non-answer.
+    backend: str = ""
 
 
 @dataclass

@@ -115,8 +115,10 @@ def answer_sources(
     )
     record(stats, generations)
     raw = [IDK] * len(sources)
+    backends = [""] * len(sources)
     for i, generation in zip(asked, generations, strict=True):
         raw[i] = generation.text
+        backends[i] = generation.backend
     texts = [[p.text for p in passages[s.id]] for s in sources]
     if not lazy:
         encode_ahead(question, ctx, raw, texts, use_filter)
@@ -135,6 +137,7 @@ def answer_sources(
                 cluster=None,
                 weight=source.weight,
                 passages=list(passages[source.id]),
+                backend=backends[i],
             )
         )
     ctx.report([vote_event(v) for v in votes])
@@ -300,6 +303,51 @@ def evidence_caveat(
             f"answers (at most {most}; {_named(behind)}): treat it with caution."
         )
     return confidence, None
+
+
+def unreliable_only(backers: Iterable[int], sources: Sequence[SourceInfo], candidates: int = 2) -> str | None:
+    """Why an answer backed by ``backers`` (ids) is no reliable answer: every one of them has
+    been estimated, and estimated less accurate than chance among the question's
+    ``candidates`` answers (voting.candidate_count: the answers given plus "none of them";
+    below 1 / K a source's log-odds weight on the question is zero). None otherwise.
+
+    Such an answer is what is left when the reliable sources abstained or were filtered (on
+    the demo, "Emma Bull" from the content farm alone, at weight 0): it is shown beside the
+    abstention, never as the answer."""
+    by_id = {s.id: s for s in sources}
+    behind = [by_id[i] for i in dict.fromkeys(backers) if i in by_id]
+    chance = 1.0 / max(candidates, 2)
+    if not behind or any(never_checked(s) or (s.accuracy or 0.0) >= chance for s in behind):
+        return None
+    rated = ", ".join(f"{s.name} ({(s.accuracy or 0.0):.2f})" for s in behind[:3])
+    more = f" and {len(behind) - 3} more" if len(behind) > 3 else ""
+    return (
+        f"No reliable answer: the only answer given came from {_sources_phrase(len(behind))} estimated "
+        f"right less often than chance ({rated}{more}); the sources estimated reliable did not answer."
+    )
+
+
+CONTESTED_SHARE = 0.25  # a losing answer with at least this share of the vote weight is named
+
+
+def contested_note(clusters: Sequence[ClusterInfo], winner_label: str, sources: Sequence[SourceInfo]) -> str | None:
+    """A warning naming the strongest losing answer when it holds at least CONTESTED_SHARE of
+    the vote weight: the answer is contested however confident its winner looks."""
+    total = sum(max(c.weight, 0.0) for c in clusters)
+    losers = [c for c in clusters if c.label != winner_label and c.weight > 0]
+    if total <= 0 or not losers:
+        return None
+    rival = max(losers, key=lambda c: c.weight)
+    share = rival.weight / total
+    if share < CONTESTED_SHARE:
+        return None
+    names = {s.id: s.name for s in sources}
+    backers = [names.get(i, f"source {i}") for i in rival.members]
+    shown = ", ".join(backers[:3]) + (f" and {len(backers) - 3} more" if len(backers) > 3 else "")
+    return (
+        f"Contested: {shown} answered “{rival.label}”, {share:.0%} of the vote weight. "
+        "Read both answers' passages before relying on it."
+    )
 
 
 def caveat_from_evidence(result: StrategyResult, sources: Sequence[SourceInfo]) -> None:

@@ -9,6 +9,7 @@ from typing import ClassVar
 from core.engine.params import ParamSet, param
 from core.engine.steps.relevance import MIN_SIMILARITY
 from core.engine.steps.selection import by_reliability, kappa_rrss, kappa_rss
+from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import (
     Answering,
     AnswerStrategy,
@@ -21,15 +22,17 @@ from core.engine.strategies.pipeline import (
     PassagesAhead,
     answer_sources,
     cluster_and_vote,
+    contested_note,
     evidence_caveat,
     report_skipped,
     report_waiting,
     retrieve_per_source,
     settle_scores,
+    unreliable_only,
     vote_evidence,
 )
 from core.engine.strategies.registry import register
-from core.engine.text import is_idk
+from core.engine.text import IDK, is_idk
 from core.engine.types import Passage, SourceInfo
 
 MAX_KAPPA = 50
@@ -92,13 +95,24 @@ class _Voting(AnswerStrategy):
         )
         backers = [v.source_id for v in votes if outcome.winner is not None and v.cluster == outcome.winner]
         confidence, caveat = evidence_caveat(outcome.confidence, backers, ctx.sources)
+        notes = [caveat] if caveat else []
+        winner = outcome.winner
+        candidates = candidate_count([v.cluster for v in votes])
+        unreliable = unreliable_only(backers, ctx.sources, candidates) if self.estimated else None
+        if unreliable:
+            # Only sources estimated worse than a coin answered: abstain, and say what they said.
+            notes = [f"{unreliable} They said “{answer}”."]
+            answer, confidence, winner = IDK, 0.0, None
+        else:
+            contested = contested_note(clusters, answer, ctx.sources) if winner is not None else None
+            notes += [contested] if contested else []
         return run.result(
             answer,
             confidence,
             votes=votes,
             clusters=clusters,
-            evidence=vote_evidence(votes, outcome.winner),
-            notes=[caveat] if caveat else [],
+            evidence=vote_evidence(votes, winner),
+            notes=notes,
             trace=trace,
         )
 

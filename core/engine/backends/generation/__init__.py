@@ -2,6 +2,7 @@
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator, TokenScorer
 from core.engine.backends.generation.extractive import ExtractiveReader
+from core.engine.backends.generation.grounded import GroundedGenerator
 from core.engine.backends.generation.local_ctranslate2 import CTranslate2Generator
 from core.engine.backends.generation.local_transformers import TransformersGenerator
 from core.engine.backends.generation.openai_chat import GenerationError, OpenAIChatGenerator
@@ -14,6 +15,7 @@ __all__ = [
     "GenerationError",
     "GenerationRequest",
     "Generator",
+    "GroundedGenerator",
     "OpenAIChatGenerator",
     "TokenScorer",
     "TransformersGenerator",

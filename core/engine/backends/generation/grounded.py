@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator
 from core.engine.backends.generation.extractive import ExtractiveReader, options_of
 from core.engine.lexical import content_set
-from core.engine.text import is_idk
+from core.engine.text import IDK, is_idk
 
 MAX_ANSWER_WORDS = 10  # longer is a sentence, not the keywords the prompt asks for
 
@@ -60,8 +60,9 @@ def answer_in_sentence(question: str, sentence: str) -> str | None:
         else:
             runs[-1].append(token)
 
-    def filler(token: str) -> bool:  # a function word ("the", "is"), not a capital ("S") or a digit
-        return not content_set(token) and not re.search(r"[A-Z0-9]", token)
+    def filler(token: str) -> bool:  # a function word ("The", "is"), not a letter named ("S")
+        core = token.strip("'’\".,")
+        return not content_set(token) and not (len(core) == 1 and core.isupper())
 
     kept = []
     for run in runs:
@@ -110,6 +111,8 @@ class GroundedGenerator:
 
     def __getattr__(self, name: str) -> object:
         # What the wrapped model offers besides generate (token scores, warm-up) stays reachable.
+        if name in ("model", "reader"):  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self.model, name)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -136,8 +139,11 @@ class GroundedGenerator:
             out = list(out)
             for i, span in zip(redo, spans, strict=True):
                 model = out[i]
+                # The reader's span is held to the same rule ("supernatural" for a question
+                # about a "supernatrual drama series" is no answer either).
+                text = IDK if why_replaced(requests[i].question, span.text, requests[i].passages) else span.text
                 out[i] = Generation(
-                    span.text,
+                    text,
                     f"{self.reader.name} (replacing {self.model.name})",
                     model.prompt_tokens,
                     model.completion_tokens,

@@ -1,0 +1,110 @@
+"""A local model's non-answers are replaced by the reader's span (issue 36).
+
+The model outputs below are the 0.5B's own, recorded on the demo (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.engine.backends.generation import Generation, GenerationRequest, GroundedGenerator
+from core.engine.backends.generation.base import Capability
+from core.engine.backends.generation.grounded import answer_in_sentence, echoes_question, why_replaced
+from core.engine.text import is_idk
+
+DARRELL = "who is darrell brother in the walking dead"
+DARRELL_PASSAGE = "Merle Dixon is the older brother of Daryl in The Walking Dead."
+
+
+class Recorded:
+    """Answers each question with a recorded output."""
+
+    name = "recorded-model"
+    capabilities: frozenset[Capability] = frozenset({Capability.FREE_TEXT, Capability.TOKEN_SCORES})
+
+    def __init__(self, outputs: dict[str, str]) -> None:
+        self.outputs = outputs
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        return [Generation(self.outputs[r.question], self.name, 500, 4) for r in requests]
+
+    def token_scores(self) -> str:  # something only the model offers
+        return "scores"
+
+
+def test_it_names_what_is_not_an_answer() -> None:
+    assert why_replaced(DARRELL, "Darrell", [DARRELL_PASSAGE]) == "repeats the question"
+    # A misspelt question still counts ("supernatrual"): three of the four words are its own.
+    assert echoes_question(
+        "What WB supernatrual drama series was Jawbreaker star Rose Mcgowan best known for being in?",
+        "WB supernatural drama series",
+    )
+    sentence = "In the early development of their band, The Smashing Pumpkins struggled with a name."
+    assert why_replaced("where did the smashing pumpkins get their name", sentence, [sentence]) == (
+        "a sentence, not an answer"
+    )
+    oregon = "The shooting of October 1, 2015 took place at Umpqua Community College in Oregon."
+    assert why_replaced("in which state was the shooting of October 1, 2015", "Oklahoma", [oregon]) == (
+        "not in its passages"
+    )
+    # Kept: a grounded answer, an alternative of an "X or Y?" question, and "I don't know".
+    assert why_replaced(DARRELL, "Merle Dixon", [DARRELL_PASSAGE]) is None
+    assert (
+        why_replaced(
+            "Who was born earlier, Emma Bull or Virginia Woolf?", "Virginia Woolf", ["Virginia Woolf was born in 1882."]
+        )
+        is None
+    )
+    assert why_replaced(DARRELL, "I don't know", [DARRELL_PASSAGE]) is None
+
+
+def test_a_sentence_that_restates_the_question_gives_its_answer() -> None:
+    assert answer_in_sentence(
+        "what is the center of heredity in a cell", "The center of heredity in a cell is the nucleus."
+    ) == ("nucleus")
+    assert (
+        answer_in_sentence(
+            "who won the american league pennant in 2017",
+            "The American League Pennant was won by the New York Yankees in 2017.",
+        )
+        == "New York Yankees"
+    )
+    # Two runs of other words: not a restated answer.
+    assert (
+        answer_in_sentence(
+            "where did the smashing pumpkins get their name",
+            "In the early development of their band, The Smashing Pumpkins struggled with a name.",
+        )
+        is None
+    )
+
+
+def test_the_reader_answers_where_the_model_did_not_and_says_so() -> None:
+    heredity = "what is the center of heredity in a cell"
+    model = Recorded(
+        {
+            DARRELL: "Darrell",
+            heredity: "The center of heredity in a cell is the nucleus.",
+            "who played merle": "Merle Dixon was played by Michael Rooker.",
+            "what does the passage say": "I don't know",
+        }
+    )
+    grounded = GroundedGenerator(model)
+    assert grounded.name == "recorded-model" and grounded.capabilities == model.capabilities
+    assert grounded.token_scores() == "scores"  # type: ignore[attr-defined]  # forwarded to the model
+    out = grounded.generate(
+        [
+            GenerationRequest(DARRELL, [DARRELL_PASSAGE]),
+            GenerationRequest(heredity, ["The nucleus is the center of heredity of the cell."]),
+            GenerationRequest("what does the passage say", [DARRELL_PASSAGE]),
+            GenerationRequest(DARRELL, [DARRELL_PASSAGE], prompt="A ready prompt: parsed by its strategy."),
+        ]
+    )
+    # The echo is replaced by the reader's span from the same passage, and labelled as the reader's.
+    assert out[0].text == "Merle Dixon"
+    assert out[0].backend == "extractive (replacing recorded-model)"
+    assert out[0].prompt_tokens == 500  # the model's call still cost what it cost
+    # The restated sentence gives its answer: still the model's.
+    assert (out[1].text, out[1].backend) == ("nucleus", "recorded-model")
+    # The model's own abstention stands; a ready prompt is passed through untouched.
+    assert is_idk(out[2].text) and out[2].backend == "recorded-model"
+    assert (out[3].text, out[3].backend) == ("Darrell", "recorded-model")
