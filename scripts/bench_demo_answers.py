@@ -35,6 +35,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--strategies", nargs="+", default=["ra-rag", "mv", "vanilla-rag"])
     parser.add_argument("--questions", type=int, default=60, help="the first N ask questions")
+    parser.add_argument(
+        "--outside",
+        type=int,
+        default=10,
+        help="also ask N PoisonedRAG questions from outside the demo's corpus with ra-rag (they should abstain or warn)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
@@ -63,11 +69,34 @@ def main() -> None:
                     "answer": question.answer,
                     "confidence": question.confidence,
                     "backend": question.backend,
+                    "notes": list(question.notes or []),
                     "correct": right,
                     "seconds": round(seconds, 3),
                 }
             )
         print(f"{number}/{len(asks)}", {n: rows[n][-1]["answer"] for n in args.strategies}, flush=True)
+
+    outside_rows: list[dict[str, Any]] = []
+    if args.outside:
+        from core.bench.demo import load_demo_corpus
+        from core.bench.paths import default_data_dir
+        from core.engine.text import is_idk
+
+        corpus = load_demo_corpus(default_data_dir())
+        for qid in list(corpus.config["outside_ids"])[: args.outside]:  # type: ignore[call-overload]  # a list of ids
+            started = time.perf_counter()
+            question = ask_now(corpus.question(str(qid)).question, strategy="ra-rag")
+            outside_rows.append(
+                {
+                    "question": question.text,
+                    "answer": question.answer,
+                    "confidence": question.confidence,
+                    "notes": list(question.notes or []),
+                    "abstained_or_warned": is_idk(question.answer or "") or bool(question.notes),
+                    "seconds": round(time.perf_counter() - started, 3),
+                }
+            )
+            print("outside:", outside_rows[-1]["question"], "->", outside_rows[-1]["answer"], flush=True)
 
     summary: dict[str, Any] = {}
     for name, items in rows.items():
@@ -92,6 +121,11 @@ def main() -> None:
         "questions": len(asks),
         "summary": summary,
         "rows": rows,
+        "outside": {
+            "asked": len(outside_rows),
+            "abstained_or_warned": sum(r["abstained_or_warned"] for r in outside_rows),
+            "rows": outside_rows,
+        },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
@@ -104,6 +138,9 @@ def main() -> None:
             f"| {name} | {s['accuracy']:.3f} | [{s['interval'][0]:.2f}, {s['interval'][1]:.2f}] | {s['ece']:.3f} "
             f"| {right_c} / {wrong_c} | {s['median_seconds']:.2f} / {s['p95_seconds']:.2f} |"
         )
+    if outside_rows:
+        held = sum(bool(r["abstained_or_warned"]) for r in outside_rows)
+        print(f"outside the corpus (ra-rag): {held} of {len(outside_rows)} abstained or warned")
 
 
 if __name__ == "__main__":

@@ -115,6 +115,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep a local model's every answer (default: one that is not an answer grounded in its passages "
         "is replaced by the extractive reader's span, as in the product)",
     )
+    parser.add_argument(
+        "--unsupported",
+        choices=["reader", "abstain"],
+        default="reader",
+        help="a local model's answer its passages do not hold: the reader's span instead (default) or IDK",
+    )
     parser.add_argument("--llm-dtype", choices=["auto", "float32", "bfloat16"], default="auto")
     parser.add_argument(
         "--llm-runtime",
@@ -196,6 +202,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         llm_dtype=options.get("llm_dtype") or "auto",
         llm_runtime=options.get("llm_runtime") or "ctranslate2",
         grounded=not options.get("no_grounding"),
+        unsupported=options.get("unsupported") or "reader",
     )
     if config.generator != "reader" and not options.get("llm_cache_dir"):
         config.llm_cache_dir = str(Path(options.get("cache_dir") or default_cache_dir()) / "llm")

@@ -71,6 +71,7 @@ class QAConfig:
     llm_dtype: str = "auto"  # the local model's weights (TransformersGenerator dtype)
     # A local model's answers held to their passages (GroundedGenerator), as the product does
     grounded: bool = True
+    unsupported: str = "reader"  # GroundedGenerator: an answer its passages lack becomes "reader" or "abstain"
     data_dir: str = ""  # the reference data (the demo data set is checked against it)
 
     def resolved_methods(self) -> list[str]:
@@ -230,7 +231,7 @@ def bench_generator(config: QAConfig) -> Any:
     if config.grounded:
         from core.engine.backends.generation.grounded import GroundedGenerator
 
-        return GroundedGenerator(_MEMO[key])
+        return GroundedGenerator(_MEMO[key], unsupported=config.unsupported)
     return _MEMO[key]
 
 

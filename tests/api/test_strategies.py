@@ -17,7 +17,13 @@ def test_the_strategy_list_says_what_the_offline_reader_cannot_run_and_why(as_an
     assert response.status_code == 200
     by_name = {s["name"]: s for s in response.json()}
     assert by_name["ra-rag"]["runnable"] and by_name["ra-rag"]["unavailable_because"] == []
-    assert {p["name"] for p in by_name["ra-rag"]["params"]} == {"kappa", "k", "tau", "strict_clustering"}
+    assert {p["name"] for p in by_name["ra-rag"]["params"]} == {
+        "kappa",
+        "k",
+        "tau",
+        "strict_clustering",
+        "min_relevance",
+    }
     assert by_name["vanilla-llm"]["runnable"] is False
     assert by_name["vanilla-llm"]["requires"] == ["free-text"]
     assert "free text" in by_name["vanilla-llm"]["unavailable_because"][0]

@@ -108,3 +108,21 @@ def test_the_reader_answers_where_the_model_did_not_and_says_so() -> None:
     # The model's own abstention stands; a ready prompt is passed through untouched.
     assert is_idk(out[2].text) and out[2].backend == "recorded-model"
     assert (out[3].text, out[3].backend) == ("Darrell", "recorded-model")
+
+
+def test_a_copied_passage_sentence_is_no_answer_and_unsupported_answers_may_abstain() -> None:
+    question = "who is the author of the hobbit"
+    copied = "Hamlet was written by William Shakespeare."
+    assert why_replaced(question, copied, [copied]) == "a sentence, not an answer"
+    assert why_replaced(question, "Washington, D.C.", ["Washington, D.C. is a city."]) is None
+    model = Recorded({question: "J. R. R. Tolkien"})
+    passage = ["The Hobbit is a children's fantasy novel by J. R. R. Tolkien."]
+    # Held by the passage: kept either way.
+    assert GroundedGenerator(model, unsupported="abstain").generate([GenerationRequest(question, passage)])[0].text == (
+        "J. R. R. Tolkien"
+    )
+    # Not held: "abstain" writes "I don't know", never the reader's guess.
+    (out,) = GroundedGenerator(model, unsupported="abstain").generate(
+        [GenerationRequest(question, ["The Hobbit is a children's fantasy novel."])]
+    )
+    assert is_idk(out.text) and out.backend == "recorded-model"

@@ -144,21 +144,30 @@ def test_through_the_product_a_question_no_passage_answers_gets_no_answer(
     set aside as another subject's or read by the model."""
     from core.services.asking import ask_now
     from runtime import backends
+    from sources.models import Source
     from tests.corpus import FACTS, store
     from tests.factories import SourceFactory
 
     store(SourceFactory(name="reference"), [fact for _, _, fact, _ in FACTS], embedder)
-    with override_settings(GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32):
+    store(SourceFactory(name="geography"), [UNANSWERABLE[1]], embedder)
+    with override_settings(
+        GENERATOR_BACKEND="ctranslate2", LLM_MODEL=KEY, LLM_MAX_NEW_TOKENS=32, ANSWER_GROUNDING=True
+    ):
         generator = backends.configured_generator()
         assert isinstance(generator, GroundedGenerator) and generator.name == f"ctranslate2:{KEY}"
         generator.model._loaded = ct2._load()  # type: ignore[attr-defined]  # the weights already loaded
         generator.model.load_info = dict(ct2.load_info)  # type: ignore[attr-defined]
-        off_topic = ask_now(UNANSWERABLE[0], strategy="ra-rag")
-        read_anyway = ask_now(UNANSWERABLE[0], strategy="ra-rag", params={"min_relevance": 0})
         answered = ask_now("Who painted the Mona Lisa?", strategy="ra-rag")
+        off_topic = ask_now(UNANSWERABLE[0], strategy="ra-rag")
+        # Every passage read (min_relevance 0): the model itself must abstain on the passage
+        # about the Amazon. (The facts go first: their "Hamlet ... William Shakespeare" is a
+        # grounded answer from another subject, which only the relevance rule sets aside.)
+        Source.objects.filter(name="reference").delete()
+        read_anyway = ask_now(UNANSWERABLE[0], strategy="ra-rag", params={"min_relevance": 0})
+        backends._generator.cache_clear()
+    assert answer_contains_gold(answered.answer, ["Leonardo da Vinci"]), answered.answer
     assert is_idk(off_topic.answer) and off_topic.calls == 0, off_topic.answer
     assert is_idk(read_anyway.answer) and read_anyway.calls == 1, read_anyway.answer
-    assert answer_contains_gold(answered.answer, ["Leonardo da Vinci"]), answered.answer
 
 
 # --- the converted folder's verification, on a tiny random model ---------------------------

@@ -106,6 +106,7 @@ def test_an_ask_never_encodes_a_retrieved_passage_again_it_reuses_the_stored_vec
 def test_ra_rag_searches_only_the_sources_it_reaches_and_they_read_what_a_full_search_gives(db, embedder):
     """κ-RRSS visits sources by reliability; only those it reaches are searched (in rounds),
     and each of them reads the passages one search over every source would give it."""
+    from core.engine.steps.relevance import on_topic
     from runtime.backends import configured_embedder
     from sources.models import Source
     from sources.retrieval import PgRetriever
@@ -135,5 +136,10 @@ def test_ra_rag_searches_only_the_sources_it_reaches_and_they_read_what_a_full_s
     votes = list(question.votes.all())
     assert {v.source_id for v in votes} == set(visited)
     for vote in votes:
-        assert [p["chunk_id"] for p in vote.passages] == [p.chunk_id for p in full[vote.source_id]]
+        # What a full search gives it, less the passages about another subject (steps.relevance):
+        # the off-topic sources read nothing and were not asked.
+        about = on_topic(question_text, full[vote.source_id])
+        assert [p["chunk_id"] for p in vote.passages] == [p.chunk_id for p in about]
+        assert (vote.backend == "") == (not about)
+    assert [v.passages for v in votes if v.source_id in {s.pk for s in first}] == [[]] * len(first)
     assert question.answer == "Paris"

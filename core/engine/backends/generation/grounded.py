@@ -31,6 +31,7 @@ from core.engine.lexical import content_set
 from core.engine.text import IDK, is_idk
 
 MAX_ANSWER_WORDS = 10  # longer is a sentence, not the keywords the prompt asks for
+UNHELD = "not in its passages"
 
 
 ECHO_SHARE = 0.75  # an answer this much made of the question's own words repeats it
@@ -86,16 +87,26 @@ def in_passages(answer: str, passages: Sequence[str]) -> bool:
     return not words or any(words <= content_set(text) for text in passages)
 
 
+def is_sentence(answer: str) -> bool:
+    """Longer than MAX_ANSWER_WORDS, or a full stop after SENTENCE_WORDS words or more
+    ("Hamlet was written by William Shakespeare."): a sentence, not keywords."""
+    count = len(re.findall(r"\S+", answer))
+    return count > MAX_ANSWER_WORDS or (count >= SENTENCE_WORDS and answer.rstrip().endswith("."))
+
+
+SENTENCE_WORDS = 4
+
+
 def why_replaced(question: str, answer: str, passages: Sequence[str]) -> str | None:
     """Why the model's ``answer`` is not kept (None: it is kept)."""
     if is_idk(answer):
         return None
-    if len(re.findall(r"\S+", answer)) > MAX_ANSWER_WORDS:
+    if is_sentence(answer):
         return "a sentence, not an answer"
     if echoes_question(question, answer):
         return "repeats the question"
     if not in_passages(answer, passages):
-        return "not in its passages"
+        return UNHELD
     return None
 
 
@@ -103,9 +114,12 @@ class GroundedGenerator:
     """``model``'s answers, with the reader's span where the model's is not an answer
     grounded in the passages (module docstring)."""
 
-    def __init__(self, model: Generator, reader: Generator | None = None) -> None:
+    def __init__(self, model: Generator, reader: Generator | None = None, *, unsupported: str = "reader") -> None:
         self.model = model
         self.reader: Generator = reader or ExtractiveReader()
+        # What an answer its passages do not hold becomes: the reader's span ("reader") or
+        # "I don't know" ("abstain").
+        self.unsupported = unsupported
         self.name = model.name
         self.capabilities: frozenset[Capability] = model.capabilities
 
@@ -122,10 +136,18 @@ class GroundedGenerator:
             for i, (request, generation) in enumerate(zip(requests, out, strict=True))
             if request.prompt is None and why_replaced(request.question, generation.text, request.passages)
         ]
+        if self.unsupported == "abstain":
+            unheld = [
+                i for i in redo if why_replaced(requests[i].question, out[i].text, requests[i].passages) == UNHELD
+            ]
+            out = list(out)
+            for i in unheld:
+                out[i] = Generation(IDK, out[i].backend, out[i].prompt_tokens, out[i].completion_tokens)
+            redo = [i for i in redo if i not in unheld]
         restated = {}
         for i in redo:
             text = out[i].text
-            if len(re.findall(r"\S+", text)) > MAX_ANSWER_WORDS or echoes_question(requests[i].question, text):
+            if is_sentence(text) or echoes_question(requests[i].question, text):
                 answer = answer_in_sentence(requests[i].question, text)
                 if answer and why_replaced(requests[i].question, answer, requests[i].passages) is None:
                     restated[i] = answer
