@@ -76,9 +76,9 @@ def answer_pairs(
     generations = [Generation(IDK, ctx.generator.name) for _ in pairs]
     for i, generation in zip(asked, answered, strict=True):
         generations[i] = generation
-    stats.calls += len(generations)
-    stats.prompt_tokens += sum(g.prompt_tokens for g in generations)
-    stats.completion_tokens += sum(g.completion_tokens for g in generations)
+    stats.calls += len(answered)  # a pair without a passage about its query made no call
+    stats.prompt_tokens += sum(g.prompt_tokens for g in answered)
+    stats.completion_tokens += sum(g.completion_tokens for g in answered)
     positions_of: dict[int, list[int]] = {q: [] for q in queries}
     for i, (pq, _) in enumerate(pairs):
         positions_of[pq].append(i)

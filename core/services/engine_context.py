@@ -41,11 +41,11 @@ from sources.retrieval import PgRetriever
 
 
 def configured_params(
-    *, k: int | None = None, tau: float | None = None, strict: bool | None = None
+    *, k: int | None = None, tau: float | None = None, strict: bool | None = None, min_relevance: float | None = None
 ) -> EstimationParams:
     """Retrieval and filtering settings of reliability estimation (settings, then overrides)."""
     base = EstimationParams(k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU, min_relevance=settings.MIN_RELEVANCE)
-    overrides: dict[str, Any] = {"k": k, "tau": tau, "strict_clustering": strict}
+    overrides: dict[str, Any] = {"k": k, "tau": tau, "strict_clustering": strict, "min_relevance": min_relevance}
     return replace(base, **{name: v for name, v in overrides.items() if v is not None})
 
 
@@ -151,6 +151,7 @@ def build_context(
     k: int | None = None,
     tau: float | None = None,
     strict: bool | None = None,
+    min_relevance: float | None = None,
 ) -> EngineContext:
     """An EngineContext over the database: PgRetriever, configured backends, current sources,
     and the claim store when claims exist. ``among`` limits every kind of retrieval (per
@@ -168,7 +169,7 @@ def build_context(
         generator=configured_generator(),
         nli=nli,
         sources=sources,
-        params=configured_params(k=k, tau=tau, strict=strict),
+        params=configured_params(k=k, tau=tau, strict=strict, min_relevance=min_relevance),
         claims=PgClaimStore(embedder) if has_claims else None,
         claim_sources=claim_source_infos(source_ids, among=among) if has_claims else [],
         listener=listener,

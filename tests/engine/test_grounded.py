@@ -126,3 +126,15 @@ def test_a_copied_passage_sentence_is_no_answer_and_unsupported_answers_may_abst
         [GenerationRequest(question, ["The Hobbit is a children's fantasy novel."])]
     )
     assert is_idk(out.text) and out.backend == "recorded-model"
+
+
+def test_yes_no_answers_alternatives_and_passage_free_requests_are_kept() -> None:
+    claim = "Is it true that Keith Bostic wrote the first version of nvi?"
+    assert why_replaced(claim, "Yes", ["Keith Bostic wrote nvi."]) is None
+    assert why_replaced(claim, "No.", ["Keith Bostic wrote nvi."]) is None
+    # An "X or Y" question without a comma before its alternatives.
+    assert not echoes_question("Which came first Oasis or Blur?", "Blur")
+    # No passages (vanilla-llm: the model's own knowledge): nothing to hold the answer to.
+    model = Recorded({"who wrote the hobbit": "J. R. R. Tolkien"})
+    (out,) = GroundedGenerator(model).generate([GenerationRequest("who wrote the hobbit", [])])
+    assert (out.text, out.backend) == ("J. R. R. Tolkien", "recorded-model")

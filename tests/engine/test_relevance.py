@@ -59,3 +59,16 @@ def test_with_every_passage_read_the_other_subjects_answer_votes() -> None:
     params = parse_params(strategy.Params, {"kappa": 2, "min_relevance": 0.0})
     result = strategy.answer(QUESTION, _context(generator), params)
     assert {v.source_id: v.raw_response for v in result.votes} == {1: "Webber", 2: "Schifrin"}
+
+
+def test_estimation_counts_only_the_calls_it_made() -> None:
+    from core.engine.estimation import answer_pairs
+    from core.engine.types import CallStats
+
+    generator = ScriptedGenerator()
+    ctx = _context(generator)
+    stats = CallStats()
+    records = answer_pairs([QUESTION], [(0, 1), (0, 2)], ctx, stats)
+    assert [r.response for r in records] == ["Webber", "I don't know"]
+    assert records[1].chunk_ids == []  # source 2 read nothing: its passage is about another subject
+    assert stats.calls == 1 and len(generator.requests) == 1

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from core.engine.backends.generation.base import GenerationRequest
+from core.engine.backends.generation.grounded import GroundedGenerator
 from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion, quote_context
 from core.engine.credibility import (
     ENSEMBLES,
@@ -266,6 +267,8 @@ class WhiteBoxModel(Protocol):
 
 
 def _white_box(generator: Any) -> tuple[Any, Any]:
+    if isinstance(generator, GroundedGenerator):  # the product's wrapper: the model lends its weights
+        generator = generator.model
     if isinstance(generator, WhiteBoxModel):
         return generator.white_box()
     raise StrategyUnavailable(f"crest-wbx needs a local transformers model; {generator.name} lends none")

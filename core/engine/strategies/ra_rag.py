@@ -98,7 +98,10 @@ class _Voting(AnswerStrategy):
         notes = [caveat] if caveat else []
         winner = outcome.winner
         candidates = candidate_count([v.cluster for v in votes])
-        unreliable = unreliable_only(backers, ctx.sources, candidates) if self.estimated else None
+        # Every source that answered, not only the winner's backers: a reliable source that
+        # answered and lost is a contest, not an abstention.
+        answering = [v.source_id for v in votes if v.cluster is not None]
+        unreliable = unreliable_only(answering, ctx.sources, candidates) if self.estimated else None
         if unreliable:
             # Only sources estimated worse than a coin answered: abstain, and say what they said.
             notes = [f"{unreliable} They said “{answer}”."]

@@ -75,7 +75,12 @@ def _answer_and_store(run: EstimationRun, wanted: list[tuple[int, int]]) -> int:
         return 0
     query_ids = sorted({q for q, _ in todo})
     index = {q: i for i, q in enumerate(query_ids)}
-    ctx = build_context(source_ids=sorted({s for _, s in todo}), k=run.params.get("k"), tau=run.params.get("tau"))
+    ctx = build_context(
+        source_ids=sorted({s for _, s in todo}),
+        k=run.params.get("k"),
+        tau=run.params.get("tau"),
+        min_relevance=run.params.get("min_relevance"),  # runs started before issue 36: the setting
+    )
     records = answer_pairs([texts[q] for q in query_ids], [(index[q], s) for q, s in todo], ctx)
     digests = pair_digests(run, todo)
     rows = [

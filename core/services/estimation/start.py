@@ -28,7 +28,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "use_gold": True,  # queries with reference answers anchor the estimate; false: agreement only
 }
 KNOWN_PARAMS = frozenset(
-    {"alpha", "beta", "strict", "batch_size", "k", "tau", "estimator", "use_gold", "gold_query_ids"}
+    {"alpha", "beta", "strict", "batch_size", "k", "tau", "min_relevance", "estimator", "use_gold", "gold_query_ids"}
 )
 MAX_GOLD_QUERY_IDS = 10_000
 
@@ -39,6 +39,7 @@ def default_params() -> dict[str, Any]:
         **DEFAULT_PARAMS,
         "k": settings.RETRIEVAL_K,
         "tau": settings.ALIGN_TAU,
+        "min_relevance": settings.MIN_RELEVANCE,
         "estimator": settings.RELIABILITY_ESTIMATOR,
     }
 
@@ -101,6 +102,12 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
             errors["tau"] = "tau must be a number from 0 to 1."
         else:
             params["tau"] = tau
+    if "min_relevance" in params:
+        relevance = _number(params["min_relevance"])
+        if relevance is None or not 0.0 <= relevance <= 1.0:
+            errors["min_relevance"] = "min_relevance must be a number from 0 to 1."
+        else:
+            params["min_relevance"] = relevance
     for name in ("strict", "use_gold"):
         if name in params and not isinstance(params[name], bool):
             errors[name] = f"{name} must be true or false."

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.engine.text import is_idk
 from core.models import Question
 
 # Summed vote weight below which the answer groups' shares are not drawn (a source estimated
@@ -56,5 +57,5 @@ def question_clusters(question: Question) -> dict[str, Any]:
         # Shares of (almost) no weight say nothing: sources no better than chance behind every
         # answer would draw a full bar for whichever answer stood alone. None: "no weight".
         c["share"] = c["weight"] / total if total >= MEANINGFUL_WEIGHT else None
-        c["chosen"] = bool(question.answer) and c is ordered[0]
+        c["chosen"] = bool(question.answer) and not is_idk(question.answer or "") and c is ordered[0]
     return {"question_id": question.pk, "answer": question.answer, "clusters": ordered, "abstained": abstained}

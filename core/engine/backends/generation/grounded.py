@@ -32,6 +32,7 @@ from core.engine.text import IDK, is_idk
 
 MAX_ANSWER_WORDS = 10  # longer is a sentence, not the keywords the prompt asks for
 UNHELD = "not in its passages"
+YES_NO = frozenset({"yes", "no"})
 
 
 ECHO_SHARE = 0.75  # an answer this much made of the question's own words repeats it
@@ -44,6 +45,8 @@ def echoes_question(question: str, answer: str) -> bool:
     words = content_set(answer)
     if not words or len(words & content_set(question)) < ECHO_SHARE * len(words):
         return False
+    if re.search(r"\bor\b", question, re.IGNORECASE):
+        return False  # naming an alternative of an "X or Y" question is its answer
     return not any(words <= content_set(option) for option in options_of(question))
 
 
@@ -99,8 +102,8 @@ SENTENCE_WORDS = 4
 
 def why_replaced(question: str, answer: str, passages: Sequence[str]) -> str | None:
     """Why the model's ``answer`` is not kept (None: it is kept)."""
-    if is_idk(answer):
-        return None
+    if is_idk(answer) or answer.strip().strip(".!").lower() in YES_NO:
+        return None  # a yes/no answer is not a span of the passages, and needs none
     if is_sentence(answer):
         return "a sentence, not an answer"
     if echoes_question(question, answer):
@@ -134,7 +137,10 @@ class GroundedGenerator:
         redo = [
             i
             for i, (request, generation) in enumerate(zip(requests, out, strict=True))
-            if request.prompt is None and why_replaced(request.question, generation.text, request.passages)
+            # Without passages (vanilla-llm: the model's own knowledge) there is nothing to hold it to.
+            if request.prompt is None
+            and request.passages
+            and why_replaced(request.question, generation.text, request.passages)
         ]
         if self.unsupported == "abstain":
             unheld = [
