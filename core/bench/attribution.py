@@ -28,13 +28,14 @@ factual passages for).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.bench.corpus import Corpus, CorpusDoc
 from core.bench.datasets import BenchQuestion
+from core.engine.reliability.weights import log_odds_weight
+from core.engine.steps.voting import weighted_vote
 from core.engine.strategies.base import StrategyResult
 from core.engine.text import answer_contains_gold, is_idk, normalize_answer
 
@@ -59,23 +60,12 @@ class Ceiling:
 
 
 def _wmv(answers: Mapping[int, str], weights: Mapping[int, float]) -> str | None:
-    """Weighted vote over the sources' answers (None: every source abstained); ties go to the
-    answer with more votes, then the one seen first."""
-    summed: dict[str, float] = {}
-    counts: Counter[str] = Counter()
-    order: dict[str, int] = {}
-    for position, (sid, answer) in enumerate(answers.items()):
-        summed[answer] = summed.get(answer, 0.0) + weights.get(sid, 0.0)
-        counts[answer] += 1
-        order.setdefault(answer, position)
-    if not summed:
-        return None
-    return max(summed, key=lambda a: (summed[a], counts[a], -order[a]))
-
-
-def _log_odds(p: float) -> float:
-    p = min(max(p, 1e-3), 1 - 1e-3)
-    return max(0.0, math.log(p / (1 - p)))
+    """The product's weighted vote (steps.voting.weighted_vote: ties go to the answer with more
+    votes, then the one seen first) over the sources' answers; None: every source abstained."""
+    distinct = list(dict.fromkeys(answers.values()))
+    labels = [distinct.index(answer) for answer in answers.values()]
+    outcome = weighted_vote(labels, [weights.get(sid, 0.0) for sid in answers])
+    return None if outcome.winner is None else distinct[outcome.winner]
 
 
 def ceiling(corpus: Corpus, q: BenchQuestion) -> Ceiling:
@@ -92,7 +82,7 @@ def ceiling(corpus: Corpus, q: BenchQuestion) -> Ceiling:
 
     return Ceiling(
         oracle=right(_wmv(answers, true)),
-        oracle_log_odds=right(_wmv(answers, {sid: _log_odds(p) for sid, p in true.items()})),
+        oracle_log_odds=right(_wmv(answers, {sid: log_odds_weight(p, tie_break=False) for sid, p in true.items()})),
         oracle_mv=right(_wmv(answers, dict.fromkeys(true, 1.0))),
         any_factual=bool(_holders(corpus, q)),
     )

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.engine.backends.generation.base import Generation, GenerationRequest
+from core.engine.backends.generation.base import GenerationRequest
 from core.engine.backends.nli import NLI
 from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE, Prior, ReliabilityResult, get_estimator, to_matrix
 from core.engine.reliability.identify import equalise, identify
 from core.engine.steps.alignment import align_many, support_texts
 from core.engine.steps.calibration import Calibration, calibrate
 from core.engine.steps.clustering import cluster_answers, clustering_texts
-from core.engine.steps.relevance import on_topic
+from core.engine.steps.relevance import generate_read, on_topic
 from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import EngineContext
 from core.engine.text import IDK, answer_contains_gold
@@ -69,13 +69,11 @@ def answer_pairs(
             # Passages retrieved for another subject are not read (steps.relevance): a source
             # left with none abstains without a generator call.
             passages[(q, s)] = on_topic(questions[q], hits.get(s, []), ctx.params.min_relevance)
-    asked = [i for i, (q, s) in enumerate(pairs) if passages[(q, s)]]
-    answered = ctx.generator.generate(
-        [GenerationRequest(questions[pairs[i][0]], [p.text for p in passages[pairs[i]]]) for i in asked]
+    generations = generate_read(
+        ctx.generator, [GenerationRequest(questions[q], [p.text for p in passages[(q, s)]]) for q, s in pairs]
     )
-    generations = [Generation(IDK, ctx.generator.name) for _ in pairs]
-    for i, generation in zip(asked, answered, strict=True):
-        generations[i] = generation
+    answered = [g for g in generations if g is not None]
+    raw = [IDK if g is None else g.text for g in generations]
     stats.calls += len(answered)  # a pair without a passage about its query made no call
     stats.prompt_tokens += sum(g.prompt_tokens for g in answered)
     stats.completion_tokens += sum(g.completion_tokens for g in answered)
@@ -89,7 +87,7 @@ def answer_pairs(
             for q in queries
             for text in support_texts(
                 questions[q],
-                [generations[i].text for i in positions_of[q]],
+                [raw[i] for i in positions_of[q]],
                 [[p.text for p in passages[pairs[i]]] for i in positions_of[q]],
             )
         ),
@@ -99,7 +97,7 @@ def answer_pairs(
         positions = positions_of[q]
         aligned = align_many(
             questions[q],
-            [generations[i].text for i in positions],
+            [raw[i] for i in positions],
             [[p.text for p in passages[pairs[i]]] for i in positions],
             ctx.nli,
             ctx.params.tau,
@@ -108,7 +106,7 @@ def answer_pairs(
             records[i] = ResponseRecord(
                 q,
                 pairs[i][1],
-                generations[i].text,
+                raw[i],
                 result.response,
                 result.filtered,
                 result.score,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.engine.backends.generation.base import Generation, GenerationRequest, Generator
 from core.engine.lexical import content_set
 from core.engine.types import Passage
 
@@ -37,3 +38,13 @@ def about_question(question: str, passage: Passage, min_similarity: float = MIN_
 def on_topic(question: str, passages: Sequence[Passage], min_similarity: float = MIN_SIMILARITY) -> list[Passage]:
     """The passages about ``question``, in their order."""
     return [p for p in passages if about_question(question, p, min_similarity)]
+
+
+def generate_read(generator: Generator, requests: Sequence[GenerationRequest]) -> list[Generation | None]:
+    """Each request's generation, in one batched call over the requests that have passages to
+    read; None (no call) for a request left with none: its source abstains."""
+    asked = [i for i, request in enumerate(requests) if request.passages]
+    out: list[Generation | None] = [None] * len(requests)
+    for i, generation in zip(asked, generator.generate([requests[i] for i in asked]), strict=True):
+        out[i] = generation
+    return out

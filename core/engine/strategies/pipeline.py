@@ -11,7 +11,7 @@ from core.engine.backends.generation.base import GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many, support_scores, support_texts
 from core.engine.steps.clustering import answer_texts, cluster_answers, unsettled_texts
-from core.engine.steps.relevance import MIN_SIMILARITY, on_topic
+from core.engine.steps.relevance import MIN_SIMILARITY, generate_read, on_topic
 from core.engine.steps.voting import (
     VoteOutcome,
     answer_probability,
@@ -109,16 +109,12 @@ def answer_sources(
     # Passages retrieved for another subject are neither read nor support (steps.relevance):
     # a source left with none abstains without a generator call.
     passages = {s.id: on_topic(question, passages.get(s.id, []), min_relevance) for s in sources}
-    asked = [i for i, s in enumerate(sources) if passages[s.id]]
-    generations = ctx.generator.generate(
-        [GenerationRequest(question, [p.text for p in passages[sources[i].id]]) for i in asked]
+    generations = generate_read(
+        ctx.generator, [GenerationRequest(question, [p.text for p in passages[s.id]]) for s in sources]
     )
-    record(stats, generations)
-    raw = [IDK] * len(sources)
-    backends = [""] * len(sources)
-    for i, generation in zip(asked, generations, strict=True):
-        raw[i] = generation.text
-        backends[i] = generation.backend
+    record(stats, [g for g in generations if g is not None])
+    raw = [IDK if g is None else g.text for g in generations]
+    backends = ["" if g is None else g.backend for g in generations]
     texts = [[p.text for p in passages[s.id]] for s in sources]
     if not lazy:
         encode_ahead(question, ctx, raw, texts, use_filter)

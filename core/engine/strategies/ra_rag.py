@@ -72,6 +72,18 @@ class _Voting(AnswerStrategy):
         """The votes: each chosen source answers from its own passages (f_align filtered)."""
         sources = self.weights(run.ctx, list(run.ctx.sources))
         passages = retrieve_per_source(run.question, run.ctx, params.k, sources)
+        return self.vote(run, sources, passages, params)
+
+    def vote(
+        self,
+        run: Answering,
+        sources: Sequence[SourceInfo],
+        passages: Mapping[int, list[Passage]],
+        params: SourceVotingParams,
+        *,
+        lazy: bool = False,
+    ) -> list[SourceVote]:
+        """These sources answer from their passages, with the strategy's filter and parameters."""
         return answer_sources(
             run.question,
             run.ctx,
@@ -80,6 +92,7 @@ class _Voting(AnswerStrategy):
             run.stats,
             params.tau,
             self.use_filter,
+            lazy=lazy,
             min_relevance=params.min_relevance,
         )
 
@@ -160,17 +173,7 @@ class RaRag(_Voting):
         params: SourceVotingParams,
     ) -> list[SourceVote]:
         """One κ-RRSS batch answers; its filter decides from the NLI's bounds where it can."""
-        return answer_sources(
-            run.question,
-            run.ctx,
-            batch,
-            passages,
-            run.stats,
-            params.tau,
-            self.use_filter,
-            lazy=True,
-            min_relevance=params.min_relevance,
-        )
+        return self.vote(run, batch, passages, params, lazy=True)
 
     def settle(self, run: Answering, votes: list[SourceVote]) -> None:
         """One batched encoding gives every vote its exact score and the clustering its texts."""
@@ -186,16 +189,7 @@ class RaRagRss(_Voting):
         assert isinstance(params, RaRagParams)
         sources = kappa_rss(list(run.ctx.sources), params.kappa)
         passages = retrieve_per_source(run.question, run.ctx, params.k, sources)
-        return answer_sources(
-            run.question,
-            run.ctx,
-            sources,
-            passages,
-            run.stats,
-            params.tau,
-            self.use_filter,
-            min_relevance=params.min_relevance,
-        )
+        return self.vote(run, sources, passages, params)
 
 
 @register("ra-rag-all")

@@ -96,18 +96,13 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
             value = params[name]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 errors[name] = f"{name} must be a whole number from {low} to {high}."
-    if "tau" in params:
-        tau = _number(params["tau"])
-        if tau is None or not 0.0 <= tau <= 1.0:
-            errors["tau"] = "tau must be a number from 0 to 1."
-        else:
-            params["tau"] = tau
-    if "min_relevance" in params:
-        relevance = _number(params["min_relevance"])
-        if relevance is None or not 0.0 <= relevance <= 1.0:
-            errors["min_relevance"] = "min_relevance must be a number from 0 to 1."
-        else:
-            params["min_relevance"] = relevance
+    for name in ("tau", "min_relevance"):
+        if name in params:
+            number = _number(params[name])
+            if number is None or not 0.0 <= number <= 1.0:
+                errors[name] = f"{name} must be a number from 0 to 1."
+            else:
+                params[name] = number
     for name in ("strict", "use_gold"):
         if name in params and not isinstance(params[name], bool):
             errors[name] = f"{name} must be true or false."

@@ -133,38 +133,29 @@ class GroundedGenerator:
         return getattr(self.model, name)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        out = self.model.generate(requests)
-        redo = [
-            i
+        out = list(self.model.generate(requests))
+        # Why each answer is not kept (only requests with the answer prompt and passages: without
+        # passages, vanilla-llm's, there is nothing to hold the model's own knowledge to).
+        reasons = {
+            i: reason
             for i, (request, generation) in enumerate(zip(requests, out, strict=True))
-            # Without passages (vanilla-llm: the model's own knowledge) there is nothing to hold it to.
             if request.prompt is None
             and request.passages
-            and why_replaced(request.question, generation.text, request.passages)
-        ]
-        if self.unsupported == "abstain":
-            unheld = [
-                i for i in redo if why_replaced(requests[i].question, out[i].text, requests[i].passages) == UNHELD
-            ]
-            out = list(out)
-            for i in unheld:
-                out[i] = Generation(IDK, out[i].backend, out[i].prompt_tokens, out[i].completion_tokens)
-            redo = [i for i in redo if i not in unheld]
-        restated = {}
-        for i in redo:
-            text = out[i].text
-            if is_sentence(text) or echoes_question(requests[i].question, text):
-                answer = answer_in_sentence(requests[i].question, text)
-                if answer and why_replaced(requests[i].question, answer, requests[i].passages) is None:
-                    restated[i] = answer
-        if restated:
-            out = list(out)
-            for i, answer in restated.items():
-                out[i] = Generation(answer, out[i].backend, out[i].prompt_tokens, out[i].completion_tokens)
-            redo = [i for i in redo if i not in restated]
+            and (reason := why_replaced(request.question, generation.text, request.passages))
+        }
+        redo = []
+        for i, reason in reasons.items():
+            request, model = requests[i], out[i]
+            if reason == UNHELD and self.unsupported == "abstain":
+                out[i] = Generation(IDK, model.backend, model.prompt_tokens, model.completion_tokens)
+                continue
+            answer = answer_in_sentence(request.question, model.text) if reason != UNHELD else None
+            if answer and why_replaced(request.question, answer, request.passages) is None:
+                out[i] = Generation(answer, model.backend, model.prompt_tokens, model.completion_tokens)
+            else:
+                redo.append(i)
         if redo:
             spans = self.reader.generate([requests[i] for i in redo])
-            out = list(out)
             for i, span in zip(redo, spans, strict=True):
                 model = out[i]
                 # The reader's span is held to the same rule ("supernatural" for a question
