@@ -75,7 +75,7 @@ def ceiling(corpus: Corpus, q: BenchQuestion) -> Ceiling:
         holding = corpus.holdings.get((s.id, q.qid))
         if holding is not None and holding.kind in ("factual", "misinfo"):
             answers[s.id] = holding.answer
-    true = corpus.true_reliability
+    true = corpus.reliability_for(q.qid)
 
     def right(winner: str | None) -> bool:
         return winner is not None and answer_contains_gold(winner, q.gold)
@@ -121,7 +121,7 @@ def attribute(
         if not any(_grounded(result.answer, [p.text for p in v.passages]) for v in backers):
             return "filter-kept"
     if any(answer_contains_gold(v.response, q.gold) for v in votes):
-        true = corpus.true_reliability
+        true = corpus.reliability_for(q.qid)
         answers = {v.source_id: f"cluster-{v.cluster}" for v in votes if v.cluster is not None}
         revote = _wmv(answers, {v.source_id: true.get(v.source_id, 0.0) for v in votes})
         right_clusters = {f"cluster-{v.cluster}" for v in votes if answer_contains_gold(v.response, q.gold)}

@@ -28,7 +28,13 @@ def _ints(text: str) -> list[int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", choices=[*QA_DATASETS, *TRUTH_DATASETS], default="poisonedrag")
-    parser.add_argument("--prior", choices=["beta", "adversary-hammer"], default="adversary-hammer")
+    parser.add_argument(
+        "--prior",
+        choices=["beta", "adversary-hammer", "topic-hammer"],
+        default="adversary-hammer",
+        help="topic-hammer: each adversary is adversarial on the questions of one or two topics (PoisonedRAG's "
+        "subsets) and honest elsewhere",
+    )
     parser.add_argument("--sources", type=int, default=9, help="number of simulated sources N")
     parser.add_argument("--adversaries", type=int, default=5, help="adversaries A (adversary-hammer prior)")
     parser.add_argument("--coverage", type=float, default=0.6, help="coverage r_i of every source")
@@ -74,6 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="truth",
         help="flights/books: truth discovery over the claims (default), or MultiRAG's protocol "
         "(questions from the gold items answered by the multirag and ra-rag strategies, F1)",
+    )
+    parser.add_argument(
+        "--topic-tags",
+        action="store_true",
+        help="the estimation queries carry their true topic (PoisonedRAG's subset) as a curator's tag; "
+        "default: the product finds the topics itself",
     )
     parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0..S-1)")
     parser.add_argument("--seed", type=int, default=None, help="run this one seed only")
@@ -181,7 +193,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         dataset=dataset,
         prior=options["prior"],
         sources=options["sources"],
-        adversaries=options["adversaries"] if options["prior"] == "adversary-hammer" else 0,
+        adversaries=options["adversaries"] if options["prior"] in ("adversary-hammer", "topic-hammer") else 0,
         coverage=options["coverage"],
         kappa=options["kappa"],
         tau=options["tau"],
@@ -203,6 +215,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         llm_runtime=options.get("llm_runtime") or "ctranslate2",
         grounded=not options.get("no_grounding"),
         unsupported=options.get("unsupported") or "reader",
+        topic_tags=bool(options.get("topic_tags")),
     )
     if config.generator != "reader" and not options.get("llm_cache_dir"):
         config.llm_cache_dir = str(Path(options.get("cache_dir") or default_cache_dir()) / "llm")

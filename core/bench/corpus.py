@@ -20,6 +20,8 @@ from core.bench.datasets import BenchQuestion
 
 DOCS_PER_HOLDING = 3
 BETA_MEAN = 0.6
+HONEST, ADVERSARIAL = 0.9, 0.1  # the hammer priors' two reliabilities
+PRIORS = ("adversary-hammer", "beta", "topic-hammer")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,12 @@ class SimSource:
     name: str
     reliability: float  # p_i, the true probability of holding factual documents
     coverage: float  # r_i
+    # topic-hammer: p_i on the questions of a topic, where it differs from ``reliability``
+    by_topic: tuple[tuple[str, float], ...] = ()
+
+    def reliability_on(self, topic: str) -> float:
+        """p_i on a question of ``topic``."""
+        return dict(self.by_topic).get(topic, self.reliability)
 
 
 @dataclass(frozen=True)
@@ -66,21 +74,52 @@ class Corpus:
 
     @property
     def true_reliability(self) -> dict[int, float]:
-        return {s.id: s.reliability for s in self.sources}
+        """p_i over the whole corpus: with topic-hammer, the mean over the questions' topics."""
+        topics = [q.topic for q in self.questions]
+        return {s.id: sum(s.reliability_on(t) for t in topics) / max(len(topics), 1) for s in self.sources}
+
+    def reliability_for(self, qid: str) -> dict[int, float]:
+        """p_i of every source on question ``qid`` (its topic's, under topic-hammer)."""
+        topic = self.question(qid).topic
+        return {s.id: s.reliability_on(topic) for s in self.sources}
 
 
 def sample_reliabilities(
     prior: str, n_sources: int, adversaries: int, rng: np.random.Generator, mean: float = BETA_MEAN
 ) -> list[float]:
-    """p_i from Beta(2w/(1-w), 2) (mean w) or the adversary-hammer prior (0.1 / 0.9)."""
+    """p_i from Beta(2w/(1-w), 2) (mean w) or the adversary-hammer prior (0.1 / 0.9); under
+    topic-hammer every source's overall p_i is 0.9 (see topic_reliabilities)."""
+    if prior == "topic-hammer":
+        return [HONEST] * n_sources
     if prior == "beta":
         alpha = 2 * mean / (1 - mean)
         return [float(x) for x in rng.beta(alpha, 2.0, size=n_sources)]
     if prior == "adversary-hammer":
         if not 0 <= adversaries <= n_sources:
             raise ValueError("adversaries must be between 0 and the number of sources")
-        return [0.1] * adversaries + [0.9] * (n_sources - adversaries)
+        return [ADVERSARIAL] * adversaries + [HONEST] * (n_sources - adversaries)
     raise ValueError(f"unknown prior {prior!r}")
+
+
+def topic_reliabilities(
+    adversaries: int, n_sources: int, topics: Sequence[str], rng: np.random.Generator
+) -> list[tuple[tuple[str, float], ...]]:
+    """topic-hammer: each of the first ``adversaries`` sources is adversarial (0.1) on the
+    questions of one or two topics drawn by the seed (never all of them), and as reliable as
+    an honest source (0.9) elsewhere; the others are honest everywhere."""
+    if not 0 <= adversaries <= n_sources:
+        raise ValueError("adversaries must be between 0 and the number of sources")
+    if len(topics) < 2:
+        raise ValueError("topic-hammer needs questions of two topics or more")
+    out: list[tuple[tuple[str, float], ...]] = []
+    for i in range(n_sources):
+        if i >= adversaries:
+            out.append(())
+            continue
+        count = int(rng.integers(1, min(2, len(topics) - 1) + 1))
+        chosen = sorted(str(t) for t in rng.choice(sorted(topics), size=count, replace=False))
+        out.append(tuple((t, ADVERSARIAL) for t in chosen))
+    return out
 
 
 def make_sources(
@@ -89,14 +128,16 @@ def make_sources(
     adversaries: int,
     coverage: float | Sequence[float],
     seed: int,
+    topics: Sequence[str] = (),
 ) -> list[SimSource]:
     rng = np.random.default_rng(seed)
     reliabilities = sample_reliabilities(prior, n_sources, adversaries, rng)
+    by_topic = topic_reliabilities(adversaries, n_sources, topics, rng) if prior == "topic-hammer" else [()] * n_sources
     coverages = [float(coverage)] * n_sources if isinstance(coverage, int | float) else list(coverage)
     if len(coverages) != n_sources:
         raise ValueError("one coverage per source")
     return [
-        SimSource(id=i + 1, name=f"source-{i + 1}", reliability=p, coverage=r)
+        SimSource(id=i + 1, name=f"source-{i + 1}", reliability=p, coverage=r, by_topic=by_topic[i])
         for i, (p, r) in enumerate(zip(reliabilities, coverages, strict=True))
     ]
 
@@ -134,7 +175,7 @@ def build_corpus(
             if rng.random() >= source.coverage:
                 holdings[(source.id, q.qid)] = Holding("none")
                 continue
-            if rng.random() < source.reliability:
+            if rng.random() < source.reliability_on(q.topic):
                 texts = rng.sample(q.factual_docs, min(DOCS_PER_HOLDING, len(q.factual_docs)))
                 holdings[(source.id, q.qid)] = Holding("factual", q.gold[0])
                 add(source, q, texts, "factual", q.gold[0])

@@ -46,6 +46,13 @@ class BenchQuestion:
     dataset: str = ""
 
     @property
+    def topic(self) -> str:
+        """The subset a question comes from ("nq", "hotpotqa", "msmarco" for PoisonedRAG; the
+        data set's name otherwise): topic-hammer's topics, never shown to the product."""
+        head, colon, _ = self.qid.partition(":")
+        return head if colon and head != self.dataset else self.dataset
+
+    @property
     def wrong_answers(self) -> list[str]:
         return list(self.misinfo_docs)
 

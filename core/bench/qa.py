@@ -73,6 +73,8 @@ class QAConfig:
     grounded: bool = True
     unsupported: str = "reader"  # GroundedGenerator: an answer its passages lack becomes "reader" or "abstain"
     data_dir: str = ""  # the reference data (the demo data set is checked against it)
+    topics: bool = True  # estimate per-topic reliabilities too (ra-rag weighs by them; ra-rag-global does not)
+    topic_tags: bool = False  # the estimation queries carry their true topic as a curator's tag
 
     def resolved_methods(self) -> list[str]:
         from core.engine.strategies import available_strategies, runnable_strategies
@@ -157,6 +159,13 @@ class SeedRun:
     gold_used: int = 0  # estimation queries that carried their reference answer (random and active)
     calibration: dict[str, Any] = field(default_factory=dict)  # the fitted map (empty: none)
     ceilings: dict[str, float] = field(default_factory=dict)  # core.bench.attribution.ceilings
+    # (estimated, true) accuracy per source x true topic (topic_reliability_cells)
+    topic_cells: list[tuple[float, float]] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)  # the topics the run found
+
+    @property
+    def topic_correlation(self) -> dict[str, float]:
+        return correlations([e for e, _ in self.topic_cells], [t for _, t in self.topic_cells])
 
     @property
     def reliability_correlation(self) -> dict[str, float]:
@@ -279,7 +288,7 @@ def crowd_answers(votes_per_task: Sequence[Sequence[tuple[int, str]]], method: s
 
 def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Embedder, seed: int) -> SeedRun:
     from core.engine.backends.nli import EmbeddingLexicalNLI
-    from core.engine.estimation import EstimationResult, estimate, estimate_from_records
+    from core.engine.estimation import EstimationResult, TopicInput, estimate, estimate_from_records
     from core.engine.params import parse_params
     from core.engine.reliability.identify import proposed_checks
     from core.engine.strategies import EngineContext, EstimationParams, ensure_runnable, get_strategy
@@ -291,7 +300,8 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         corpus = load_demo_corpus(Path(config.data_dir))
         sources = corpus.sources
     else:
-        sources = make_sources(config.prior, config.sources, config.adversaries, config.coverage, seed)
+        topics = sorted({q.topic for q in questions})
+        sources = make_sources(config.prior, config.sources, config.adversaries, config.coverage, seed, topics)
         corpus = build_corpus(questions, sources, seed, config.estimation_queries, config.collude, config.max_questions)
     documents = {d.id: d for d in corpus.documents}
     retriever = build_retriever(corpus, embedder)
@@ -320,7 +330,9 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     gold = {
         i: list(corpus.question(q).gold) for i, q in enumerate(corpus.estimation_ids[: max(config.gold_queries, 0)])
     }
-    estimation = estimate(estimation_texts, ctx, estimator=config.estimator, gold=gold or None)
+    tags = [corpus.question(q).topic for q in corpus.estimation_ids] if config.topic_tags else None
+    topic_input = TopicInput(list(embedder.encode(estimation_texts)), tags) if config.topics else None
+    estimation = estimate(estimation_texts, ctx, estimator=config.estimator, gold=gold or None, topics=topic_input)
     if config.active_gold > 0:
         checks = proposed_checks(estimation.reliability, config.active_gold, exclude=gold)
         gold = {**gold, **{i: list(corpus.question(corpus.estimation_ids[i]).gold) for i in checks}}
@@ -332,16 +344,27 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             ctx.params.strict_clustering,
             estimator=config.estimator,
             gold=gold,
+            topics=topic_input,
         )
         estimation = EstimationResult(records, anchored, estimation.source_ids, estimation.stats)
     identification = estimation.reliability.identification
     estimation_seconds = time.perf_counter() - started + getattr(generator, "replayed_seconds", 0.0) - replayed
     weights = estimation.by_source()
     rel = dict(zip(estimation.source_ids, estimation.reliability.sources, strict=True))
+    topical = estimation.reliability.topical
+    column = {sid: j for j, sid in enumerate(estimation.source_ids)}
     ctx.sources = [
-        SourceInfo(s.id, s.name, weight=weights[s.id], answers_count=rel[s.id].answers, accuracy=rel[s.id].accuracy)
+        SourceInfo(
+            s.id,
+            s.name,
+            weight=weights[s.id],
+            answers_count=rel[s.id].answers,
+            accuracy=rel[s.id].accuracy,
+            topic_accuracy=tuple(row[column[s.id]].accuracy for row in topical.cells) if topical else (),
+        )
         for s in sources
     ]
+    ctx.topics = topical.model if topical else None
 
     ctx.weight_scheme = get_estimator(config.estimator).weight_scheme
     if config.calibrate and gold:
@@ -363,6 +386,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
 
     tests = [corpus.question(q) for q in corpus.test_ids]
     limits = [ceiling(corpus, q) for q in tests]
+    topic_cells = topic_reliability_cells(corpus, tests, ctx, embedder)
     runs: dict[str, MethodRun] = {}
     test_votes: list[list[tuple[int, str]]] = []
     strategy_names = [m for m in methods if m not in CROWD_METHODS]
@@ -375,6 +399,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         strategy_params = parse_params(strategy.Params, overrides, defaults)
         run = MethodRun()
         for q in tests:
+            ctx.oracle = corpus.reliability_for(q.qid)  # the oracle knows each question's topic
             replayed = getattr(generator, "replayed_seconds", 0.0)
             started = time.perf_counter()
             result = strategy.answer(q.question, ctx, strategy_params)
@@ -442,4 +467,30 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         gold_used=len(gold),
         calibration=ctx.calibration.as_dict() if ctx.calibration.fitted else {},
         ceilings=ceilings(corpus, tests),
+        topic_cells=topic_cells,
+        topics=topical.model.as_dict()["topics"] if topical and topical.model else [],  # type: ignore[arg-type]  # as_dict's topics: a list of dicts
     )
+
+
+def topic_reliability_cells(
+    corpus: Corpus, tests: Sequence[BenchQuestion], ctx: Any, embedder: Embedder
+) -> list[tuple[float, float]]:
+    """(estimated, true) per source and true topic: the mean over the test questions of that
+    topic of the accuracy the product weighs the source with on each (its topics' blend,
+    steps.topic_weights, or its one overall number), against the source's true reliability
+    on the topic. What ``reliability.topic_pearson`` correlates."""
+    from core.engine.steps.topic_weights import weigh_by_topic
+
+    by_topic: dict[str, list[BenchQuestion]] = {}
+    for q in tests:
+        by_topic.setdefault(q.topic, []).append(q)
+    cells = []
+    for topic, questions in sorted(by_topic.items()):
+        sums: dict[int, float] = {}
+        for q in questions:
+            weighed, _record = weigh_by_topic(q.question, ctx)
+            for s in weighed:
+                sums[s.id] = sums.get(s.id, 0.0) + float(s.accuracy if s.accuracy is not None else 0.5)
+        truth = {s.id: s.reliability_on(topic) for s in corpus.sources}
+        cells += [(sums[sid] / len(questions), truth[sid]) for sid in sorted(sums)]
+    return cells

@@ -37,7 +37,7 @@ def qa_table(summary: dict[str, Any]) -> str:
     lines.append("")
     lines.append(
         f"Reliability estimate vs truth ({estimate} vs p_i, mean over seeds): Pearson {_num(rel.get('pearson'))}, "
-        f"Spearman {_num(rel.get('spearman'))}"
+        f"Spearman {_num(rel.get('spearman'))}; per source and topic: Pearson {_num(rel.get('topic_pearson'))}"
     )
     copy = summary.get("copy_detection") or {}
     if copy.get("flagged") or copy.get("colluding"):

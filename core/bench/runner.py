@@ -63,6 +63,9 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
         "reliability": {
             "pearson": mean_ignoring_nan([c["pearson"] for c in correlations]),
             "spearman": mean_ignoring_nan([c["spearman"] for c in correlations]),
+            # Estimated against true reliability over source x (true) topic cells: what each
+            # source is weighed with on a topic's questions (core.bench.qa.topic_reliability_cells)
+            "topic_pearson": mean_ignoring_nan([r.topic_correlation["pearson"] for r in runs]),
             "per_seed": [
                 {
                     "seed": r.seed,
@@ -72,6 +75,8 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
                     "estimated_accuracy": {str(k): v for k, v in r.estimated_accuracy.items()},
                     "estimated_weight": {str(k): v for k, v in r.estimated_weight.items()},
                     "answers": {str(k): v for k, v in r.answers_count.items()},
+                    "topic_pearson": r.topic_correlation["pearson"],
+                    "topics": [{k: t[k] for k in ("key", "name", "size")} for t in r.topics],
                 }
                 for r, c in zip(runs, correlations, strict=True)
             ],

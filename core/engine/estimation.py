@@ -10,12 +10,16 @@ one is named; see core.engine.reliability). estimate() chains both for in-memory
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.backends.nli import NLI
 from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE, Prior, ReliabilityResult, get_estimator, to_matrix
+from core.engine.reliability.base import LabelMatrix
 from core.engine.reliability.identify import equalise, identify
+from core.engine.reliability.topical import TopicalReliability, topical_reliability
 from core.engine.steps.alignment import align_many, support_texts
 from core.engine.steps.calibration import Calibration, calibrate
 from core.engine.steps.clustering import cluster_answers, clustering_texts
@@ -23,6 +27,7 @@ from core.engine.steps.relevance import generate_read, on_topic
 from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import EngineContext
 from core.engine.text import IDK, answer_contains_gold
+from core.engine.topics import TopicModel, find_topics, match_topics
 from core.engine.types import CallStats, Passage, Vector
 
 
@@ -136,6 +141,7 @@ def estimate_from_records(
     beta: float = 1.0,
     estimator: str = DEFAULT_ESTIMATOR,
     gold: Mapping[int, Sequence[str]] | None = None,
+    topics: TopicInput | None = None,
 ) -> tuple[ReliabilityResult, list[ResponseRecord]]:
     """Cluster each query's responses, build the vote matrix, run the named estimator
     with a Beta(alpha, beta) prior.
@@ -145,6 +151,10 @@ def estimate_from_records(
     cluster does), which anchors the estimator (see core.engine.reliability.base).
     Missing (query, source) pairs count as IDK, so a partial run still estimates.
     Records get their cluster label set in place.
+
+    ``topics`` (the queries' vectors, optional tags, the earlier run's topics): the result
+    also carries each source's reliability per topic (``result.topical``,
+    core.engine.reliability.topical), topics found from the queries and their answers.
     """
     chosen = get_estimator(estimator)  # an unknown name fails before any clustering
     column = {sid: j for j, sid in enumerate(source_ids)}
@@ -176,7 +186,59 @@ def estimate_from_records(
     # Does agreement identify the estimate, or only the sizes of two groups of sources? When
     # not, neither group is amplified (core.engine.reliability.identify).
     found = identify(votes, result, gold=gold_labels)
-    return equalise(result, found, scheme=chosen.weight_scheme), list(records)
+    settled = equalise(result, found, scheme=chosen.weight_scheme)
+    if topics is not None and len(questions):
+        settled = replace(
+            settled,
+            topical=estimate_topics(
+                questions, votes, settled, topics, scheme=chosen.weight_scheme, gold=gold_labels, matrix=matrix
+            ),
+        )
+    return settled, list(records)
+
+
+@dataclass(frozen=True)
+class TopicInput:
+    """What per-topic estimation needs beside the answers: each query's vector (the product's
+    embedder), a curator's tag per query where there is one, the earlier run's topics (so
+    keys and names carry over)."""
+
+    vectors: Sequence[Vector]
+    tags: Sequence[str | None] | None = None
+    previous: TopicModel | None = None
+
+
+def estimate_topics(
+    questions: Sequence[str],
+    votes: LabelMatrix,
+    result: ReliabilityResult,
+    topics: TopicInput,
+    *,
+    scheme: str,
+    gold: Mapping[int, int] | None,
+    matrix: Sequence[Sequence[int | None]],
+) -> TopicalReliability | None:
+    """Find the queries' topics (their text, or a curator's tags) and estimate every source
+    on each; None when the queries form one topic.
+
+    The topics come from the text alone, not from where the sources' answers differ: topics
+    cut where some source happened to disagree are then "found" to differ in that source's
+    reliability, by construction (measured: clustering on the answers as well gave sources
+    whose reliability does not vary by topic differences of 0.4 between topics, and cost 2.6
+    points against one reliability per source on PoisonedRAG's beta prior)."""
+    if len(topics.vectors) != len(questions):
+        raise ValueError("one vector per query")
+    fit = find_topics(questions, topics.vectors, topics.tags)
+    model = match_topics(fit.model, topics.previous)
+    if len(model.topics) < 2:
+        return None
+    # The queries of the run belong to the topics they were found in; a new question is
+    # assigned softly by its text (TopicModel.membership).
+    membership = np.eye(len(model.topics))[fit.labels]
+    topical = topical_reliability(
+        votes, result, membership, model.keys, scheme=scheme, candidates=answer_candidates(matrix), gold=gold
+    )
+    return replace(topical, model=model)
 
 
 def answer_candidates(matrix: Sequence[Sequence[int | None]]) -> list[int | None]:
@@ -213,15 +275,24 @@ def estimate(
     ctx: EngineContext,
     estimator: str = DEFAULT_ESTIMATOR,
     gold: Mapping[int, Sequence[str]] | None = None,
+    topics: TopicInput | None = None,
 ) -> EstimationResult:
-    """Every question against every source, then the named estimator (AccuCopy by default)."""
+    """Every question against every source, then the named estimator (AccuCopy by default);
+    with ``topics``, per-topic reliabilities too."""
     get_estimator(estimator)  # an unknown name fails before any generator call
     stats = CallStats()
     source_ids = [s.id for s in ctx.sources]
     pairs = [(q, s) for q in range(len(questions)) for s in source_ids]
     records = answer_pairs(questions, pairs, ctx, stats)
     result, records = estimate_from_records(
-        questions, source_ids, records, ctx.nli, ctx.params.strict_clustering, estimator=estimator, gold=gold
+        questions,
+        source_ids,
+        records,
+        ctx.nli,
+        ctx.params.strict_clustering,
+        estimator=estimator,
+        gold=gold,
+        topics=topics,
     )
     return EstimationResult(records, result, source_ids, stats)
 

@@ -67,6 +67,8 @@ class SourceInfo:
     weight: float = 1.0  # v_i; 1.0 (every source equal) before any estimation run
     answers_count: int = 0  # how many non-IDK answers the estimate rests on
     accuracy: float | None = None  # w_i; None when never estimated
+    # w_i per topic of the latest run (EngineContext.topics order); empty: one number for all
+    topic_accuracy: tuple[float, ...] = ()
 
 
 JSON = dict[str, Any]

@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from core.engine.reliability.topical import TopicalReliability
 
 MISSING = -1  # matrix code for IDK / no answer
 GOLD_NONE = -2  # gold code: the reference answer matches none of the query's answer labels
@@ -133,6 +136,8 @@ class ReliabilityResult:
     # Whether agreement identifies this estimate (core.engine.reliability.identify); set by
     # core.engine.estimation, None from an estimator alone.
     identification: Identification | None = None
+    # Per source and topic (core.engine.reliability.topical), when the run found topics
+    topical: TopicalReliability | None = None
 
     @property
     def weights(self) -> list[float]:

@@ -341,4 +341,9 @@ def proposed_checks(result: ReliabilityResult, n: int, *, exclude: Collection[in
     if n <= 0 or result.identification is None:
         return []
     skip = {int(q) for q in exclude}
-    return [q for q in result.identification.checks if q not in skip][:n]
+    found = result.identification
+    # Then the disputed queries of topics that agreement does not settle (a bloc that is the
+    # majority on one topic only).
+    topical = result.topical.checks() if result.topical is not None else []
+    ordered = list(found.checks) + [q for q in topical if q not in found.checks]
+    return [q for q in ordered if q not in skip][:n]

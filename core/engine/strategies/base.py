@@ -28,6 +28,7 @@ from core.engine.backends.nli import NLI
 from core.engine.claims.store import ClaimStore
 from core.engine.params import NoParams, ParamSet
 from core.engine.steps.calibration import IDENTITY, Calibration
+from core.engine.topics import TopicModel
 from core.engine.types import CallStats, Embedder, Passage, Retriever, SourceInfo
 
 JSONValue = Any  # str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]
@@ -115,6 +116,9 @@ class EngineContext:
     # ("paper" or "log-odds", core.engine.reliability.weights): a log-odds estimate weighs a
     # vote by the question's number of candidate answers too (pipeline.cluster_and_vote).
     weight_scheme: str = "paper"
+    # The latest run's topics (core.engine.topics): a question is weighed by its topics'
+    # reliabilities (SourceInfo.topic_accuracy); None: one reliability per source.
+    topics: TopicModel | None = None
 
     def report(self, events: Sequence[SourceEvent]) -> None:
         """Pass per-source progress to the listener, if any (one call per batch)."""

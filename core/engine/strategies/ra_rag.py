@@ -9,6 +9,7 @@ from typing import ClassVar
 from core.engine.params import ParamSet, param
 from core.engine.steps.relevance import MIN_SIMILARITY
 from core.engine.steps.selection import by_reliability, kappa_rrss, kappa_rss
+from core.engine.steps.topic_weights import weigh_by_topic
 from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import (
     Answering,
@@ -64,6 +65,9 @@ class _Voting(AnswerStrategy):
     Params: ClassVar[type[ParamSet]] = SourceVotingParams
     use_filter: ClassVar[bool] = True
     estimated: ClassVar[bool] = True  # the votes weigh with the estimate (not MV's ones, not the oracle's)
+    # Weigh each source by its reliability on the question's topics (steps.topic_weights)
+    # where the run found topics; False: one reliability per source.
+    topical: ClassVar[bool] = True
 
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
         return sources
@@ -97,8 +101,13 @@ class _Voting(AnswerStrategy):
         )
 
     def answer(self, question: str, ctx: EngineContext, params: SourceVotingParams) -> StrategyResult:
-        run = self.begin(question, ctx)
         trace: dict[str, object] = {}
+        if self.estimated and self.topical:
+            sources, topic = weigh_by_topic(question, ctx)
+            if topic is not None:
+                ctx = replace(ctx, sources=sources)
+                trace["topic"] = topic
+        run = self.begin(question, ctx)
         listed = by_reliability(ctx.sources)  # the order kappa-RRSS and kappa-RSS ask them in
         report_waiting(ctx, listed)
         votes = self.choose(run, params, trace)
@@ -178,6 +187,13 @@ class RaRag(_Voting):
     def settle(self, run: Answering, votes: list[SourceVote]) -> None:
         """One batched encoding gives every vote its exact score and the clustering its texts."""
         settle_scores(run.question, run.ctx, votes, self.use_filter)
+
+
+@register("ra-rag-global")
+class RaRagGlobal(RaRag):
+    description = "RA-RAG with one reliability per source, whatever the question's topic"
+    product = False  # an ablation of ra-rag
+    topical = False
 
 
 @register("ra-rag-rss")

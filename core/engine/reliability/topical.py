@@ -1,0 +1,256 @@
+"""Reliability per source and topic, estimated in the same run as the overall one.
+
+A source's accuracy on topic t is its agreement with the estimated answers on the queries of
+t, shrunk toward its overall accuracy (hierarchical: a Beta prior centred on the overall
+accuracy, worth STRENGTH answers), so a topic with three answers moves a source a little and
+a topic with thirty decides it:
+
+    w_{s,t} = (agreements_{s,t} + STRENGTH * w_s) / (answers_{s,t} + STRENGTH)
+
+and then, per source, pulled further toward w_s by how much its topics differ beyond their
+sampling noise (empirical Bayes, `shrunk`): topics that differ by chance leave one number.
+
+Queries belong to topics softly (core.engine.topics: a membership row per query), so a query
+between two topics counts in both, by its share. The answers are then re-estimated with each
+query's own weights (a source weighs, on a query, the mix of its topics' accuracies), and
+the two steps repeat until the answers stop changing: a source wrong on one topic no longer
+drags the answers of that topic with its overall weight.
+
+Identification (core.engine.reliability.identify) is checked per topic as it is overall: a
+colluding bloc can be the majority on one topic only, and there only the bloc's size chose
+the answers. Such a topic is equalised (every source one equal vote on it: a majority vote)
+until checks settle it, and its contested queries are proposed as checks.
+
+Pure numpy, no database; the run's services persist what it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from core.engine.reliability.base import (
+    GOLD_WEIGHT,
+    MISSING,
+    Identification,
+    LabelMatrix,
+    ReliabilityResult,
+    gold_vector,
+    interval_holding,
+    wilson_interval,
+)
+from core.engine.reliability.weights import voting_weight
+from core.engine.topics import TopicModel
+
+FloatMatrix = npt.NDArray[np.float64]
+
+# The prior's weight, in answers: a topic's own evidence outweighs the overall number from
+# about STRENGTH answers on (three answers all wrong move a source at 0.9 to 0.5, not to 0);
+# the empirical-Bayes step of `shrunk` then keeps only differences beyond chance.
+STRENGTH = 4.0
+MAX_ROUNDS = 20
+# A query counts in a topic's identification check when at least this share of it is there.
+CORE_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class TopicCell:
+    """One source on one topic."""
+
+    accuracy: float
+    weight: float
+    answers: float  # non-IDK answers on the topic's queries (soft: a query counts by its share)
+    agreements: float
+    interval: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class TopicalReliability:
+    """Per topic (columns of the membership) and source (columns of the label matrix)."""
+
+    keys: list[str]
+    cells: list[list[TopicCell]]  # [topic][source]
+    answers: list[int | None]  # the per-query answers the topical weights give
+    identification: list[Identification | None] = field(default_factory=list)  # per topic
+    queries: list[float] = field(default_factory=list)  # per topic: its share of the queries
+    rounds: int = 0
+    model: TopicModel | None = None  # the topics (names, how a question is assigned)
+
+    def accuracy(self, topic: int, source: int) -> float:
+        return self.cells[topic][source].accuracy
+
+    def accuracies(self) -> FloatMatrix:
+        """topics x sources."""
+        return np.array([[c.accuracy for c in row] for row in self.cells], dtype=np.float64)
+
+    def unsettled(self) -> list[int]:
+        """Topics whose estimate agreement does not identify."""
+        return [t for t, found in enumerate(self.identification) if found is not None and not found.identified]
+
+    def checks(self) -> list[int]:
+        """The unsettled topics' proposed checks, interleaved (a few on each)."""
+        lists = [list(self.identification[t].checks) for t in self.unsettled()]  # type: ignore[union-attr]  # unsettled() keeps identified topics only
+        out: list[int] = []
+        for rank in range(max((len(x) for x in lists), default=0)):
+            out += [x[rank] for x in lists if rank < len(x) and x[rank] not in out]
+        return out
+
+
+def shrunk(agreements: FloatMatrix, answers: FloatMatrix, overall: FloatMatrix, strength: float) -> FloatMatrix:
+    """topics x sources accuracies: the source's overall accuracy (the estimator's), moved on
+    each topic by how far the source's agreement rate there is from its agreement rate on all
+    topics together. The topic's rate is smoothed toward the pooled rate by ``strength``
+    pseudo-answers, and the move is pulled further toward zero by how much the source's topics
+    really differ (empirical Bayes, per source: the spread of its topic rates beyond what
+    their sampling noise explains). A source whose topics differ only by chance keeps its
+    overall number on every topic; one right on some topics and wrong on others keeps the
+    difference."""
+    total_answers = answers.sum(axis=0)
+    pooled = np.divide(agreements.sum(axis=0), total_answers, out=overall.copy(), where=total_answers > 0)
+    smoothed = (agreements + strength * pooled[None, :]) / (answers + strength)
+    p = np.clip(pooled, 0.05, 0.95)[None, :]
+    noise = p * (1 - p) / (answers + strength)  # sampling variance of each cell
+    has = answers > 0
+    out = np.tile(overall, (agreements.shape[0], 1)).astype(np.float64)
+    for j in range(agreements.shape[1]):
+        rows = has[:, j]
+        if rows.sum() < 2:
+            continue
+        deviation = smoothed[rows, j] - pooled[j]
+        spread = max(0.0, float(np.mean(deviation**2) - np.mean(noise[rows, j])))
+        keep = spread / (spread + noise[rows, j])
+        out[rows, j] = np.clip(overall[j] + keep * deviation, 0.0, 1.0)
+    return out
+
+
+def blend(membership: Sequence[float], topical: TopicalReliability, source: int) -> float:
+    """A source's accuracy on a question that belongs to the topics by ``membership``."""
+    return float(sum(share * topical.accuracy(t, source) for t, share in enumerate(membership)))
+
+
+def _weights(accuracy: FloatMatrix, n_sources: int, scheme: str, candidates: Sequence[int | None]) -> FloatMatrix:
+    """queries x sources voting weights from per-query accuracies."""
+    out = np.zeros_like(accuracy)
+    for q in range(accuracy.shape[0]):
+        k = candidates[q] if q < len(candidates) else None
+        out[q] = [voting_weight(a, n_sources, scheme=scheme, n_candidates=k) for a in accuracy[q]]
+    return out
+
+
+def _vote(labels: LabelMatrix, weights: FloatMatrix) -> npt.NDArray[np.int64]:
+    """Per query, the label with the largest summed weight (ties: the larger count, then the
+    smaller label); MISSING where nobody answered."""
+    out = np.full(labels.shape[0], MISSING, dtype=np.int64)
+    for q in range(labels.shape[0]):
+        answered = labels[q] >= 0
+        if not answered.any():
+            continue
+        scores: dict[int, tuple[float, int]] = {}
+        for label, w in zip(labels[q][answered], weights[q][answered], strict=True):
+            total, count = scores.get(int(label), (0.0, 0))
+            scores[int(label)] = (total + float(w), count + 1)
+        out[q] = max(scores, key=lambda x: (scores[x][0], scores[x][1], -x))
+    return out
+
+
+def topical_reliability(
+    labels: LabelMatrix,
+    result: ReliabilityResult,
+    membership: FloatMatrix,
+    keys: Sequence[str],
+    *,
+    scheme: str = "paper",
+    candidates: Sequence[int | None] = (),
+    gold: Mapping[int, int] | None = None,
+    strength: float = STRENGTH,
+    identify_topics: bool = True,
+) -> TopicalReliability:
+    """Per-topic reliabilities of the sources of ``labels`` around the overall ``result``.
+
+    ``membership``: queries x topics, rows summing to 1. ``gold``: checked rows and their gold
+    labels (GOLD_NONE: none of the answers), fixed and counted GOLD_WEIGHT times."""
+    from core.engine.reliability.identify import identify
+
+    n_queries, n_sources = labels.shape
+    n_topics = membership.shape[1] if membership.ndim == 2 else 0
+    if n_topics == 0 or membership.shape[0] != n_queries:
+        raise ValueError("membership must have one row per query and one column per topic")
+    overall = np.array([s.accuracy for s in result.sources], dtype=np.float64)
+    gold_labels = gold_vector(gold, n_queries)
+    gold_rows = gold_labels != MISSING
+    row_weight = np.where(gold_rows, GOLD_WEIGHT, 1.0)
+    answered = labels >= 0
+    truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)
+    truth[gold_rows] = gold_labels[gold_rows]
+    accuracy = np.tile(overall, (n_topics, 1))
+    rounds = 0
+    while rounds < MAX_ROUNDS:
+        rounds += 1
+        agree = (labels == truth[:, None]) & answered
+        mass = membership * row_weight[:, None]  # queries x topics
+        agreements = mass.T @ agree.astype(np.float64)  # topics x sources
+        answers = mass.T @ answered.astype(np.float64)
+        accuracy = shrunk(agreements, answers, overall, strength)
+        per_query = membership @ accuracy  # queries x sources
+        new_truth = _vote(labels, _weights(per_query, n_sources, scheme, candidates))
+        new_truth[gold_rows] = gold_labels[gold_rows]
+        if np.array_equal(new_truth, truth):
+            break
+        truth = new_truth
+    agree = (labels == truth[:, None]) & answered
+    agreements = membership.T @ agree.astype(np.float64)
+    answers = membership.T @ answered.astype(np.float64)
+
+    found: list[Identification | None] = [None] * n_topics
+    if identify_topics and n_topics > 1:
+        core = membership.argmax(axis=1)
+        for t in range(n_topics):
+            rows = np.flatnonzero((core == t) & (membership[:, t] >= CORE_SHARE))
+            if len(rows) == 0:
+                continue
+            sub = ReliabilityResult(
+                [replace(s, accuracy=float(accuracy[t, j])) for j, s in enumerate(result.sources)],
+                [None if truth[q] == MISSING else int(truth[q]) for q in rows],
+                rounds,
+                True,
+            )
+            position = {int(q): i for i, q in enumerate(rows)}
+            sub_gold = {position[q]: int(g) for q, g in (gold or {}).items() if int(q) in position}
+            verdict = identify(labels[rows], sub, gold=sub_gold)
+            verdict = replace(
+                verdict,
+                contested=[int(rows[i]) for i in verdict.contested],
+                checks=[int(rows[i]) for i in verdict.checks],
+            )
+            found[t] = verdict
+            if not verdict.identified and verdict.dissent_bloc:
+                # Only the sizes of two groups chose this topic's answers: one equal vote each.
+                has = answers[t] > 0
+                if has.any():
+                    accuracy[t, has] = float(accuracy[t, has].mean())
+    cells = [
+        [
+            TopicCell(
+                accuracy=float(accuracy[t, j]),
+                weight=voting_weight(float(accuracy[t, j]), n_sources, scheme=scheme),
+                answers=float(answers[t, j]),
+                agreements=float(agreements[t, j]),
+                interval=interval_holding(
+                    wilson_interval(int(round(agreements[t, j])), int(round(answers[t, j]))), float(accuracy[t, j])
+                ),
+            )
+            for j in range(n_sources)
+        ]
+        for t in range(n_topics)
+    ]
+    return TopicalReliability(
+        keys=list(keys),
+        cells=cells,
+        answers=[None if a == MISSING else int(a) for a in truth],
+        identification=found,
+        queries=[float(x) for x in membership.sum(axis=0)],
+        rounds=rounds,
+    )
