@@ -118,6 +118,10 @@ class EstimationRun(models.Model):
     # (core.engine.steps.calibration.Calibration.as_dict): {} when it had none; answers asked
     # after it are calibrated with it (core.services.engine_context.latest_calibration).
     calibration = models.JSONField(default=dict, blank=True)
+    # Reliability per topic (core.engine.reliability.topical): {"model": TopicModel.as_dict(),
+    # "cells": {source id: [{key, accuracy, low, high, answers}]}, "unsettled": [keys]};
+    # empty when the run's queries formed one topic.
+    topics = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

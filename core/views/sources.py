@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, render
 from core.roles import analyst_required
 from core.services.pages.copying import latest_collusion
 from core.services.pages.sources import reliability_history, source_disagreements, source_overview
+from core.services.topics import latest_topic_run, topic_cells
 from core.views.charts import reliability_chart, sparkline
 from sources.models import Document, Source
 
@@ -54,11 +55,16 @@ def source_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .order_by("-ingested_at", "id")
     )
     page = Paginator(documents, 20).get_page(request.GET.get("page"))
+    topic_run = latest_topic_run()
+    topics = topic_cells(topic_run, source.pk)
     return render(
         request,
         "core/source_detail.html",
         {
             "source": source,
+            "topic_run": topic_run,
+            "topics": topics,
+            "topic_chart_height": 28 * len(topics) + 8,
             "history": history,
             "chart": reliability_chart(history) if history else None,
             "page": page,

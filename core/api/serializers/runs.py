@@ -112,6 +112,9 @@ class RunSerializer(serializers.ModelSerializer[EstimationRun]):
             # How answer probabilities relate to being right on the run's checked queries
             # (slope, intercept, queries, examples, ece_before, ece_after, diagram); {} without checks.
             "calibration",
+            # Reliability per topic: {"model": {topics: [{key, name, size, ...}]}, "cells":
+            # {source id: [{key, accuracy, low, high, answers}]}, "unsettled": [keys]}; {} without topics.
+            "topics",
         ]
         read_only_fields = fields
 

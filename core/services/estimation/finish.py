@@ -20,14 +20,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.engine.estimation import ResponseRecord, calibration_from_records, estimate_from_records
+from core.engine.estimation import ResponseRecord, TopicInput, calibration_from_records, estimate_from_records
 from core.engine.params import parse_params
 from core.engine.reliability import ReliabilityResult, get_estimator
+from core.engine.reliability.topical import TopicalReliability
 from core.engine.strategies import get_strategy
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
 from core.services.engine_context import weight_scheme
 from core.services.estimation.coordinate import RunProgress, run_layout, run_pairs
 from core.services.estimation.locks import finish_claim_name
+from core.services.topics import latest_topics
 from runtime.backends import configured_nli
 from runtime.jobs import NullProgress, Progress
 from runtime.locks import claim
@@ -48,6 +50,41 @@ def default_kappa() -> int:
     groups whose votes the calibration on checked queries looks at."""
     strategy = get_strategy("ra-rag")
     return int(getattr(parse_params(strategy.Params, {}), "kappa", 4))
+
+
+def topic_input(queries: list[FactQuery]) -> TopicInput:
+    """What per-topic estimation needs: the queries' vectors (the configured embedder), a
+    curator's first tag per query, and the latest run's topics (keys and names carry over)."""
+    from runtime.backends import configured_embedder
+
+    return TopicInput(
+        list(configured_embedder().encode([q.question for q in queries])) if queries else [],
+        [str(q.tags[0]) if q.tags else None for q in queries],
+        latest_topics(),
+    )
+
+
+def stored_topics(topical: TopicalReliability | None, source_ids: list[int]) -> dict[str, Any]:
+    """The run's topics and per-topic reliabilities as EstimationRun.topics stores them."""
+    if topical is None or topical.model is None:
+        return {}
+    return {
+        "model": topical.model.as_dict(),
+        "cells": {
+            str(sid): [
+                {
+                    "key": key,
+                    "accuracy": round(row[j].accuracy, 4),
+                    "low": round(row[j].interval[0], 4),
+                    "high": round(row[j].interval[1], 4),
+                    "answers": round(row[j].answers, 2),
+                }
+                for key, row in zip(topical.keys, topical.cells, strict=True)
+            ]
+            for j, sid in enumerate(source_ids)
+        },
+        "unsettled": [topical.keys[t] for t in topical.unsettled()],
+    }
 
 
 def finish_run(run: EstimationRun) -> dict[str, Any]:
@@ -82,6 +119,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
         beta=beta,
         estimator=str(run.params.get("estimator", settings.RELIABILITY_ESTIMATOR)),
         gold=gold,
+        topics=topic_input(queries),
     )
     # Answers weigh votes as the configured estimator does (engine_context.source_infos).
     calibration = calibration_from_records(
@@ -156,6 +194,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
                 else {}
             ),
             calibration=calibration.as_dict() if calibration.fitted else {},
+            topics=stored_topics(result.topical, source_ids),
         )
     names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
     return {

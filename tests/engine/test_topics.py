@@ -1,0 +1,171 @@
+"""Reliability per topic (issue 39): topics found from the queries, per-topic estimates,
+and answering that weighs a source by the question's topic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.engine.backends.generation import ExtractiveReader
+from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.params import parse_params
+from core.engine.reliability import get_estimator
+from core.engine.reliability.base import MISSING
+from core.engine.reliability.identify import proposed_checks
+from core.engine.reliability.topical import topical_reliability
+from core.engine.steps.memory_retriever import InMemoryRetriever
+from core.engine.strategies import EngineContext, get_strategy
+from core.engine.topics import TopicModel, find_topics, match_topics
+from core.engine.types import SourceInfo
+from tests.fakes import HashEmbedder
+
+SPORT = [f"which team won the {y} football cup final match" for y in range(1990, 2010)]
+MUSIC = [f"which singer recorded the {y} album song of the year" for y in range(1990, 2010)]
+
+
+def _labels(n_per_topic: int, seed: int = 0) -> np.ndarray:
+    """Queries 0..n-1 on topic A, n..2n-1 on topic B; 6 sources; the truth is label 0.
+    Source 0 is right on A and wrong on B; sources 1-5 are right 90% of the time."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(2 * n_per_topic):
+        on_b = q >= n_per_topic
+        row = [1 if on_b else 0]
+        row += [0 if rng.random() < 0.9 else 2 + i for i in range(5)]
+        rows.append(row)
+    return np.array(rows, dtype=np.int64)
+
+
+def _topical(labels: np.ndarray, n_per_topic: int):
+    estimator = get_estimator("iwmv")
+    result = estimator.estimate(labels)
+    membership = np.zeros((labels.shape[0], 2))
+    membership[:n_per_topic, 0] = 1.0
+    membership[n_per_topic:, 1] = 1.0
+    return result, topical_reliability(labels, result, membership, ["a", "b"], scheme="paper")
+
+
+def test_a_source_right_on_one_topic_and_wrong_on_another_gets_two_numbers() -> None:
+    labels = _labels(30)
+    result, topical = _topical(labels, 30)
+    overall = result.sources[0].accuracy
+    on_a, on_b = topical.accuracy(0, 0), topical.accuracy(1, 0)
+    assert on_a > 0.85 and on_b < 0.2, (on_a, on_b)
+    assert on_b < overall < on_a
+    # The honest sources keep about one number on both topics.
+    for j in range(1, 6):
+        assert abs(topical.accuracy(0, j) - topical.accuracy(1, j)) < 0.15
+
+
+def test_a_topic_with_few_answers_stays_near_the_overall_number() -> None:
+    labels = _labels(30)
+    labels = labels[:33]  # topic B has three queries only, all answered wrong by source 0
+    estimator = get_estimator("iwmv")
+    result = estimator.estimate(labels)
+    membership = np.zeros((33, 2))
+    membership[:30, 0] = 1.0
+    membership[30:, 1] = 1.0
+    topical = topical_reliability(labels, result, membership, ["a", "b"])
+    assert topical.accuracy(1, 0) > 0.4  # three wrong answers do not swing it to 0
+    assert topical.cells[1][0].answers == 3
+
+
+def test_topics_are_found_named_and_assign_new_questions() -> None:
+    embedder = HashEmbedder()
+    texts = SPORT + MUSIC
+    fit = find_topics(texts, embedder.encode(texts))
+    assert len(fit.model.topics) == 2
+    assert set(fit.labels[:20]) != set(fit.labels[20:])  # the two kinds of query are split
+    names = " ".join(t.name for t in fit.model.topics)
+    assert any(w in names for w in ("football", "cup", "team", "match")) and any(
+        w in names for w in ("singer", "album", "song", "recorded")
+    )
+    share = fit.model.membership(embedder.encode(["which team won the 2015 football cup final"]))[0]
+    sport = fit.labels[0]
+    assert share[sport] > 0.5 and abs(share.sum() - 1.0) < 1e-9
+    # A new run keeps the earlier keys and (curator-edited) names.
+    renamed = TopicModel(
+        [t.__class__(t.key, f"curated {t.key}", t.centroid, t.size, t.prototypes) for t in fit.model.topics]
+    )
+    again = match_topics(find_topics(texts[::-1], embedder.encode(texts[::-1])).model, renamed)
+    assert sorted(t.name for t in again.topics) == sorted(t.name for t in renamed.topics)
+    # Round trip through JSON.
+    assert TopicModel.from_dict(fit.model.as_dict()).keys == fit.model.keys
+
+
+def test_queries_without_groups_are_one_topic_and_tags_define_topics() -> None:
+    embedder = HashEmbedder()
+    same = [f"which team won the {y} football cup final match" for y in range(1960, 2000)]
+    assert len(find_topics(same, embedder.encode(same)).model.topics) == 1
+    tags = ["sport"] * 20 + ["music"] * 20
+    fit = find_topics(SPORT + MUSIC, embedder.encode(SPORT + MUSIC), tags)
+    assert fit.model.source == "tags" and sorted(fit.model.keys) == ["music", "sport"]
+
+
+def test_a_bloc_that_is_the_majority_on_one_topic_is_flagged_there_and_checks_go_there() -> None:
+    # 7 sources; on topic B (queries 20-39) sources 0-3 collude on one wrong answer (label 1)
+    # while 4-6 give the truth (label 0); on topic A every source gives the truth.
+    rows = []
+    for q in range(40):
+        if q < 20:
+            rows.append([0] * 7)
+        else:
+            rows.append([1, 1, 1, 1, 0, 0, 0])
+    labels = np.array(rows, dtype=np.int64)
+    labels[0, 5] = MISSING
+    result = get_estimator("iwmv").estimate(labels)
+    membership = np.zeros((40, 2))
+    membership[:20, 0] = 1.0
+    membership[20:, 1] = 1.0
+    topical = topical_reliability(labels, result, membership, ["a", "b"])
+    assert topical.unsettled() == [1]
+    # Equal votes on the unsettled topic: a majority vote there, until checks.
+    assert len({round(topical.accuracy(1, j), 6) for j in range(7)}) == 1
+    assert set(topical.checks()) <= set(range(20, 40)) and topical.checks()
+    # With the checks answered for the honest side, the topic's estimate turns.
+    gold = dict.fromkeys(topical.checks()[:5], 0)
+    anchored = get_estimator("iwmv").estimate(labels, gold=gold)
+    settled = topical_reliability(labels, anchored, membership, ["a", "b"], gold=gold)
+    assert settled.accuracy(1, 4) > settled.accuracy(1, 0) + 0.3
+    # proposed_checks reads the topical checks too.
+    from dataclasses import replace
+
+    from core.engine.reliability.identify import identify
+
+    with_topics = replace(result, identification=identify(labels, result), topical=topical)
+    assert set(proposed_checks(with_topics, 3)) & set(range(20, 40))
+
+
+def _ask(question: str, topic_accuracy: tuple[float, float], strategy: str = "ra-rag"):
+    """Two sources: source 0 says Alpha, source 1 says Beta, on every question. Source 0's
+    overall accuracy is the higher; per topic, it is reliable on sport only."""
+    embedder = HashEmbedder()
+    retriever = InMemoryRetriever()
+    retriever.add_texts(0, [f"{question} answer: Alpha. Alpha won it."], embedder)
+    retriever.add_texts(1, [f"{question} answer: Beta. Beta won it."], embedder)
+    fit = find_topics(SPORT + MUSIC, embedder.encode(SPORT + MUSIC))
+    sport = fit.labels[0]
+    per_topic_0 = [0.0, 0.0]
+    per_topic_0[sport], per_topic_0[1 - sport] = topic_accuracy
+    sources = [
+        SourceInfo(0, "vendor", weight=1.5, answers_count=40, accuracy=0.8, topic_accuracy=tuple(per_topic_0)),
+        SourceInfo(1, "desk", weight=1.0, answers_count=40, accuracy=0.7, topic_accuracy=(0.7, 0.7)),
+    ]
+    ctx = EngineContext(
+        retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), sources, topics=fit.model
+    )  # type: ignore[arg-type]
+    chosen = get_strategy(strategy)
+    return chosen.answer(question, ctx, parse_params(chosen.Params, {"kappa": 1, "min_relevance": 0.0}))
+
+
+def test_selection_and_vote_read_the_question_topic() -> None:
+    sport_q = "which team won the 2015 football cup final match"
+    music_q = "which singer recorded the 2015 album song of the year"
+    # kappa = 1: only the most reliable source on the question's topic is consulted.
+    on_sport = _ask(sport_q, (0.95, 0.2))
+    on_music = _ask(music_q, (0.95, 0.2))
+    assert on_sport.trace["selected"] == [0] and "Alpha" in on_sport.answer
+    assert on_music.trace["selected"] == [1] and "Beta" in on_music.answer
+    topic = on_music.trace["topic"]
+    assert topic["moved"] and topic["moved"][0]["source"] == "vendor"
+    # One reliability per source: the vendor is asked on both.
+    assert _ask(music_q, (0.95, 0.2), "ra-rag-global").trace["selected"] == [0]
