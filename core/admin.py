@@ -8,13 +8,14 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Model, QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from core.admin_numbers import rounded
-from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField, validate_question_bytes
+from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField, TopicEditForm, validate_question_bytes
 from core.models import (
     AnswerFeedback,
     EstimationRun,
@@ -27,6 +28,7 @@ from core.models import (
     Vote,
 )
 from core.services.feedback import FEEDBACK_QUERY_SET, confirm_feedback, reject_feedback
+from core.services.topics import TopicEditError, merge_topics, rename_topic, topic_choices
 
 _Child = TypeVar("_Child", bound=Model)
 _Parent = TypeVar("_Parent", bound=Model)
@@ -172,6 +174,7 @@ class EstimationRunAdmin(admin.ModelAdmin[EstimationRun]):
         "job_link",
         "created_at",
         "finished_at",
+        "topics_link",
     )
     list_filter = ("state", "kind", "converged", "query_set", "backend", "created_at")
     search_fields = ("query_set__name", "sources__name", "backend")
@@ -209,6 +212,52 @@ class EstimationRunAdmin(admin.ModelAdmin[EstimationRun]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # runs start from the Sources list action, the dashboard, the API or `estimate`
+
+    def get_urls(self) -> list[Any]:
+        extra = [
+            path(
+                "<int:pk>/topics/",
+                self.admin_site.admin_view(self.topics_view),
+                name="core_estimationrun_topics",
+            )
+        ]
+        return extra + super().get_urls()
+
+    @admin.display(description="Topics")
+    def topics_link(self, run: EstimationRun) -> str:
+        if not run.topics.get("model"):
+            return "—"
+        url = reverse("admin:core_estimationrun_topics", args=[run.pk])
+        return format_html('<a href="{}">{} topics: rename or merge</a>', url, len(run.topics["model"]["topics"]))
+
+    def topics_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """Rename a run's topic or merge two (later runs keep the names, core.engine.topics)."""
+        run = get_object_or_404(EstimationRun, pk=pk)
+        if not self.has_change_permission(request, run):
+            raise PermissionDenied
+        choices = topic_choices(run)
+        form = TopicEditForm(request.POST or None, topics=choices)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                if data["action"] == "rename":
+                    rename_topic(run, data["topic"], data["name"])
+                else:
+                    merge_topics(run, data["topic"], data["other"])
+            except TopicEditError as exc:
+                form.add_error(None, str(exc))
+            else:
+                self.log_change(request, run, [{"changed": {"fields": ["topics"]}}])
+                messages.success(request, f"Run #{run.pk}: topics updated.")
+                return redirect("admin:core_estimationrun_topics", pk=run.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Topics of run #{run.pk}",
+            "run": run,
+            "form": form,
+            "topics": topic_choices(run),
+        }
+        return render(request, "admin/core/run_topics.html", context)
 
 
 class VoteInline(ReadOnlyInline[Vote, Question]):

@@ -82,3 +82,50 @@ class ReferenceAnswersField(forms.CharField):
 
     def has_changed(self, initial: Any, data: Any) -> bool:
         return self.to_python(initial or []) != self.to_python(data)
+
+
+class SourceListForm(forms.Form):
+    """The sources list's order and topic (a topic of the latest run: the list then shows and
+    orders by each source's reliability on it). Bad values fall back to the defaults."""
+
+    sort = forms.ChoiceField(choices=[("reliability", "Most reliable first"), ("name", "By name")], required=False)
+    topic = forms.ChoiceField(choices=[("", "All topics")], required=False)
+
+    def __init__(self, *args: Any, topics: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["topic"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "All topics"), *(topics or [])]
+
+    def choice(self, name: str, default: str) -> str:
+        """The cleaned value of ``name``, or ``default`` when absent or invalid."""
+        self.is_valid()  # cleaned_data then holds every field that is valid
+        return default if name in self.errors else str(self.cleaned_data.get(name) or default)
+
+
+class TopicEditForm(forms.Form):
+    """A curator's edit of a run's topics: rename one, or merge one into another."""
+
+    ACTIONS = [("rename", "Rename a topic"), ("merge", "Merge a topic into another")]
+    action = forms.ChoiceField(choices=ACTIONS)
+    topic = forms.ChoiceField(choices=[], help_text="The topic renamed, or the one the other is merged into.")
+    name = forms.CharField(max_length=80, required=False, help_text="The new name (rename).")
+    other = forms.ChoiceField(choices=[("", "—")], required=False, help_text="The topic merged into the first (merge).")
+
+    def __init__(self, *args: Any, topics: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        topic, other = self.fields["topic"], self.fields["other"]
+        assert isinstance(topic, forms.ChoiceField) and isinstance(other, forms.ChoiceField)
+        topic.choices = list(topics or [])
+        other.choices = [("", "—"), *(topics or [])]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "rename" and not str(data.get("name") or "").strip():
+            self.add_error("name", "Give the topic's new name.")
+        if data.get("action") == "merge":
+            if not data.get("other"):
+                self.add_error("other", "Choose the topic to merge into the first.")
+            elif data.get("other") == data.get("topic"):
+                self.add_error("other", "A topic cannot be merged into itself.")
+        return data

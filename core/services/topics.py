@@ -29,6 +29,13 @@ def latest_topics() -> TopicModel | None:
     return TopicModel.from_dict(run.topics["model"])
 
 
+def topic_choices(run: EstimationRun | None) -> list[tuple[str, str]]:
+    """(key, name) of ``run``'s topics, in order; empty without topics."""
+    if run is None or not run.topics.get("model"):
+        return []
+    return [(str(t["key"]), str(t["name"])) for t in run.topics["model"].get("topics", [])]
+
+
 def topic_cells(run: EstimationRun | None, source_id: int) -> list[dict[str, Any]]:
     """One source's per-topic reliabilities in ``run`` (in topic order), each with its name."""
     if run is None or not run.topics.get("cells"):

@@ -22,6 +22,7 @@ from core.services.estimation.checks import identification_view, record_check, r
 from core.services.estimation.start import MIN_SOURCES
 from core.services.pages.copying import dependence_groups
 from core.services.pages.runs import agreement_matrix, claim_run_summary, run_changes
+from core.services.topics import widest_spreads
 from core.views.htmx import HtmxHttpRequest
 from sources.models import Claim, Source
 from tasks.polling import render_poll
@@ -188,6 +189,8 @@ def _result_context(run: EstimationRun, request: HttpRequest | None = None) -> d
             changes=changes,
             claims=claim_run_summary(run),
             copy_groups=dependence_groups(run),
+            topic_spreads=widest_spreads(run, dict(run.sources.values_list("id", "name"))) if run.topics else [],
+            topic_names=[t["name"] for t in run.topics.get("model", {}).get("topics", [])],
             scores=sorted(
                 (c for c in changes["sources"] if c["status"] != "dropped"), key=lambda c: -(c["reliability"] or 0.0)
             ),
@@ -212,6 +215,8 @@ def _result_context(run: EstimationRun, request: HttpRequest | None = None) -> d
                 "differing": sum(1 for row in checked if not row["matches_reference"]),
             },
             copy_groups=dependence_groups(run),
+            topic_spreads=widest_spreads(run, dict(run.sources.values_list("id", "name"))) if run.topics else [],
+            topic_names=[t["name"] for t in run.topics.get("model", {}).get("topics", [])],
             scores=sorted(
                 (c for c in changes["sources"] if c["status"] != "dropped"), key=lambda c: -(c["reliability"] or 0.0)
             ),

@@ -12,10 +12,11 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from core.forms import SourceListForm
 from core.roles import analyst_required
 from core.services.pages.copying import latest_collusion
 from core.services.pages.sources import reliability_history, source_disagreements, source_overview
-from core.services.topics import latest_topic_run, topic_cells
+from core.services.topics import latest_topic_run, topic_cells, topic_choices
 from core.views.charts import reliability_chart, sparkline
 from sources.models import Document, Source
 
@@ -34,14 +35,27 @@ def sorted_sources(sources: list[dict[str, Any]], sort: str) -> list[dict[str, A
 
 @analyst_required
 def source_list(request: HttpRequest) -> HttpResponse:
-    sort = request.GET.get("sort", "reliability")
+    run = latest_topic_run()
+    choices = topic_choices(run)
+    form = SourceListForm(request.GET, topics=choices)
+    sort = form.choice("sort", "reliability")
     sort = sort if sort in SORTS else "reliability"
+    topic = form.choice("topic", "")
+    topic = topic if topic in dict(choices) else ""
     sources = sorted_sources(source_overview(), sort)
     collusion = latest_collusion()
     for s in sources:
         s["spark"] = sparkline(s["trend"])
         s["collusion"] = collusion.get(s["id"])
-    return render(request, "core/source_list.html", {"sources": sources, "sort": sort})
+        if topic:
+            s["on_topic"] = next((c for c in topic_cells(run, s["id"]) if c["key"] == topic), None)
+    if topic and sort == "reliability":
+        sources.sort(key=lambda s: (s["on_topic"] is None, -(s["on_topic"] or {}).get("accuracy", 0.0)))
+    return render(
+        request,
+        "core/source_list.html",
+        {"sources": sources, "sort": sort, "topic": topic, "topics": choices, "topic_name": dict(choices).get(topic)},
+    )
 
 
 @analyst_required

@@ -79,3 +79,31 @@ def test_a_curator_renames_and_merges_topics(db: Any) -> None:
         merge_topics(run, "t1", "t1")
     with pytest.raises(TopicEditError):
         rename_topic(run, "t9", "x")
+
+
+def test_the_sources_list_filters_by_topic_and_the_run_page_shows_the_widest_spread(analyst_client: Any) -> None:
+    sources = [SourceFactory(name=f"source {i}") for i in range(3)]
+    run = _run_with_topics(sources)
+    page = analyst_client.get(reverse("source-list") + "?topic=t2").content.decode()
+    assert 'id="source-topic"' in page and "On “album · singer”" in page
+    # Ordered by reliability on the topic: source 0 (wrong on music) comes last.
+    assert page.index(">source 1<") < page.index(">source 0<") and page.index(">source 2<") < page.index(">source 0<")
+    # An unknown topic is ignored, not an error.
+    assert analyst_client.get(reverse("source-list") + "?topic=nope").status_code == 200
+    run_page = analyst_client.get(reverse("run-result", args=[run.pk])).content.decode()
+    assert 'id="run-topics"' in run_page
+    spread = run_page[run_page.index('id="run-topics"') :]
+    assert spread.index(">source 0<") < spread.index("</table>")  # the source that differs is listed first
+
+
+def test_the_admin_renames_and_merges_topics_through_a_form(admin_client: Any) -> None:
+    sources = [SourceFactory(name=f"source {i}") for i in range(3)]
+    run = _run_with_topics(sources)
+    url = reverse("admin:core_estimationrun_topics", args=[run.pk])
+    assert "album · singer" in admin_client.get(url).content.decode()
+    refused = admin_client.post(url, {"action": "merge", "topic": "t2", "other": "t2"})
+    assert refused.status_code == 200 and "cannot be merged into itself" in refused.content.decode()
+    assert admin_client.post(url, {"action": "rename", "topic": "t2", "name": "Pop music"}).status_code == 302
+    assert admin_client.post(url, {"action": "merge", "topic": "t2", "other": "t3"}).status_code == 302
+    run.refresh_from_db()
+    assert [t["name"] for t in run.topics["model"]["topics"]] == ["football · cup", "Pop music"]
