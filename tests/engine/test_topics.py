@@ -169,3 +169,19 @@ def test_selection_and_vote_read_the_question_topic() -> None:
     assert topic["moved"] and topic["moved"][0]["source"] == "vendor"
     # One reliability per source: the vendor is asked on both.
     assert _ask(music_q, (0.95, 0.2), "ra-rag-global").trace["selected"] == [0]
+
+
+def test_a_topic_settled_only_by_outnumbering_still_gets_the_checks() -> None:
+    # 9 sources: on topic B (queries 20-39) six colluders (0-5) give one wrong answer against
+    # three honest sources (6-8); elsewhere everyone agrees. The six outnumber the three two to
+    # one, so agreement "settles" B for the colluders, but nothing checked says so: B's disputed
+    # queries are the checks to make.
+    rows = [[0] * 9 for _ in range(20)] + [[1] * 6 + [0] * 3 for _ in range(20)]
+    labels = np.array(rows, dtype=np.int64)
+    result = get_estimator("iwmv").estimate(labels)
+    membership = np.zeros((40, 2))
+    membership[:20, 0] = 1.0
+    membership[20:, 1] = 1.0
+    topical = topical_reliability(labels, result, membership, ["a", "b"])
+    assert topical.unsettled() == [] and topical.outnumbered() == [1]
+    assert topical.checks() and set(topical.checks()) <= set(range(20, 40))

@@ -97,6 +97,10 @@ class Identification:
     checks: list[int] = field(default_factory=list)  # contested queries whose reference answer settles it, best first
     agreement: tuple[float, float] = (0.0, 0.0)  # mean pairwise agreement within A and within B
     settled_by_gold: int = 0  # contested queries with a reference answer
+    # Identified only because the estimate's side outnumbers the bloc (no reference answer
+    # chose between them): settled enough to weigh by, and its disputed queries are still the
+    # checks worth making (a campaign larger than the rule assumes would look the same).
+    outnumbered: bool = False
 
     @property
     def blocs(self) -> list[list[int]]:

@@ -270,6 +270,7 @@ def identify(
         return replace(
             found,
             identified=True,
+            outnumbered=True,
             reason=f"{side_units} independent sources reject the answers that a group of {bloc_units} shares: for "
             "that group to be right, the sources against it would have to repeat one story as a bloc at least twice "
             "its size.",

@@ -90,9 +90,18 @@ class TopicalReliability:
         """Topics whose estimate agreement does not identify."""
         return [t for t, found in enumerate(self.identification) if found is not None and not found.identified]
 
+    def outnumbered(self) -> list[int]:
+        """Topics settled only by the estimate's side outnumbering a bloc (no reference answer)."""
+        return [t for t, found in enumerate(self.identification) if found is not None and found.outnumbered]
+
     def checks(self) -> list[int]:
-        """The unsettled topics' proposed checks, interleaved (a few on each)."""
-        lists = [list(self.identification[t].checks) for t in self.unsettled()]  # type: ignore[union-attr]  # unsettled() keeps identified topics only
+        """The proposed checks of the unsettled topics, then of the topics settled only by
+        outnumbering, interleaved (a few on each): a bloc can be the larger side on one topic
+        only, and there agreement cannot tell it from the honest sources."""
+        lists = [
+            list(self.identification[t].checks)  # type: ignore[union-attr]  # both lists keep topics with a verdict
+            for t in [*self.unsettled(), *self.outnumbered()]
+        ]
         out: list[int] = []
         for rank in range(max((len(x) for x in lists), default=0)):
             out += [x[rank] for x in lists if rank < len(x) and x[rank] not in out]
