@@ -238,7 +238,7 @@ def estimate_topics(
     topical = topical_reliability(
         votes, result, membership, model.keys, scheme=scheme, candidates=answer_candidates(matrix), gold=gold
     )
-    return replace(topical, model=model)
+    return replace(topical, model=model, query_topics=list(fit.labels))
 
 
 def answer_candidates(matrix: Sequence[Sequence[int | None]]) -> list[int | None]:

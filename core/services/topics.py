@@ -12,10 +12,12 @@ from core.models import EstimationRun
 
 
 def latest_topic_run() -> EstimationRun | None:
-    """The latest finished full estimation run (its topics are the current ones; empty when it
-    found one topic)."""
+    """The latest finished estimation run, full or an online update of one (its topics are the
+    current ones; empty when it found one topic)."""
     return (
-        EstimationRun.objects.filter(state=EstimationRun.State.SUCCEEDED, kind=EstimationRun.Kind.FULL)
+        EstimationRun.objects.filter(
+            state=EstimationRun.State.SUCCEEDED, kind__in=[EstimationRun.Kind.FULL, EstimationRun.Kind.UPDATE]
+        )
         .order_by("-finished_at", "-id")
         .first()
     )

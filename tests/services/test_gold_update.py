@@ -121,3 +121,43 @@ def test_an_update_of_an_older_run_leaves_a_newer_reliability_in_place(db, embed
     assert scores_by_name(update)["honest-a"].reliability > scores_by_name(run)["honest-a"].reliability
     sources["colluder-x"].refresh_from_db()
     assert sources["colluder-x"].reliability == pytest.approx(scores_by_name(update)["colluder-x"].reliability)
+
+
+def test_an_update_moves_only_the_topic_of_its_checked_queries(db, embedder):
+    run, queries, sources = finished_agreement_run()
+    scores = scores_by_name(run)
+    half = len(queries) // 2
+    cells = {
+        str(s.source_id): [
+            {"key": key, "accuracy": s.reliability, "low": s.low, "high": s.high, "answers": s.answers / 2}
+            for key in ("t1", "t2")
+        ]
+        for s in scores.values()
+    }
+    run.topics = {
+        "model": {
+            "source": "clusters",
+            "temperature": 0.05,
+            "topics": [
+                {"key": "t1", "name": "first", "size": half, "centroid": [1.0, 0.0], "prototypes": []},
+                {"key": "t2", "name": "second", "size": len(queries) - half, "centroid": [0.0, 1.0], "prototypes": []},
+            ],
+        },
+        "cells": cells,
+        "queries": {str(q.pk): ("t1" if i < half else "t2") for i, q in enumerate(queries)},
+        "unsettled": [],
+    }
+    run.save(update_fields=["topics"])
+    update = apply_gold_update(run, give_reference_answers(queries, [0, 1]))  # both in t1
+    honest = str(next(s.source_id for name, s in scores.items() if name in HONEST))
+    colluder = str(next(s.source_id for name, s in scores.items() if name in COLLUDERS))
+    moved = {c["key"]: c["accuracy"] for c in update.topics["cells"][honest]}
+    before = {c["key"]: c["accuracy"] for c in run.topics["cells"][honest]}
+    assert moved["t1"] > before["t1"] and moved["t2"] == before["t2"]
+    fallen = {c["key"]: c["accuracy"] for c in update.topics["cells"][colluder]}
+    was = {c["key"]: c["accuracy"] for c in run.topics["cells"][colluder]}
+    assert fallen["t1"] < was["t1"] and fallen["t2"] == was["t2"]
+    # The update is now the run the answers read their topics from.
+    from core.services.topics import latest_topic_run
+
+    assert latest_topic_run() == update

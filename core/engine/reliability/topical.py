@@ -78,6 +78,7 @@ class TopicalReliability:
     queries: list[float] = field(default_factory=list)  # per topic: its share of the queries
     rounds: int = 0
     model: TopicModel | None = None  # the topics (names, how a question is assigned)
+    query_topics: list[int] = field(default_factory=list)  # per query of the run, its topic
 
     def accuracy(self, topic: int, source: int) -> float:
         return self.cells[topic][source].accuracy

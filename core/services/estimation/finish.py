@@ -64,11 +64,15 @@ def topic_input(queries: list[FactQuery]) -> TopicInput:
     )
 
 
-def stored_topics(topical: TopicalReliability | None, source_ids: list[int]) -> dict[str, Any]:
-    """The run's topics and per-topic reliabilities as EstimationRun.topics stores them."""
+def stored_topics(
+    topical: TopicalReliability | None, source_ids: list[int], query_ids: list[int] | None = None
+) -> dict[str, Any]:
+    """The run's topics and per-topic reliabilities as EstimationRun.topics stores them, with
+    each query's topic (what an online update moves)."""
     if topical is None or topical.model is None:
         return {}
     return {
+        "queries": {str(qid): topical.keys[t] for qid, t in zip(query_ids or [], topical.query_topics, strict=False)},
         "model": topical.model.as_dict(),
         "cells": {
             str(sid): [
@@ -194,7 +198,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
                 else {}
             ),
             calibration=calibration.as_dict() if calibration.fitted else {},
-            topics=stored_topics(result.topical, source_ids),
+            topics=stored_topics(result.topical, source_ids, [q.pk for q in queries]),
         )
     names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
     return {

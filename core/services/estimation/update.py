@@ -33,6 +33,7 @@ queries' answers are not re-estimated (resume the full run with ``reestimate`` f
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -45,6 +46,7 @@ from django.utils import timezone
 from core.engine.estimation import ResponseRecord, gold_label
 from core.engine.reliability import get_estimator, interval_holding, wilson_interval
 from core.engine.reliability.base import GOLD_WEIGHT
+from core.engine.reliability.topical import STRENGTH
 from core.engine.reliability.weights import voting_weight
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunResponse
 from core.services.estimation.claims import refuse_gold_update
@@ -126,6 +128,33 @@ def _updated(score: ReliabilityScore, counts: dict[str, int], alpha: float, beta
         "gold_answers": score.gold_answers + n_new,
         "gold_agreements": score.gold_agreements + hits,
     }
+
+
+def updated_topics(topics: dict[str, Any], base: EstimationRun, queries: list[FactQuery]) -> dict[str, Any]:
+    """``topics`` (a run's EstimationRun.topics) with each topic's cells moved by the new gold
+    answers of its queries, by the rule of `_updated` on the topic's own evidence (its answers
+    plus the shrinkage's STRENGTH pseudo-answers): a check on one topic moves that topic's
+    reliability (and the overall number, through the run's scores), not the others'."""
+    out = copy.deepcopy(topics)
+    topic_of = topics.get("queries", {})
+    by_topic: dict[str, list[FactQuery]] = defaultdict(list)
+    for query in queries:
+        if str(query.pk) in topic_of:
+            by_topic[topic_of[str(query.pk)]].append(query)
+    g = GOLD_WEIGHT
+    for key, chosen in by_topic.items():
+        for source_id, counts in _gold_evidence(base, chosen).items():
+            for cell in out["cells"].get(str(source_id), []):
+                if cell["key"] != key:
+                    continue
+                evidence = float(cell["answers"]) + STRENGTH
+                agreed = float(cell["accuracy"]) * evidence
+                denominator = evidence + (g - 1.0) * counts["answers"]
+                accuracy = (agreed - counts["previous"] + g * counts["hits"]) / denominator
+                cell["accuracy"] = round(min(max(accuracy, 0.0), 1.0), 4)
+                cell["low"] = round(min(cell["low"], cell["accuracy"]), 4)
+                cell["high"] = round(max(cell["high"], cell["accuracy"]), 4)
+    return out
 
 
 def apply_gold_update(run: EstimationRun, query_ids: Iterable[int] | None = None, *, user: Any = None) -> EstimationRun:
@@ -214,6 +243,9 @@ def apply_gold_update(run: EstimationRun, query_ids: Iterable[int] | None = None
             .values_list("source_id", "run_id")
         )
         ReliabilityScore.objects.bulk_create(scores)
+        if run.topics.get("cells"):
+            update.topics = updated_topics(run.topics, base, queries)
+            update.save(update_fields=["topics"])
         for score in scores:
             if latest.get(score.source_id) == run.pk:
                 Source.objects.filter(pk=score.source_id).update(
