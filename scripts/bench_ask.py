@@ -51,7 +51,7 @@ BENCH_DB = "bench_ask"
 TWENTY_RELIABILITIES = [round(0.95 - i * (0.85 / 19), 3) for i in range(20)]
 
 
-def twenty_sources() -> list[tuple[str, str, float, float, str]]:
+def twenty_sources() -> list[tuple[str, str, float | dict[str, float], float, str]]:
     return [
         (f"Source {i + 1:02d}", "other", reliability, 0.7, f"Simulated source, reliability {reliability}")
         for i, reliability in enumerate(TWENTY_RELIABILITIES)

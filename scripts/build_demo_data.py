@@ -26,13 +26,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.bench.datasets import load_poisonedrag  # noqa: E402
+from core.bench.demo import subject_of  # noqa: E402
 
-# name, kind, reliability, coverage, description
-SOURCES = [
+# name, kind, reliability (a number, or one per subject: core.bench.demo.subject_of), coverage, description
+SOURCES: list[tuple[str, str, float | dict[str, float], float, str]] = [
     ("Reference Desk", "reference", 0.95, 0.75, "A curated reference work."),
     ("Wire Service", "news", 0.90, 0.70, "A news agency's fact boxes."),
     ("Campus Quiz Club", "dataset", 0.80, 0.65, "Answers collected by a quiz club."),
-    ("Forum Chatter", "social", 0.50, 0.65, "Posts from an open discussion forum."),
+    (
+        "Forum Chatter",
+        "social",
+        {"entertainment": 0.90, "general knowledge": 0.20},
+        0.65,
+        "Posts from an open discussion forum: film, TV and music fans who know their subject, and guess at the rest.",
+    ),
     ("Trending Posts", "social", 0.15, 0.75, "Viral social media posts."),
     ("SEO Content Farm", "vendor", 0.10, 0.80, "Pages written to rank, not to inform."),
 ]
@@ -44,7 +51,7 @@ SEED = 20241030
 def build(
     data_dir: Path,
     out_dir: Path,
-    sources: list[tuple[str, str, float, float, str]] | None = None,
+    sources: list[tuple[str, str, float | dict[str, float], float, str]] | None = None,
     *,
     seed: int = SEED,
 ) -> dict[str, int]:
@@ -61,10 +68,13 @@ def build(
     counts: dict[str, int] = {}
     for name, kind, reliability, coverage, description in sources or SOURCES:
         records = []
+        by_subject = reliability if isinstance(reliability, dict) else {}
         for q in questions:
             if rng.random() >= coverage:
                 continue
-            factual = rng.random() < reliability
+            factual = rng.random() < (
+                by_subject[subject_of(q.question)] if by_subject else float(reliability)  # type: ignore[arg-type]  # a float when not a dict
+            )
             wrong = q.wrong_answers[0]  # colluding misinformation: PoisonedRAG's incorrect answer
             passages = q.factual_docs if factual else q.misinfo_docs[wrong]
             for index, text in enumerate(passages[:3]):
@@ -80,12 +90,22 @@ def build(
                 "kind": kind,
                 "file": filename,
                 "description": description,
-                "simulated_reliability": reliability,
+                # Overall: the mean over the demo's questions of its reliability on each one's subject
+                "simulated_reliability": round(
+                    sum(by_subject[subject_of(q.question)] for q in questions) / len(questions), 3
+                )
+                if by_subject
+                else reliability,
                 "coverage": coverage,
+                **({"topic_reliability": by_subject} if by_subject else {}),
             }
         )
     queries = [
-        {"question": q.question, "reference_answers": q.gold, "tags": ["demo", q.qid.split(":")[0]]}
+        {
+            "question": q.question,
+            "reference_answers": q.gold,
+            "tags": ["demo", q.qid.split(":")[0], f"topic:{subject_of(q.question)}"],
+        }
         for q in questions[:ESTIMATION_QUERIES]
     ]
     ask = [{"question": q.question, "reference_answers": q.gold} for q in questions[ESTIMATION_QUERIES:]]

@@ -44,11 +44,15 @@ class BenchQuestion:
     misinfo_docs: dict[str, list[str]]  # wrong answer -> documents that support it
     noise_docs: list[str] = field(default_factory=list)
     dataset: str = ""
+    subject: str = ""  # a topic given by a data set's own rule (the demo's subjects); "" : none
 
     @property
     def topic(self) -> str:
-        """The subset a question comes from ("nq", "hotpotqa", "msmarco" for PoisonedRAG; the
-        data set's name otherwise): topic-hammer's topics, never shown to the product."""
+        """Its subject where a data set gives one (the demo), else the subset a question comes
+        from ("nq", "hotpotqa", "msmarco" for PoisonedRAG; the data set's name otherwise):
+        the topics of per-topic reliabilities in the benchmark, never shown to the product."""
+        if self.subject:
+            return self.subject
         head, colon, _ = self.qid.partition(":")
         return head if colon and head != self.dataset else self.dataset
 

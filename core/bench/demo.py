@@ -16,6 +16,7 @@ checks the same three the run script's first estimation checks); the test questi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +24,25 @@ from core.bench.corpus import Corpus, CorpusDoc, Holding, SimSource
 from core.bench.datasets import BenchQuestion, load_poisonedrag
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "sources" / "demo_data"
+
+# The demo's subjects (issue 39): a question about films, television, music, books or games is
+# "entertainment", every other one "general knowledge". One source (Forum Chatter) is reliable
+# on the first and not on the second; the curated estimation queries carry the subject as a
+# "topic:" tag, as a curator would tag them.
+ENTERTAINMENT = re.compile(
+    r"\b(songs?|sings?|sang|singers?|sung|albums?|bands?|music(al)?|films?|movies?|seasons?|episodes?|series|"
+    r"shows?|tv|television|characters?|actors?|actress|starred|starring|novels?|books?|voices?|theme|"
+    r"cartoons?|sitcom|video games?|disney|pixar|netflix|hbo)\b",
+    re.IGNORECASE,
+)
+SUBJECTS = ("entertainment", "general knowledge")
+
+
+def subject_of(question: str) -> str:
+    """The demo's subject of a question: "entertainment" or "general knowledge"."""
+    return SUBJECTS[0] if ENTERTAINMENT.search(question) else SUBJECTS[1]
+
+
 DEMO_SUBSETS = ("nq", "hotpotqa")
 OUTSIDE_QUESTIONS = 10
 
@@ -42,7 +62,10 @@ def load_demo_corpus(data_dir: Path, demo_dir: Path = DEMO_DIR) -> Corpus:
     documents: list[CorpusDoc] = []
     holdings: dict[tuple[int, str], Holding] = {}
     for index, entry in enumerate(manifest["sources"], start=1):
-        source = SimSource(index, str(entry["name"]), float(entry["simulated_reliability"]), float(entry["coverage"]))
+        by_topic = tuple((str(k), float(v)) for k, v in dict(entry.get("topic_reliability") or {}).items())
+        source = SimSource(
+            index, str(entry["name"]), float(entry["simulated_reliability"]), float(entry["coverage"]), by_topic
+        )
         sources.append(source)
         path = demo_dir / str(entry["file"])
         for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -75,6 +98,8 @@ def load_demo_corpus(data_dir: Path, demo_dir: Path = DEMO_DIR) -> Corpus:
     covered = {qid for qid in dict.fromkeys([*estimation_ids, *test_ids])} | {d.qid for d in documents}
     outside = [q for q in questions.values() if q.qid not in covered][:OUTSIDE_QUESTIONS]
     used += outside
+    for q in used:  # the oracle and the ceilings read each question's subject
+        q.subject = subject_of(q.question)
     for q in used:
         for s in sources:
             holdings.setdefault((s.id, q.qid), Holding("none"))

@@ -160,12 +160,12 @@ class SeedRun:
     calibration: dict[str, Any] = field(default_factory=dict)  # the fitted map (empty: none)
     ceilings: dict[str, float] = field(default_factory=dict)  # core.bench.attribution.ceilings
     # (estimated, true) accuracy per source x true topic (topic_reliability_cells)
-    topic_cells: list[tuple[float, float]] = field(default_factory=list)
+    topic_cells: list[tuple[int, str, float, float]] = field(default_factory=list)
     topics: list[dict[str, Any]] = field(default_factory=list)  # the topics the run found
 
     @property
     def topic_correlation(self) -> dict[str, float]:
-        return correlations([e for e, _ in self.topic_cells], [t for _, t in self.topic_cells])
+        return correlations([c[2] for c in self.topic_cells], [c[3] for c in self.topic_cells])
 
     @property
     def reliability_correlation(self) -> dict[str, float]:
@@ -330,7 +330,9 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     gold = {
         i: list(corpus.question(q).gold) for i, q in enumerate(corpus.estimation_ids[: max(config.gold_queries, 0)])
     }
-    tags = [corpus.question(q).topic for q in corpus.estimation_ids] if config.topic_tags else None
+    # The demo's curated queries carry their subject as a "topic:" tag, which the product reads.
+    tagged = config.topic_tags or config.dataset == "demo"
+    tags = [corpus.question(q).topic for q in corpus.estimation_ids] if tagged else None
     topic_input = TopicInput(list(embedder.encode(estimation_texts)), tags) if config.topics else None
     estimation = estimate(estimation_texts, ctx, estimator=config.estimator, gold=gold or None, topics=topic_input)
     if config.active_gold > 0:
@@ -474,8 +476,8 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
 
 def topic_reliability_cells(
     corpus: Corpus, tests: Sequence[BenchQuestion], ctx: Any, embedder: Embedder
-) -> list[tuple[float, float]]:
-    """(estimated, true) per source and true topic: the mean over the test questions of that
+) -> list[tuple[int, str, float, float]]:
+    """(source id, true topic, estimated, true) per source and true topic: the mean over the test questions of that
     topic of the accuracy the product weighs the source with on each (its topics' blend,
     steps.topic_weights, or its one overall number), against the source's true reliability
     on the topic. What ``reliability.topic_pearson`` correlates."""
@@ -492,5 +494,5 @@ def topic_reliability_cells(
             for s in weighed:
                 sums[s.id] = sums.get(s.id, 0.0) + float(s.accuracy if s.accuracy is not None else 0.5)
         truth = {s.id: s.reliability_on(topic) for s in corpus.sources}
-        cells += [(sums[sid] / len(questions), truth[sid]) for sid in sorted(sums)]
+        cells += [(sid, topic, sums[sid] / len(questions), truth[sid]) for sid in sorted(sums)]
     return cells

@@ -76,6 +76,10 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
                     "estimated_weight": {str(k): v for k, v in r.estimated_weight.items()},
                     "answers": {str(k): v for k, v in r.answers_count.items()},
                     "topic_pearson": r.topic_correlation["pearson"],
+                    "topic_cells": [
+                        {"source": sid, "topic": topic, "estimated": round(est, 4), "true": true}
+                        for sid, topic, est, true in r.topic_cells
+                    ],
                     "topics": [{k: t[k] for k in ("key", "name", "size")} for t in r.topics],
                 }
                 for r, c in zip(runs, correlations, strict=True)

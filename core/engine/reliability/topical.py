@@ -18,8 +18,12 @@ drags the answers of that topic with its overall weight.
 
 Identification (core.engine.reliability.identify) is checked per topic as it is overall: a
 colluding bloc can be the majority on one topic only, and there only the bloc's size chose
-the answers. Such a topic is equalised (every source one equal vote on it: a majority vote)
-until checks settle it, and its contested queries are proposed as checks.
+the answers. Such a topic's contested queries are proposed as checks first. It is not
+equalised: where a bloc is the larger side of one topic, a majority vote there follows the
+bloc too, and where the topic is merely small, equal votes threw away what the overall
+estimate settled (measured: three colluders of nine, 40 queries: 0.45 against majority
+vote's 0.425 with topics equalised, 0.65 without, as with one reliability per source). The
+overall estimate is still equalised when agreement does not identify it (identify.equalise).
 
 Pure numpy, no database; the run's services persist what it returns.
 """
@@ -236,11 +240,6 @@ def topical_reliability(
                 checks=[int(rows[i]) for i in verdict.checks],
             )
             found[t] = verdict
-            if not verdict.identified and verdict.dissent_bloc:
-                # Only the sizes of two groups chose this topic's answers: one equal vote each.
-                has = answers[t] > 0
-                if has.any():
-                    accuracy[t, has] = float(accuracy[t, has].mean())
     cells = [
         [
             TopicCell(

@@ -54,14 +54,26 @@ def default_kappa() -> int:
 
 def topic_input(queries: list[FactQuery]) -> TopicInput:
     """What per-topic estimation needs: the queries' vectors (the configured embedder), a
-    curator's first tag per query, and the latest run's topics (keys and names carry over)."""
+    curator's topic per query (a tag written "topic:<name>"), and the latest run's topics (keys
+    and names carry over)."""
     from runtime.backends import configured_embedder
 
     return TopicInput(
         list(configured_embedder().encode([q.question for q in queries])) if queries else [],
-        [str(q.tags[0]) if q.tags else None for q in queries],
+        [topic_tag(q.tags) for q in queries],
         latest_topics(),
     )
+
+
+TOPIC_TAG = "topic:"
+
+
+def topic_tag(tags: object) -> str | None:
+    """The topic a curator tagged a query with ("topic:sport" -> "sport"), None without one."""
+    for tag in tags if isinstance(tags, list) else []:
+        if isinstance(tag, str) and tag.startswith(TOPIC_TAG) and tag[len(TOPIC_TAG) :].strip():
+            return tag[len(TOPIC_TAG) :].strip()
+    return None
 
 
 def stored_topics(
