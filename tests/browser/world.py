@@ -119,6 +119,36 @@ def _run(sources: list[Source], queries: list[Any], query_set: Any, *, days_ago:
                 agrees=None if idk else reliable,
                 align_score=0.05 if idk else 0.82,
             )
+    # Reliability by topic (issue 39): two topics, one with a long name; the first source is
+    # reliable on the first topic only.
+    topic_names = ["sport · results", "a topic with a long name about films, television and music"]
+    EstimationRun.objects.filter(pk=run.pk).update(
+        topics={
+            "model": {
+                "source": "clusters",
+                "temperature": 0.05,
+                "topics": [
+                    {"key": f"t{i + 1}", "name": name, "size": 2, "centroid": [1.0, 0.0], "prototypes": []}
+                    for i, name in enumerate(topic_names)
+                ],
+            },
+            "cells": {
+                str(source.pk): [
+                    {
+                        "key": f"t{t + 1}",
+                        "accuracy": (0.9 if (reliable and not (si == 0 and t == 1)) else 0.2),
+                        "low": 0.1,
+                        "high": 0.97,
+                        "answers": 2,
+                    }
+                    for t in range(2)
+                ]
+                for si, (source, (_, _, reliable)) in enumerate(zip(sources, SOURCES, strict=True))
+            },
+            "queries": {},
+            "unsettled": [],
+        }
+    )
     for si, (source, (_, _, reliable)) in enumerate(zip(sources, SOURCES, strict=True)):
         r = min(0.97, (0.82 if reliable else 0.21) + shift + 0.02 * si)
         ReliabilityScoreFactory(
