@@ -52,7 +52,41 @@ def plot_qa(summary: dict[str, Any], out_dir: Path, stem: str, fmt: str = "svg")
     fig.savefig(path)
     plt.close(fig)
     paths.append(path)
+    paths += plot_topics(summary, out_dir, stem, fmt)
     return paths
+
+
+def plot_topics(summary: dict[str, Any], out_dir: Path, stem: str, fmt: str = "svg") -> list[Path]:
+    """Per source, its reliability on each topic as the product weighs it (bars) against the
+    truth (marks), first seed: where a source is trusted on one subject and not another."""
+    seeds = summary["reliability"]["per_seed"]
+    cells = seeds[0].get("topic_cells") if seeds else None
+    topics = sorted({c["topic"] for c in cells or []})
+    if not cells or len(topics) < 2:
+        return []
+    plt = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sources = sorted({c["source"] for c in cells})
+    by = {(c["source"], c["topic"]): c for c in cells}
+    width = 0.8 / len(topics)
+    colours = ["#2457c5", "#e08a1e", "#3a9d5d", "#8e44ad", "#c0392b", "#7f8c8d"]
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(sources)), 3.6))
+    for t, topic in enumerate(topics):
+        xs = [i + (t - (len(topics) - 1) / 2) * width for i in range(len(sources))]
+        colour = colours[t % len(colours)]
+        ax.bar(xs, [by[(s, topic)]["estimated"] for s in sources], width, color=colour, alpha=0.8, label=topic)
+        ax.scatter(xs, [by[(s, topic)]["true"] for s in sources], color="black", marker="_", s=120, zorder=3)
+    ax.set_xticks(range(len(sources)))
+    ax.set_xticklabels([f"source {s}" for s in sources], rotation=30, fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("reliability (bar: estimated; mark: true)")
+    ax.set_title(f"{stem}: reliability per topic, seed {seeds[0]['seed']}", fontsize=9)
+    ax.legend(fontsize=7, ncol=len(topics))
+    fig.tight_layout()
+    path = out_dir / f"{stem}-topics.{fmt}"
+    fig.savefig(path)
+    plt.close(fig)
+    return [path]
 
 
 def plot_sweep(result: dict[str, Any], out_dir: Path, stem: str, fmt: str = "svg") -> list[Path]:

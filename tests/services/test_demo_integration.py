@@ -13,6 +13,7 @@ from django.core.management import call_command
 from core.models import EstimationRun, FactQuery
 from core.services.asking import ask_now
 from core.services.estimation import start_estimation_run
+from core.services.topics import topic_cells
 from sources.models import Claim, Source
 from tasks.jobs import wait_for_job
 from tasks.models import Job
@@ -33,6 +34,13 @@ def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(w
     unreliable = [estimated[n] for n, p in truth.items() if p <= 0.15]
     assert min(reliable) > max(unreliable), estimated
     assert mean(reliable) - mean(unreliable) > 0.2, estimated
+
+    # Forum Chatter is reliable on entertainment only (sources/demo_data/README.md): the run reads
+    # the queries' topic tags and gives it two reliabilities.
+    forum = Source.objects.get(name="Forum Chatter")
+    by_topic = {c["key"]: c["accuracy"] for c in topic_cells(run, forum.pk)}
+    assert set(by_topic) == {"entertainment", "general knowledge"}, run.topics.get("model")
+    assert by_topic["entertainment"] > by_topic["general knowledge"] + 0.2, by_topic
 
     query = FactQuery.objects.filter(query_set__name="demo").first()
     question = ask_now(query.question, strategy="ra-rag")

@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from core.engine.reliability.topical import TopicalReliability
+from core.engine.topics import TopicModel
 
 MISSING = -1  # matrix code for IDK / no answer
 GOLD_NONE = -2  # gold code: the reference answer matches none of the query's answer labels
@@ -125,6 +124,59 @@ class Identification:
             "agreement": [round(self.agreement[0], 4), round(self.agreement[1], 4)],
             "settled_by_gold": self.settled_by_gold,
         }
+
+
+@dataclass(frozen=True)
+class TopicCell:
+    """One source on one topic."""
+
+    accuracy: float
+    weight: float
+    answers: float  # non-IDK answers on the topic's queries (soft: a query counts by its share)
+    agreements: float
+    interval: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class TopicalReliability:
+    """Per topic (columns of the membership) and source (columns of the label matrix)."""
+
+    keys: list[str]
+    cells: list[list[TopicCell]]  # [topic][source]
+    answers: list[int | None]  # the per-query answers the topical weights give
+    identification: list[Identification | None] = field(default_factory=list)  # per topic
+    queries: list[float] = field(default_factory=list)  # per topic: its share of the queries
+    rounds: int = 0
+    model: TopicModel | None = None  # the topics (names, how a question is assigned)
+    query_topics: list[int] = field(default_factory=list)  # per query of the run, its topic
+
+    def accuracy(self, topic: int, source: int) -> float:
+        return self.cells[topic][source].accuracy
+
+    def accuracies(self) -> npt.NDArray[np.float64]:
+        """topics x sources."""
+        return np.array([[c.accuracy for c in row] for row in self.cells], dtype=np.float64)
+
+    def unsettled(self) -> list[int]:
+        """Topics whose estimate agreement does not identify."""
+        return [t for t, found in enumerate(self.identification) if found is not None and not found.identified]
+
+    def outnumbered(self) -> list[int]:
+        """Topics settled only by the estimate's side outnumbering a bloc (no reference answer)."""
+        return [t for t, found in enumerate(self.identification) if found is not None and found.outnumbered]
+
+    def checks(self) -> list[int]:
+        """The proposed checks of the unsettled topics, then of the topics settled only by
+        outnumbering, interleaved (a few on each): a bloc can be the larger side on one topic
+        only, and there agreement cannot tell it from the honest sources."""
+        lists = [
+            list(self.identification[t].checks)  # type: ignore[union-attr]  # both lists keep topics with a verdict
+            for t in [*self.unsettled(), *self.outnumbered()]
+        ]
+        out: list[int] = []
+        for rank in range(max((len(x) for x in lists), default=0)):
+            out += [x[rank] for x in lists if rank < len(x) and x[rank] not in out]
+        return out
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ Pure numpy, no database; the run's services persist what it returns.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -42,14 +42,17 @@ from core.engine.reliability.base import (
     Identification,
     LabelMatrix,
     ReliabilityResult,
+    TopicalReliability,
+    TopicCell,
     gold_vector,
     interval_holding,
     wilson_interval,
 )
 from core.engine.reliability.weights import voting_weight
-from core.engine.topics import TopicModel
 
 FloatMatrix = npt.NDArray[np.float64]
+
+__all__ = ["STRENGTH", "TopicCell", "TopicalReliability", "blend", "shrunk", "topical_reliability"]
 
 # The prior's weight, in answers: a topic's own evidence outweighs the overall number from
 # about STRENGTH answers on (three answers all wrong move a source at 0.9 to 0.5, not to 0);
@@ -58,59 +61,6 @@ STRENGTH = 4.0
 MAX_ROUNDS = 20
 # A query counts in a topic's identification check when at least this share of it is there.
 CORE_SHARE = 0.5
-
-
-@dataclass(frozen=True)
-class TopicCell:
-    """One source on one topic."""
-
-    accuracy: float
-    weight: float
-    answers: float  # non-IDK answers on the topic's queries (soft: a query counts by its share)
-    agreements: float
-    interval: tuple[float, float]
-
-
-@dataclass(frozen=True)
-class TopicalReliability:
-    """Per topic (columns of the membership) and source (columns of the label matrix)."""
-
-    keys: list[str]
-    cells: list[list[TopicCell]]  # [topic][source]
-    answers: list[int | None]  # the per-query answers the topical weights give
-    identification: list[Identification | None] = field(default_factory=list)  # per topic
-    queries: list[float] = field(default_factory=list)  # per topic: its share of the queries
-    rounds: int = 0
-    model: TopicModel | None = None  # the topics (names, how a question is assigned)
-    query_topics: list[int] = field(default_factory=list)  # per query of the run, its topic
-
-    def accuracy(self, topic: int, source: int) -> float:
-        return self.cells[topic][source].accuracy
-
-    def accuracies(self) -> FloatMatrix:
-        """topics x sources."""
-        return np.array([[c.accuracy for c in row] for row in self.cells], dtype=np.float64)
-
-    def unsettled(self) -> list[int]:
-        """Topics whose estimate agreement does not identify."""
-        return [t for t, found in enumerate(self.identification) if found is not None and not found.identified]
-
-    def outnumbered(self) -> list[int]:
-        """Topics settled only by the estimate's side outnumbering a bloc (no reference answer)."""
-        return [t for t, found in enumerate(self.identification) if found is not None and found.outnumbered]
-
-    def checks(self) -> list[int]:
-        """The proposed checks of the unsettled topics, then of the topics settled only by
-        outnumbering, interleaved (a few on each): a bloc can be the larger side on one topic
-        only, and there agreement cannot tell it from the honest sources."""
-        lists = [
-            list(self.identification[t].checks)  # type: ignore[union-attr]  # both lists keep topics with a verdict
-            for t in [*self.unsettled(), *self.outnumbered()]
-        ]
-        out: list[int] = []
-        for rank in range(max((len(x) for x in lists), default=0)):
-            out += [x[rank] for x in lists if rank < len(x) and x[rank] not in out]
-        return out
 
 
 def shrunk(agreements: FloatMatrix, answers: FloatMatrix, overall: FloatMatrix, strength: float) -> FloatMatrix:
