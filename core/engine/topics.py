@@ -90,13 +90,13 @@ class TopicModel:
         self,
         vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]] | Sequence[npt.NDArray[np.floating[Any]]],
     ) -> FloatMatrix:
-        """Per vector, a distribution over the topics (rows sum to 1): a softmax over every
-        topic's prototypes, summed per topic."""
+        """Per vector, a distribution over the topics (rows sum to 1): a softmax over the
+        topics of each one's closest prototype (a topic with more prototypes gets no more
+        weight for it)."""
         matrix = _unit(np.asarray(vectors, dtype=np.float64).reshape(len(vectors), -1))
         if len(self.topics) <= 1:
             return np.ones((matrix.shape[0], len(self.topics)))
-        points, owner = _points(self.topics)
-        return _per_topic(_softmax(matrix @ points.T / max(self.temperature, 1e-6)), owner, len(self.topics))
+        return _softmax(_closest(matrix, self.topics) / max(self.temperature, 1e-6))
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -151,11 +151,11 @@ def _points(topics: Sequence[Topic]) -> tuple[FloatMatrix, npt.NDArray[np.int64]
     return np.array([p for p, _ in rows], dtype=np.float64), np.array([i for _, i in rows], dtype=np.int64)
 
 
-def _per_topic(shares: FloatMatrix, owner: npt.NDArray[np.int64], n_topics: int) -> FloatMatrix:
-    out = np.zeros((shares.shape[0], n_topics))
-    for i in range(n_topics):
-        out[:, i] = shares[:, owner == i].sum(axis=1)
-    return out
+def _closest(matrix: FloatMatrix, topics: Sequence[Topic]) -> FloatMatrix:
+    """vectors x topics: the cosine of each vector to each topic's closest prototype."""
+    points, owner = _points(topics)
+    scores = matrix @ points.T
+    return np.stack([scores[:, owner == i].max(axis=1) for i in range(len(topics))], axis=1)
 
 
 def _softmax(scores: FloatMatrix) -> FloatMatrix:
@@ -235,14 +235,16 @@ def topic_name(texts: Sequence[str], others: Sequence[str], n_words: int = 3) ->
 
 
 def fit_temperature(vectors: FloatMatrix, topics: Sequence[Topic], labels: npt.NDArray[np.int64]) -> float:
-    """The softmax temperature at which the discovery queries' mean membership in their own
-    topic is TARGET_CONFIDENCE (bisection on a log scale)."""
-    points, owner = _points(topics)
-    scores = vectors @ points.T
+    """The softmax temperature at which the discovery queries' membership in their own topic
+    is TARGET_CONFIDENCE on average, each topic counting equally (a small topic's queries are
+    not drowned by a large one's; bisection on a log scale)."""
+    scores = _closest(vectors, topics)
+    groups = [labels == t for t in range(len(topics)) if (labels == t).any()]
     low, high = 1e-3, 1.0
     for _ in range(40):
         mid = float(np.sqrt(low * high))
-        own = _per_topic(_softmax(scores / mid), owner, len(topics))[np.arange(len(labels)), labels].mean()
+        own_all = _softmax(scores / mid)[np.arange(len(labels)), labels]
+        own = float(np.mean([own_all[g].mean() for g in groups]))
         if own > TARGET_CONFIDENCE:
             low = mid
         else:
