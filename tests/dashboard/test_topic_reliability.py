@@ -55,6 +55,12 @@ def test_the_source_page_shows_its_reliability_by_topic(analyst_client: Any) -> 
     data = analyst_client.get(f"/api/estimation-runs/{run.pk}/").json()
     cell = next(c for c in data["topics"]["cells"][str(sources[0].pk)] if c["key"] == "t2")
     assert cell["accuracy"] == pytest.approx(by_name["album · singer"], abs=1e-4)
+    # And on the source, with its names.
+    served = analyst_client.get(f"/api/sources/{sources[0].pk}/").json()["topics"]
+    assert {t["name"]: t["accuracy"] for t in served} == by_name
+    listed = analyst_client.get("/api/sources/").json()
+    rows = listed["results"] if isinstance(listed, dict) else listed
+    assert all(len(row["topics"]) == 3 for row in rows if row["id"] in {s.pk for s in sources})
 
 
 def test_the_answering_context_carries_the_topics(db: Any) -> None:

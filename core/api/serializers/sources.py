@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from core.api.fields import IdRelatedField, StrictModelSerializer, StrictSerializer, Text
 from core.models import EstimationRun
+from core.services.topics import latest_topic_run, topic_cells
 from sources.ingest import ADAPTERS
 from sources.models import Document, Source
 from sources.validators import validate_homepage
@@ -25,11 +26,26 @@ class ReliabilitySerializer(serializers.Serializer[Any]):
     updated_at = serializers.DateTimeField(allow_null=True)
 
 
+class TopicReliabilitySerializer(serializers.Serializer[Any]):
+    key = serializers.CharField(help_text="The topic's key in the latest estimation run.")
+    name = serializers.CharField()
+    accuracy = serializers.FloatField(help_text="Estimated accuracy on the topic's questions, in [0, 1].")
+    low = serializers.FloatField()
+    high = serializers.FloatField()
+    answers = serializers.FloatField(
+        help_text="Answers on the topic the number rests on (a query counts by its share)."
+    )
+    unsettled = serializers.BooleanField(help_text="Agreement does not settle this topic's estimate.")
+
+
 class SourceSerializer(StrictModelSerializer[Source]):
     # Blank is allowed, so not "format: uri" in the schema (an empty string is no URI).
     # http(s) only, and a valid URI as written (no quotes, angle brackets or spaces).
     homepage = Text(required=False, allow_blank=True, max_length=200, validators=[validate_homepage])
     reliability = serializers.SerializerMethodField()
+    topics = serializers.SerializerMethodField(
+        help_text="Reliability per topic in the latest estimation run; empty when it found one topic."
+    )
     document_count = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -46,8 +62,16 @@ class SourceSerializer(StrictModelSerializer[Source]):
             "chunk_count",
             "document_count",
             "reliability",
+            "topics",
         ]
         read_only_fields = ["id", "created_at", "updated_at", "chunk_count", "document_count"]
+
+    @extend_schema_field(TopicReliabilitySerializer(many=True))
+    def get_topics(self, source: Source) -> list[dict[str, Any]]:
+        # One lookup of the latest run per response (a list shares the context).
+        if "topic_run" not in self.context:
+            self.context["topic_run"] = latest_topic_run()
+        return topic_cells(self.context["topic_run"], source.pk)
 
     @extend_schema_field(ReliabilitySerializer)
     def get_reliability(self, source: Source) -> dict[str, Any]:

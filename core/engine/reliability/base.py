@@ -153,10 +153,6 @@ class TopicalReliability:
     def accuracy(self, topic: int, source: int) -> float:
         return self.cells[topic][source].accuracy
 
-    def accuracies(self) -> npt.NDArray[np.float64]:
-        """topics x sources."""
-        return np.array([[c.accuracy for c in row] for row in self.cells], dtype=np.float64)
-
     def unsettled(self) -> list[int]:
         """Topics whose estimate agreement does not identify."""
         return [t for t, found in enumerate(self.identification) if found is not None and not found.identified]

@@ -52,7 +52,7 @@ from core.engine.reliability.weights import voting_weight
 
 FloatMatrix = npt.NDArray[np.float64]
 
-__all__ = ["STRENGTH", "TopicCell", "TopicalReliability", "blend", "shrunk", "topical_reliability"]
+__all__ = ["STRENGTH", "TopicCell", "TopicalReliability", "shrunk", "topical_reliability"]
 
 # The prior's weight, in answers: a topic's own evidence outweighs the overall number from
 # about STRENGTH answers on (three answers all wrong move a source at 0.9 to 0.5, not to 0);
@@ -88,11 +88,6 @@ def shrunk(agreements: FloatMatrix, answers: FloatMatrix, overall: FloatMatrix, 
         keep = spread / (spread + noise[rows, j])
         out[rows, j] = np.clip(overall[j] + keep * deviation, 0.0, 1.0)
     return out
-
-
-def blend(membership: Sequence[float], topical: TopicalReliability, source: int) -> float:
-    """A source's accuracy on a question that belongs to the topics by ``membership``."""
-    return float(sum(share * topical.accuracy(t, source) for t, share in enumerate(membership)))
 
 
 def _weights(accuracy: FloatMatrix, n_sources: int, scheme: str, candidates: Sequence[int | None]) -> FloatMatrix:

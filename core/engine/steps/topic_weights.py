@@ -9,7 +9,6 @@ answer's trace: the topic, its share, and each source whose weight moved.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from core.engine.reliability.weights import MIN_WEIGHT, voting_weight
@@ -61,18 +60,3 @@ def weigh_by_topic(question: str, ctx: EngineContext) -> tuple[list[SourceInfo],
         "moved": moved,
     }
     return weighed, record
-
-
-def topic_sentence(record: dict[str, object] | None) -> str:
-    """One sentence for the answer's page: the topic and the sources it moved."""
-    if not record:
-        return ""
-    text = f"Weighed under the topic “{record['name']}” ({float(record['share']):.0%} of the question)."  # type: ignore[arg-type]  # written by weigh_by_topic: a float
-    moved: Sequence[dict[str, object]] = record.get("moved") or []  # type: ignore[assignment]  # written by weigh_by_topic: a list of dicts
-    if moved:
-        parts = [
-            f"{m['source']} {float(m['on_topic']):.2f} here against {float(m['overall']):.2f} overall"  # type: ignore[arg-type]  # floats, written above
-            for m in moved[:4]
-        ]
-        text += " Counted differently from their overall reliability: " + "; ".join(parts) + "."
-    return text
