@@ -448,7 +448,8 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         if identified
         else []
     )
-    adversaries = sorted(s.id for s in sources if s.reliability < 0.5)
+    # Adversaries: below a coin overall, or (topic-hammer) adversarial on some topic
+    adversaries = sorted(s.id for s in sources if s.reliability < 0.5 or any(p < 0.5 for _, p in s.by_topic))
     colluding = [(a, b) for i, a in enumerate(adversaries) for b in adversaries[i + 1 :]] if config.collude else []
 
     return SeedRun(
