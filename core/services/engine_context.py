@@ -32,10 +32,9 @@ from core.engine.reliability.weights import voting_weight
 from core.engine.steps.calibration import Calibration
 from core.engine.strategies.base import EngineContext, EstimationParams, Requirement, SourceListener, offers_of
 from core.engine.strategies.pipeline import FEW_CHECKED_ANSWERS
-from core.engine.topics import TopicModel
 from core.engine.types import Embedder, SourceInfo
 from core.models import EstimationRun
-from core.services.topics import latest_topic_run, topic_accuracies
+from core.services.topics import latest_topic_run, run_topics, topic_accuracies
 from runtime.backends import configured_embedder, configured_generator, configured_nli
 from sources.claim_store import PgClaimStore
 from sources.models import Claim, Source
@@ -163,7 +162,7 @@ def build_context(
     nli = configured_nli()
     sources = source_infos(source_ids, among=among)
     run = latest_topic_run()
-    topics = TopicModel.from_dict(run.topics["model"]) if run is not None and run.topics.get("model") else None
+    topics = run_topics(run)
     if topics is not None:
         by_source = topic_accuracies(run)
         sources = [

@@ -23,12 +23,16 @@ def latest_topic_run() -> EstimationRun | None:
     )
 
 
-def latest_topics() -> TopicModel | None:
-    """The current topics, None when the latest run found no split."""
-    run = latest_topic_run()
+def run_topics(run: EstimationRun | None) -> TopicModel | None:
+    """``run``'s topics, None when it found no split (or there is no run)."""
     if run is None or not run.topics.get("model"):
         return None
     return TopicModel.from_dict(run.topics["model"])
+
+
+def latest_topics() -> TopicModel | None:
+    """The current topics, None when the latest run found no split."""
+    return run_topics(latest_topic_run())
 
 
 def topic_choices(run: EstimationRun | None) -> list[tuple[str, str]]:
@@ -60,7 +64,8 @@ def topic_accuracies(run: EstimationRun | None) -> dict[int, tuple[float, ...]]:
 def widest_spreads(run: EstimationRun, names: dict[int, str], limit: int = 5) -> list[dict[str, Any]]:
     """The sources whose reliability differs most between topics in ``run``, largest first."""
     out = []
-    for sid, cells in run.topics.get("cells", {}).items():
+    for sid in run.topics.get("cells", {}):
+        cells = topic_cells(run, int(sid))  # each with its topic's name
         if len(cells) < 2:
             continue
         low = min(cells, key=lambda c: c["accuracy"])
@@ -74,10 +79,6 @@ def widest_spreads(run: EstimationRun, names: dict[int, str], limit: int = 5) ->
                 "worst": low,
             }
         )
-    topic_names = {t["key"]: t["name"] for t in run.topics.get("model", {}).get("topics", [])}
-    for row in out:
-        row["best"] = {**row["best"], "name": topic_names.get(row["best"]["key"], row["best"]["key"])}
-        row["worst"] = {**row["worst"], "name": topic_names.get(row["worst"]["key"], row["worst"]["key"])}
     return sorted(out, key=lambda r: -r["spread"])[:limit]
 
 

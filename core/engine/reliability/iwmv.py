@@ -53,8 +53,10 @@ __all__ = [
 ]
 
 
-def _estimate_answers(labels: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """WMV per query; ties go to the larger count, then to the smaller label (deterministic)."""
+def wmv_answers(labels: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """WMV per query; ties go to the larger count, then to the smaller label (deterministic).
+    ``weights``: one per source, or one per query and source (per-topic weights,
+    core.engine.reliability.topical)."""
     n_queries = labels.shape[0]
     if labels.size == 0:
         return np.full(n_queries, MISSING, dtype=np.int64)
@@ -64,7 +66,7 @@ def _estimate_answers(labels: npt.NDArray[np.int64], weights: npt.NDArray[np.flo
     answered = labels >= 0
     rows = np.broadcast_to(np.arange(n_queries)[:, None], labels.shape)[answered]
     cols = labels[answered]
-    w = np.broadcast_to(weights[None, :], labels.shape)[answered]
+    w = np.broadcast_to(weights if weights.ndim == 2 else weights[None, :], labels.shape)[answered]
     score = np.zeros((n_queries, n_labels))
     count = np.zeros((n_queries, n_labels))
     np.add.at(score, (rows, cols), w)
@@ -110,7 +112,7 @@ def iwmv(
     converged, iterations = False, 0
     for _ in range(max_iter):
         iterations += 1
-        estimate = _estimate_answers(labels, weights)
+        estimate = wmv_answers(labels, weights)
         estimate[gold_rows] = gold_labels[gold_rows]  # GOLD_NONE matches no label
         matches = (labels == estimate[:, None]) & answered
         denom = weighted_answers + alpha + beta

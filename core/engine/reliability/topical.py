@@ -48,6 +48,7 @@ from core.engine.reliability.base import (
     interval_holding,
     wilson_interval,
 )
+from core.engine.reliability.iwmv import wmv_answers
 from core.engine.reliability.weights import voting_weight
 
 FloatMatrix = npt.NDArray[np.float64]
@@ -99,22 +100,6 @@ def _weights(accuracy: FloatMatrix, n_sources: int, scheme: str, candidates: Seq
     return out
 
 
-def _vote(labels: LabelMatrix, weights: FloatMatrix) -> npt.NDArray[np.int64]:
-    """Per query, the label with the largest summed weight (ties: the larger count, then the
-    smaller label); MISSING where nobody answered."""
-    out = np.full(labels.shape[0], MISSING, dtype=np.int64)
-    for q in range(labels.shape[0]):
-        answered = labels[q] >= 0
-        if not answered.any():
-            continue
-        scores: dict[int, tuple[float, int]] = {}
-        for label, w in zip(labels[q][answered], weights[q][answered], strict=True):
-            total, count = scores.get(int(label), (0.0, 0))
-            scores[int(label)] = (total + float(w), count + 1)
-        out[q] = max(scores, key=lambda x: (scores[x][0], scores[x][1], -x))
-    return out
-
-
 def topical_reliability(
     labels: LabelMatrix,
     result: ReliabilityResult,
@@ -154,7 +139,7 @@ def topical_reliability(
         answers = mass.T @ answered.astype(np.float64)
         accuracy = shrunk(agreements, answers, overall, strength)
         per_query = membership @ accuracy  # queries x sources
-        new_truth = _vote(labels, _weights(per_query, n_sources, scheme, candidates))
+        new_truth = wmv_answers(labels, _weights(per_query, n_sources, scheme, candidates))
         new_truth[gold_rows] = gold_labels[gold_rows]
         if np.array_equal(new_truth, truth):
             break
