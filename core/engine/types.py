@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -70,6 +70,13 @@ class SourceInfo:
     # w_i per topic of the latest run (EngineContext.topics order); empty: one number for all
     topic_accuracy: tuple[float, ...] = ()
 
+
+# JSON as the product stores and serves it. The alias is recursive, so mypy checks what is
+# put in; a value read back is narrowed (isinstance) or decoded by a typed decoder
+# (strategies/codec.py) before use.
+JSONScalar: TypeAlias = str | int | float | bool | None
+JSONValue: TypeAlias = JSONScalar | list["JSONValue"] | dict[str, "JSONValue"]
+JSONObject: TypeAlias = dict[str, JSONValue]
 
 JSON = dict[str, Any]
 Params = Mapping[str, Any]
