@@ -22,12 +22,13 @@ from core.engine.backends.generation.attention import (
     token_spans,
 )
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
+from core.engine.backends.generation.white_box import document_char_spans
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.credibility import LexicalEmbedder, estimate_credibility
 from core.engine.params import parse_params
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import EngineContext, StrategyResult, StrategyUnavailable, get_strategy
-from core.engine.strategies.crest import PROMPT_VARIANTS, document_char_spans, labelled_prompt
+from core.engine.strategies.crest import PROMPT_VARIANTS, labelled_prompt
 from core.engine.text import is_idk
 from core.engine.types import SourceInfo
 from tests.engine.local_model import tiny_qwen

@@ -31,10 +31,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import shutil
 import stat
-import tempfile
 import threading
 import zipfile
 from collections.abc import Callable
@@ -51,6 +48,7 @@ from core.engine.backends.generation.gguf_files import (
     locate_part,
     write_stamp,
 )
+from core.engine.backends.staging import staged_folder
 from core.engine.types import Embedder
 
 PREPARED_MARKER = "prepared-from-archive.json"  # written last: a folder without it is incomplete
@@ -252,12 +250,9 @@ def prepare(
     dest = prepared_dir(spec, models_dir)
     if is_prepared(spec, dest):
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{spec.key}.", dir=dest.parent))
-    try:
-        archive_path = assemble(spec.archive, work, locate=locate)
-        unpacked = work / "unpacked"
-        hashes = unpack(spec, archive_path, unpacked)
+    with staged_folder(dest, lambda path: is_prepared(spec, path)) as stage:
+        archive_path = assemble(spec.archive, stage.scratch, locate=locate)
+        hashes = unpack(spec, archive_path, stage.folder)
         marker: dict[str, object] = {
             "key": spec.key,
             "archive_sha256": spec.archive.sha256,
@@ -265,22 +260,7 @@ def prepare(
             "licence": spec.archive.licence,
             "files": hashes,
         }
-        (unpacked / PREPARED_MARKER).write_text(json.dumps(marker, indent=1, sort_keys=True) + "\n")
-        # mkdtemp makes a private folder; the model is no secret and a worker may run as another user.
-        unpacked.chmod(0o755)
-        for path in unpacked.rglob("*"):
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        if dest.exists() or dest.is_symlink():
-            if is_prepared(spec, dest):  # another process finished first
-                return dest
-            os.replace(dest, work / "stale")  # an incomplete or altered copy, removed with the work folder
-        try:
-            os.replace(unpacked, dest)
-        except OSError:
-            if not is_prepared(spec, dest):
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        (stage.folder / PREPARED_MARKER).write_text(json.dumps(marker, indent=1, sort_keys=True) + "\n")
     return dest
 
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from core.engine.backends.generation.base import GenerationRequest
-from core.engine.backends.generation.grounded import GroundedGenerator
-from core.engine.backends.generation.prompts import SYSTEM, answer_prompt, clean_completion, quote_context
+from core.engine.backends.generation.prompts import clean_completion
+from core.engine.backends.generation.white_box import generate_with_credibility, rendered_prompt, white_box_of
 from core.engine.credibility import (
     ENSEMBLES,
     METHODS,
@@ -256,96 +256,7 @@ class CrestBlackBox(AnswerStrategy):
         return agreement, max(range(len(outputs)), key=lambda i: (agreement.scores[i], -i))
 
 
-# --- white box: credibility-scaled attention --------------------------------------------
-
-
-@runtime_checkable
-class WhiteBoxModel(Protocol):
-    """A generator that lends its loaded transformers (tokenizer, model)."""
-
-    def white_box(self) -> tuple[Any, Any]: ...
-
-
-def _white_box(generator: Any) -> tuple[Any, Any]:
-    if isinstance(generator, GroundedGenerator):  # the product's wrapper: the model lends its weights
-        generator = generator.model
-    if isinstance(generator, WhiteBoxModel):
-        return generator.white_box()
-    raise StrategyUnavailable(f"crest-wbx needs a local transformers model; {generator.name} lends none")
-
-
-def document_char_spans(rendered: str, passages: Sequence[str]) -> list[tuple[int, int]]:
-    """Where each passage's (fence-defused) text lies in the rendered prompt: found in
-    order inside the quoted context block, so a passage repeated in the instructions or in
-    another passage is not mistaken for it."""
-    block = quote_context(passages)
-    base = rendered.rfind(block)
-    if base < 0:
-        raise ValueError("the rendered prompt does not contain the quoted passages verbatim")
-    spans: list[tuple[int, int]] = []
-    cursor = base
-    for i, text in enumerate(passages, start=1):
-        safe = text.replace('"""', "'''")
-        marker = f'[{i}] """'
-        start = rendered.index(marker, cursor) + len(marker)
-        spans.append((start, start + len(safe)))
-        cursor = start + len(safe)
-    return spans
-
-
-def render_chat(tokenizer: Any, prompt: str) -> str:
-    """The prompt as the local transformers generator sends it: its chat template with the
-    untrusted-context system turn (a template that rejects a system turn gets the user
-    turn alone); a tokenizer without a template gets the bare prompt."""
-    if not getattr(tokenizer, "chat_template", None):
-        return prompt
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-    try:
-        rendered: str = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except Exception:  # some templates reject a system turn
-        rendered = tokenizer.apply_chat_template(messages[1:], tokenize=False, add_generation_prompt=True)
-    return rendered
-
-
-def generate_with_credibility(
-    tokenizer: Any,
-    model: Any,
-    rendered: str,
-    passages: Sequence[str],
-    credibility: Sequence[float],
-    max_new_tokens: int,
-) -> tuple[str, int, int, list[tuple[int, int]]]:
-    """Greedy generation with attention scaled per passage; returns the text, prompt and
-    completion token counts, and the passages' token spans."""
-    import torch
-
-    from core.engine.backends.generation.attention import DocumentSpan, credibility_attention, token_spans
-
-    char_spans = document_char_spans(rendered, passages) if passages else []
-    if getattr(tokenizer, "is_fast", False):
-        encoded = tokenizer(rendered, return_tensors="pt", return_offsets_mapping=True)
-        offsets = [tuple(o) for o in encoded.pop("offset_mapping")[0].tolist()]
-        spans = token_spans(offsets, char_spans)
-    else:  # a slow tokenizer has no offsets: count the tokens of each prefix
-        encoded = tokenizer(rendered, return_tensors="pt")
-        spans = [
-            (len(tokenizer(rendered[:a])["input_ids"]), len(tokenizer(rendered[:b])["input_ids"]))
-            for a, b in char_spans
-        ]
-    document_spans = [DocumentSpan(s, e, float(c)) for (s, e), c in zip(spans, credibility, strict=True) if e > s]
-    inputs = {k: encoded[k].to(model.device) for k in ("input_ids", "attention_mask") if k in encoded}
-    with torch.no_grad(), credibility_attention(model, document_spans):
-        generated = model.generate(
-            **inputs, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
-        )
-    prompt_len = int(inputs["input_ids"].shape[1])
-    new_tokens = generated[0][prompt_len:]
-    if tokenizer.eos_token_id is not None:
-        stop = (new_tokens == tokenizer.eos_token_id).nonzero()
-        if len(stop):
-            new_tokens = new_tokens[: int(stop[0])]
-    text = tokenizer.decode(new_tokens, skip_special_tokens=True)
-    return text, prompt_len, int(len(new_tokens)), spans
+# --- white box: credibility-scaled attention (core.engine.backends.generation.white_box) ---
 
 
 @register("crest-wbx")
@@ -355,14 +266,15 @@ class CrestWhiteBox(AnswerStrategy):
     Params = CrestWbxParams
 
     def answer(self, question: str, ctx: EngineContext, params: CrestWbxParams) -> StrategyResult:
-        tokenizer, model = _white_box(ctx.generator)
+        lent = white_box_of(ctx.generator)
+        if lent is None:
+            raise StrategyUnavailable(f"crest-wbx needs a local transformers model; {ctx.generator.name} lends none")
+        tokenizer, model = lent
         run = self.begin(question, ctx)
         passages = run.pooled_passages(params.pooled_k)
         estimate = passage_credibility(passages, ctx, params)
         texts = [p.text for p in passages]
-        render = getattr(ctx.generator, "render", None)  # the generator's own rendering, when it lends it
-        request = GenerationRequest(question, texts)
-        rendered = render(request) if callable(render) else render_chat(tokenizer, answer_prompt(question, texts))
+        rendered = rendered_prompt(ctx.generator, tokenizer, GenerationRequest(question, texts))
         text, prompt_tokens, completion_tokens, spans = generate_with_credibility(
             tokenizer, model, rendered, texts, estimate.scores, params.max_new_tokens
         )

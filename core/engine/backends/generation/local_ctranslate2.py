@@ -34,9 +34,6 @@ the same model, which loads its float32 weights only when first asked.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -47,6 +44,7 @@ from core.engine.backends.generation.base import Capability, Generation, Generat
 from core.engine.backends.generation.gguf_files import file_sha256, sha256_of
 from core.engine.backends.generation.local_transformers import ModelLoadError, TransformersGenerator
 from core.engine.backends.generation.prompts import finish_completion, prompt_head, render_chat, user_prompt
+from core.engine.backends.staging import staged_folder
 
 MANIFEST = "ct2-manifest.json"  # written last: a folder without it is incomplete
 # What the converted folder carries besides the weights, so it loads on its own.
@@ -108,9 +106,8 @@ def convert_to_ct2(model_dir: Path, dest: Path, compute_type: str) -> None:
     import ctranslate2
     from ctranslate2.converters import TransformersConverter
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
+    with staged_folder(dest, lambda path: verify_converted(path) is None) as stage:
+        tmp = stage.folder
         copy = [name for name in TOKENIZER_FILES if (model_dir / name).is_file()]
         TransformersConverter(str(model_dir), copy_files=copy).convert(str(tmp), quantization=compute_type, force=True)
         manifest = {
@@ -120,20 +117,6 @@ def convert_to_ct2(model_dir: Path, dest: Path, compute_type: str) -> None:
             "files": _files_of(tmp),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-        tmp.chmod(0o755)  # mkdtemp makes it private; the model is no secret
-        for path in tmp.iterdir():
-            path.chmod(0o644)
-        if dest.exists() and verify_converted(dest) is not None:
-            shutil.rmtree(dest)  # a broken copy: replaced, never loaded
-        try:
-            os.replace(tmp, dest)
-        except OSError:
-            if verify_converted(dest) is not None:
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)  # another process finished first: keep its copy
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _default_threads() -> int:

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -35,6 +32,7 @@ from typing import Any
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
 from core.engine.backends.generation.prompts import finish_completion, render_chat, user_prompt
+from core.engine.backends.staging import staged_folder
 
 # gguf_files is imported where it is used (it needs nothing of this module, and the command
 # line that uses both lives in models_cli).
@@ -83,25 +81,11 @@ def convert_gguf(gguf: Path, dest: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), **kwargs)
     _drop_quantization_marks(model)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
-        tokenizer.save_pretrained(tmp)
-        model.save_pretrained(tmp)
-        (tmp / CONVERTED_MARKER).write_text(json.dumps({"gguf": gguf.name, "dtype": "float32"}) + "\n")
-        # mkdtemp (and some writers) make private files; the cache is no secret, and a
-        # worker running as another user must be able to read it.
-        tmp.chmod(0o755)
-        for path in tmp.rglob("*"):
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        try:
-            os.replace(tmp, dest)
-        except OSError:
-            if not (dest / CONVERTED_MARKER).is_file():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)  # another process finished first: keep its copy
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with staged_folder(dest, lambda path: (path / CONVERTED_MARKER).is_file()) as stage:
+            tokenizer.save_pretrained(stage.folder)
+            model.save_pretrained(stage.folder)
+            (stage.folder / CONVERTED_MARKER).write_text(json.dumps({"gguf": gguf.name, "dtype": "float32"}) + "\n")
     finally:
         del model
         gc.collect()
