@@ -15,16 +15,12 @@ import functools
 from django.conf import settings
 
 from core.engine.backends.embeddings import get_embedder
-from core.engine.backends.generation import (
-    CTranslate2Generator,
-    ExtractiveReader,
-    Generator,
-    GroundedGenerator,
-    OpenAIChatGenerator,
-    TransformersGenerator,
-)
-from core.engine.backends.nli import NLI, CrossEncoderNLI, EmbeddingLexicalNLI
+from core.engine.backends.generation.base import GENERATORS, Generator, GeneratorSettings
+from core.engine.backends.nli import NLI, NLI_BACKENDS
+from core.engine.registry import BackendNotConfigured
 from core.engine.types import Embedder
+
+__all__ = ["BackendNotConfigured", "configured_embedder", "configured_generator", "configured_nli"]
 
 
 def configured_embedder() -> Embedder:
@@ -38,100 +34,45 @@ def configured_embedder() -> Embedder:
     return embedder
 
 
-class BackendNotConfigured(RuntimeError):
-    """A backend was selected in settings without what it needs (URL, model name)."""
-
-
 @functools.lru_cache(maxsize=4)
-def _generator(
-    backend: str,
-    base_url: str,
-    model: str,
-    api_key: str,
-    timeout: float,
-    retries: int,
-    concurrency: int,
-    max_new_tokens: int = 32,
-    models_dir: str = "",
-    dtype: str = "auto",
-    compute_type: str = "auto",
-    batch_size: int = 0,
-    grounded: bool = False,
-) -> Generator:
-    local = _local_generator(backend, model, max_new_tokens, models_dir, dtype, compute_type, batch_size)
-    if local is not None:
-        # A small local model's non-answers are replaced by the reader's span (grounded.py).
-        return GroundedGenerator(local) if grounded else local
-    if backend == "extractive":
-        return ExtractiveReader()
-    if backend == "openai":
-        if not base_url or not model:
-            raise BackendNotConfigured("GENERATOR_BACKEND=openai needs LLM_BASE_URL and LLM_MODEL")
-        return OpenAIChatGenerator(
-            base_url,
-            model,
-            api_key,
-            timeout=timeout,
-            max_retries=retries,
-            concurrency=concurrency,
-            max_tokens=max_new_tokens,
-        )
-    raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}")
-
-
-def _local_generator(
-    backend: str, model: str, max_new_tokens: int, models_dir: str, dtype: str, compute_type: str, batch_size: int
-) -> Generator | None:
-    """The local model runtimes (None for another backend)."""
-    if backend == "transformers":
-        if not model:
-            raise BackendNotConfigured(
-                "GENERATOR_BACKEND=transformers needs LLM_MODEL (a model name or folder, a .gguf file or a known model key)"
-            )
-        # Weights load on the first generation (in the worker), not here: building the
-        # generator is cheap, so the web process can ask it for its capabilities.
-        return TransformersGenerator(model, max_new_tokens=max_new_tokens, models_dir=models_dir or None, dtype=dtype)
-    if backend == "ctranslate2":
-        if not model:
-            raise BackendNotConfigured(
-                "GENERATOR_BACKEND=ctranslate2 needs LLM_MODEL (a known model key, a .gguf file or a model folder)"
-            )
-        return CTranslate2Generator(
-            model,
-            max_new_tokens,
-            models_dir=models_dir or None,
-            compute_type=compute_type,
-            batch_size=batch_size,
-        )
-    return None
+def _generator(backend: str, config: GeneratorSettings) -> Generator:
+    try:
+        factory = GENERATORS.get(backend)
+    except KeyError as exc:
+        raise BackendNotConfigured(f"unknown GENERATOR_BACKEND {backend!r}: {exc.args[0]}") from None
+    return factory(config)
 
 
 def configured_generator() -> Generator:
+    """The generator of GENERATOR_BACKEND, built once per process from the LLM_* settings."""
     return _generator(
         settings.GENERATOR_BACKEND,
-        settings.LLM_BASE_URL,
-        settings.LLM_MODEL,
-        settings.LLM_API_KEY,
-        settings.LLM_TIMEOUT_SECONDS,
-        settings.LLM_MAX_RETRIES,
-        settings.LLM_CONCURRENCY,
-        settings.LLM_MAX_NEW_TOKENS,
-        str(settings.LLM_MODELS_DIR),
-        settings.LLM_DTYPE,
-        settings.LLM_COMPUTE_TYPE,
-        settings.LLM_BATCH_SIZE,
-        settings.ANSWER_GROUNDING,
+        GeneratorSettings(
+            model=settings.LLM_MODEL,
+            base_url=settings.LLM_BASE_URL,
+            api_key=settings.LLM_API_KEY,
+            timeout=settings.LLM_TIMEOUT_SECONDS,
+            retries=settings.LLM_MAX_RETRIES,
+            concurrency=settings.LLM_CONCURRENCY,
+            max_new_tokens=settings.LLM_MAX_NEW_TOKENS,
+            models_dir=str(settings.LLM_MODELS_DIR),
+            dtype=settings.LLM_DTYPE,
+            compute_type=settings.LLM_COMPUTE_TYPE,
+            batch_size=settings.LLM_BATCH_SIZE,
+            grounded=settings.ANSWER_GROUNDING,
+        ),
     )
 
 
 @functools.lru_cache(maxsize=4)
 def _nli(backend: str, model: str, embedder_name: str) -> NLI:
-    if backend == "cross-encoder":
-        if not model:
-            raise BackendNotConfigured("NLI_BACKEND=cross-encoder needs NLI_MODEL (a model name or path)")
-        return CrossEncoderNLI(model)
-    return EmbeddingLexicalNLI(configured_embedder())
+    try:
+        factory = NLI_BACKENDS.get(backend)
+    except KeyError as exc:
+        raise BackendNotConfigured(f"unknown NLI_BACKEND {backend!r}: {exc.args[0]}") from None
+    return factory(model, configured_embedder())
 
 
 def configured_nli() -> NLI:
+    """The NLI of NLI_BACKEND (cached per backend, model and embedder)."""
     return _nli(settings.NLI_BACKEND, settings.NLI_MODEL, configured_embedder().name)

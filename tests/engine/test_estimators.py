@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 from core.engine.reliability import (
+    ESTIMATORS as ESTIMATOR_REGISTRY,
+)
+from core.engine.reliability import (
     MISSING,
     UNIFORM_PRIOR,
     Estimator,
@@ -13,7 +16,6 @@ from core.engine.reliability import (
     ReliabilityResult,
     available_estimators,
     get_estimator,
-    register_estimator,
 )
 from core.engine.reliability.iwmv import IWMV, iwmv
 from core.engine.reliability.weights import voting_weight
@@ -45,7 +47,7 @@ def test_an_unknown_estimator_name_lists_the_available_ones() -> None:
 
 def test_a_name_cannot_be_registered_twice_with_another_factory() -> None:
     with pytest.raises(ValueError, match="already registered"):
-        register_estimator("iwmv", lambda: IWMV(tol=1e-3))
+        ESTIMATOR_REGISTRY.register("iwmv")(lambda: IWMV(tol=1e-3))
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)

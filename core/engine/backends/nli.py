@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from core.engine.lexical import content_set, is_number
+from core.engine.registry import BackendNotConfigured, Registry
 from core.engine.types import Embedder
 
 Probs = tuple[float, float, float]
@@ -213,3 +214,27 @@ def label_order(id2label: dict[int, str] | dict[str, str]) -> list[int]:
     if len(id2label) == 3:
         return [2, 1, 0]
     raise ValueError(f"cannot read entailment/neutral/contradiction labels from {id2label}")
+
+
+# An NLI backend is built from its model name (NLI_MODEL) and the configured embedder.
+NLIFactory = Callable[[str, Embedder], NLI]
+
+
+def _is_nli_factory(item: object) -> TypeGuard[NLIFactory]:
+    return callable(item)
+
+
+# NLI backends by name (NLI_BACKEND): ``@NLI_BACKENDS.register("offline")``.
+NLI_BACKENDS: Registry[NLIFactory] = Registry("NLI backend", _is_nli_factory)
+
+
+@NLI_BACKENDS.register("offline")
+def offline_nli(model: str, embedder: Embedder) -> NLI:
+    return EmbeddingLexicalNLI(embedder)
+
+
+@NLI_BACKENDS.register("cross-encoder")
+def cross_encoder_nli(model: str, embedder: Embedder) -> NLI:
+    if not model:
+        raise BackendNotConfigured("NLI_BACKEND=cross-encoder needs NLI_MODEL (a model name or path)")
+    return CrossEncoderNLI(model)

@@ -8,16 +8,16 @@
 - ``iwmv``: iterative weighted majority voting (RA-RAG's estimator, kept for the reproduction);
 - ``truthfinder``: TruthFinder, on generic claims and as an estimator.
 
-Estimators are registered by name; ``get_estimator("iwmv")`` returns a fresh one.
-A new estimator plugs in with ``register_estimator(name, factory)``.
+Estimators are registered by name (``@ESTIMATORS.register("iwmv")`` on the class, the
+one registration idiom of core.engine.registry); ``get_estimator("iwmv")`` returns a fresh
+one. A new estimator plugs in with the decorator in its module, imported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from core.engine.reliability.accucopy import AccuCopy, CopyModel, OneCoin
 from core.engine.reliability.base import (
+    ESTIMATORS,
     GOLD_NONE,
     MISSING,
     UNIFORM_PRIOR,
@@ -36,6 +36,7 @@ from core.engine.reliability.weights import voting_weight
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
+    "ESTIMATORS",
     "GOLD_NONE",
     "IWMV",
     "AccuCopy",
@@ -52,7 +53,6 @@ __all__ = [
     "available_estimators",
     "get_estimator",
     "interval_holding",
-    "register_estimator",
     "to_matrix",
     "voting_weight",
     "wilson_interval",
@@ -60,29 +60,11 @@ __all__ = [
 
 DEFAULT_ESTIMATOR = "accucopy"  # chosen by the benchmark: see docs/benchmarks.md
 
-_REGISTRY: dict[str, Callable[[], Estimator]] = {}
-
-
-def register_estimator(name: str, factory: Callable[[], Estimator]) -> None:
-    """Make ``factory()`` available as ``get_estimator(name)``; a name is taken only once."""
-    if name in _REGISTRY and _REGISTRY[name] is not factory:
-        raise ValueError(f"estimator {name!r} is already registered")
-    _REGISTRY[name] = factory
-
 
 def get_estimator(name: str) -> Estimator:
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown estimator {name!r}; available: {available_estimators()}") from None
-    return factory()
+    """A fresh estimator of the registered name."""
+    return ESTIMATORS.get(name)()
 
 
 def available_estimators() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-register_estimator("iwmv", IWMV)
-register_estimator("truthfinder", TruthFinderEstimator)
-register_estimator("onecoin", OneCoin)
-register_estimator("accucopy", AccuCopy)
+    return ESTIMATORS.names()

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.engine.reliability.base import (
+    ESTIMATORS,
     GOLD_NONE,
     GOLD_WEIGHT,
     MISSING,
@@ -298,6 +299,7 @@ def _pairs(cells: AnswerCells, post: FloatArray, dependence: FloatArray) -> list
     ]
 
 
+@ESTIMATORS.register("onecoin")
 @dataclass(frozen=True)
 class OneCoin:
     """Bayes-optimal one-coin EM with log-odds weights (registered as "onecoin"); with a
@@ -331,6 +333,7 @@ class OneCoin:
         )
 
 
+@ESTIMATORS.register("accucopy")
 @dataclass(frozen=True)
 class AccuCopy(OneCoin):
     """One-coin EM with AccuCopy's copy detection and vote discounting ("accucopy")."""

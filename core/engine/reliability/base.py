@@ -9,13 +9,14 @@ w_i in [0, 1] with the evidence it rests on, its voting weight v_i (see
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
+from core.engine.registry import Registry
 from core.engine.topics import TopicModel
 
 MISSING = -1  # matrix code for IDK / no answer
@@ -330,3 +331,15 @@ def source_results(
         )
         for i in range(labels.shape[1])
     ]
+
+
+EstimatorFactory = Callable[[], Estimator]
+
+
+def _is_estimator_factory(item: object) -> TypeGuard[EstimatorFactory]:
+    return callable(item)
+
+
+# Estimator classes (or factories) by name: ``@ESTIMATORS.register("iwmv")`` where each is
+# defined; core.engine.reliability imports every built-in module.
+ESTIMATORS: Registry[EstimatorFactory] = Registry("estimator", _is_estimator_factory)

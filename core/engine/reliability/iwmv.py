@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.engine.reliability.base import (
+    ESTIMATORS,
     GOLD_WEIGHT,
     MISSING,
     UNIFORM_PRIOR,
@@ -131,6 +132,7 @@ def iwmv(
     return ReliabilityResult(sources, answers_out, iterations, converged)
 
 
+@ESTIMATORS.register("iwmv")
 @dataclass(frozen=True)
 class IWMV:
     """IWMV as an :class:`~core.engine.reliability.base.Estimator` (registered as "iwmv")."""

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.engine.reliability.base import (
+    ESTIMATORS,
     MISSING,
     UNIFORM_PRIOR,
     Candidates,
@@ -143,6 +144,7 @@ def truthfinder(
     )
 
 
+@ESTIMATORS.register("truthfinder")
 @dataclass(frozen=True)
 class TruthFinderEstimator:
     """TruthFinder on a label matrix (registered as "truthfinder").

@@ -13,10 +13,24 @@ generator declares what it offers in ``capabilities``:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
+
+from core.engine.registry import BackendNotConfigured, Registry
+
+__all__ = [
+    "GENERATORS",
+    "BackendNotConfigured",
+    "Capability",
+    "Generation",
+    "GenerationRequest",
+    "Generator",
+    "GeneratorSettings",
+    "TokenScorer",
+    "token_budget",
+]
 
 
 class Capability(StrEnum):
@@ -65,3 +79,43 @@ class TokenScorer(Protocol):
     """White-box access: the log-probability of each continuation given its request."""
 
     def score(self, requests: Sequence[GenerationRequest], continuations: Sequence[str]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class GeneratorSettings:
+    """What a generator backend may be built from (the product fills it from its settings,
+    GENERATOR_BACKEND and the LLM_* switches; each backend reads the fields it needs)."""
+
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    timeout: float = 60.0
+    retries: int = 3
+    concurrency: int = 8
+    max_new_tokens: int = 32
+    models_dir: str = ""
+    dtype: str = "auto"
+    compute_type: str = "auto"
+    batch_size: int = 0
+    grounded: bool = False  # a small local model's non-answers replaced by the reader's span
+
+
+GeneratorFactory = Callable[[GeneratorSettings], Generator]
+
+
+def _is_generator_factory(item: object) -> TypeGuard[GeneratorFactory]:
+    return callable(item)
+
+
+# Generator backends by name (GENERATOR_BACKEND): each backend module registers the factory
+# that builds it from GeneratorSettings, ``@GENERATORS.register("openai")``.
+GENERATORS: Registry[GeneratorFactory] = Registry(
+    "generator backend",
+    _is_generator_factory,
+    builtin_modules=(
+        "core.engine.backends.generation.extractive",
+        "core.engine.backends.generation.openai_chat",
+        "core.engine.backends.generation.local_transformers",
+        "core.engine.backends.generation.local_ctranslate2",
+    ),
+)

@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
+from core.engine.backends.generation.base import (
+    GENERATORS,
+    Capability,
+    Generation,
+    GenerationRequest,
+    GeneratorSettings,
+)
 from core.engine.backends.generation.extractive_words import (
     ADJECTIVE_SUFFIXES,
     AUX_START,
@@ -537,3 +543,9 @@ def _candidates(
             after = i + 1
         i = after
     return spans.found
+
+
+@GENERATORS.register("extractive")
+def extractive_reader(settings: GeneratorSettings) -> ExtractiveReader:
+    """The offline reader needs nothing configured."""
+    return ExtractiveReader()

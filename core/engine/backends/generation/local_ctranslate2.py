@@ -40,8 +40,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
+from core.engine.backends.generation.base import (
+    GENERATORS,
+    BackendNotConfigured,
+    Capability,
+    Generation,
+    GenerationRequest,
+    Generator,
+    GeneratorSettings,
+    token_budget,
+)
 from core.engine.backends.generation.gguf_files import file_sha256, sha256_of
+from core.engine.backends.generation.grounded import GroundedGenerator
 from core.engine.backends.generation.local_transformers import ModelLoadError, TransformersGenerator
 from core.engine.backends.generation.prompts import finish_completion, prompt_head, render_chat, user_prompt
 from core.engine.backends.staging import staged_folder
@@ -315,3 +325,19 @@ class CTranslate2Generator:
     def score(self, requests: Sequence[GenerationRequest], continuations: Sequence[str]) -> list[float]:
         """TokenScorer, through the transformers model (exact float32 log-probabilities)."""
         return self.transformers.score(requests, continuations)
+
+
+@GENERATORS.register("ctranslate2")
+def ctranslate2_generator(settings: GeneratorSettings) -> Generator:
+    if not settings.model:
+        raise BackendNotConfigured(
+            "GENERATOR_BACKEND=ctranslate2 needs LLM_MODEL (a known model key, a .gguf file or a model folder)"
+        )
+    model = CTranslate2Generator(
+        settings.model,
+        settings.max_new_tokens,
+        models_dir=settings.models_dir or None,
+        compute_type=settings.compute_type,
+        batch_size=settings.batch_size,
+    )
+    return GroundedGenerator(model) if settings.grounded else model

@@ -30,7 +30,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
+from core.engine.backends.generation.base import (
+    GENERATORS,
+    BackendNotConfigured,
+    Capability,
+    Generation,
+    GenerationRequest,
+    Generator,
+    GeneratorSettings,
+    token_budget,
+)
+from core.engine.backends.generation.grounded import GroundedGenerator
 from core.engine.backends.generation.prompts import finish_completion, render_chat, user_prompt
 from core.engine.backends.staging import staged_folder
 
@@ -302,3 +312,20 @@ class TransformersGenerator:
             targets = torch.tensor(cont_ids, device=model.device).unsqueeze(1)
             scores.append(float(log_probs.gather(1, targets).sum()))
         return scores
+
+
+@GENERATORS.register("transformers")
+def transformers_generator(settings: GeneratorSettings) -> Generator:
+    if not settings.model:
+        raise BackendNotConfigured(
+            "GENERATOR_BACKEND=transformers needs LLM_MODEL (a model name or folder, a .gguf file or a known model key)"
+        )
+    # Weights load on the first generation (in the worker), not here: building the
+    # generator is cheap, so the web process can ask it for its capabilities.
+    model = TransformersGenerator(
+        settings.model,
+        max_new_tokens=settings.max_new_tokens,
+        models_dir=settings.models_dir or None,
+        dtype=settings.dtype,
+    )
+    return GroundedGenerator(model) if settings.grounded else model

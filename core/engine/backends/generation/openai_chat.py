@@ -26,7 +26,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, token_budget
+from core.engine.backends.generation.base import (
+    GENERATORS,
+    BackendNotConfigured,
+    Capability,
+    Generation,
+    GenerationRequest,
+    GeneratorSettings,
+    token_budget,
+)
 from core.engine.backends.generation.prompts import SYSTEM, finish_completion, user_prompt
 from core.engine.text import whitespace_tokens
 
@@ -169,3 +177,18 @@ class OpenAIChatGenerator:
             if attempt < self.max_retries:
                 time.sleep(self.backoff * 2**attempt)
         raise GenerationError(f"chat completion failed after retries: {last_error}")
+
+
+@GENERATORS.register("openai")
+def openai_chat(settings: GeneratorSettings) -> OpenAIChatGenerator:
+    if not settings.base_url or not settings.model:
+        raise BackendNotConfigured("GENERATOR_BACKEND=openai needs LLM_BASE_URL and LLM_MODEL")
+    return OpenAIChatGenerator(
+        settings.base_url,
+        settings.model,
+        settings.api_key,
+        timeout=settings.timeout,
+        max_retries=settings.retries,
+        concurrency=settings.concurrency,
+        max_tokens=settings.max_new_tokens,
+    )
