@@ -1,12 +1,24 @@
 from django.urls import path
 
-from core.views import ask, claims, conflicts, documents, feedback, glossary, runs, sources
+from core.views import (
+    ask,
+    claims,
+    conflicts,
+    documents,
+    feedback,
+    glossary,
+    questions,
+    run_checks,
+    run_start,
+    runs,
+    sources,
+)
 
 urlpatterns = [
     path("", ask.ask, name="ask"),
-    path("questions/", ask.history, name="history"),
-    path("questions/<int:pk>/", ask.question_detail, name="question-detail"),
-    path("questions/<int:pk>/panel/", ask.question_panel, name="question-panel"),
+    path("questions/", questions.history, name="history"),
+    path("questions/<int:pk>/", questions.question_detail, name="question-detail"),
+    path("questions/<int:pk>/panel/", questions.question_panel, name="question-panel"),
     path("questions/<int:pk>/votes.csv", documents.question_votes_csv, name="question-votes-csv"),
     path("questions/<int:pk>/feedback/", feedback.question_feedback, name="question-feedback"),
     path("documents/<int:pk>/", documents.document_detail, name="document-detail"),
@@ -19,12 +31,12 @@ urlpatterns = [
     path("claims/subject/", claims.claim_subject, name="claim-subject"),
     path("claims/conflict/", claims.claim_conflict, name="claim-conflict"),
     path("runs/", runs.run_list, name="run-list"),
-    path("runs/start/", runs.run_start, name="run-start"),
-    path("runs/start-claims/", runs.run_start_claims, name="run-start-claims"),
+    path("runs/start/", run_start.run_start, name="run-start"),
+    path("runs/start-claims/", run_start.run_start_claims, name="run-start-claims"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/result/", runs.run_result, name="run-result"),
     path("runs/<int:pk>/resume/", runs.run_resume, name="run-resume"),
-    path("runs/<int:pk>/checks/", runs.run_checks, name="run-checks"),
+    path("runs/<int:pk>/checks/", run_checks.run_checks, name="run-checks"),
     path("conflicts/", conflicts.conflicts, name="conflicts"),
     path("glossary/", glossary.glossary, name="glossary"),
 ]

@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from core.forms.query import ClaimBrowserForm, ClaimItemForm
 from core.models import EstimationRun
 from core.roles import analyst_required, is_curator
 from core.services.pages.claim_conflict import conflict_version, conflict_view
@@ -20,20 +21,17 @@ from core.services.pages.claim_subject import subject_view
 from core.services.pages.claims_browser import browse_claims, claim_filter_choices, with_resolutions
 from core.services.pages.run_sets import claims_runs, latest_claims_run
 from core.views.claim_charts import conflict_url, link_browser_rows, subject_graph, subject_url, url_maker, value_graph
+from core.views.query import bad_query
 from sources.models import Source
 
 PAGE_SIZE = 25
 CONFLICT_CACHE_SECONDS = 3600
 
 
-def _chosen_run(request: HttpRequest) -> EstimationRun | None:
+def _chosen_run(form: ClaimItemForm) -> EstimationRun | None:
     """The claims run named by ?run= (404 when it is not a succeeded claims run), else None: the latest."""
-    run_id = request.GET.get("run", "")
-    if not run_id:
-        return None
-    if not run_id.isdigit():
-        raise Http404("No such claims run.")
-    return get_object_or_404(claims_runs(), pk=int(run_id))
+    run_id = form.cleaned_data.get("run")
+    return None if run_id is None else get_object_or_404(claims_runs(), pk=run_id)
 
 
 def cached_conflict_view(subject: str, attribute: str, run: EstimationRun | None = None) -> dict[str, Any] | None:
@@ -56,20 +54,18 @@ def cached_conflict_view(subject: str, attribute: str, run: EstimationRun | None
 
 
 def _browser(request: HttpRequest, source: Source | None) -> HttpResponse:
-    q = request.GET.get("q", "").strip()[:200]
-    attribute = request.GET.get("attribute", "").strip()[:200]
-    source_id = source.pk if source else None
-    chosen = request.GET.get("source", "")
-    if source is None and chosen.isdigit():
-        source_id = int(chosen)
+    form = ClaimBrowserForm(request.GET)
+    if not form.is_valid():
+        return bad_query(request, form)
+    q, attribute = form.text("q"), form.text("attribute")
+    # A source's own claims page lists that source's claims, whatever ?source= says.
+    source_id = source.pk if source else form.cleaned_data.get("source")
     page = Paginator(browse_claims(q=q, source_id=source_id, attribute=attribute), PAGE_SIZE).get_page(
-        request.GET.get("page")
+        form.cleaned_data.get("page")
     )
     run = latest_claims_run()
     rows = with_resolutions(page.object_list, run)
     link_browser_rows(rows)
-    query = request.GET.copy()
-    query.pop("page", None)
     return render(
         request,
         "core/claims.html",
@@ -82,7 +78,7 @@ def _browser(request: HttpRequest, source: Source | None) -> HttpResponse:
             "attribute": attribute,
             "source_id": source_id,
             "choices": claim_filter_choices(),
-            "query": query.urlencode(),
+            "query": form.pager_query(),
             "filtered": bool(q or attribute or (source is None and source_id is not None)),
             "is_curator": is_curator(request.user),
         },
@@ -101,10 +97,13 @@ def source_claims(request: HttpRequest, pk: int) -> HttpResponse:
 
 @analyst_required
 def claim_subject(request: HttpRequest) -> HttpResponse:
-    subject = request.GET.get("subject", "").strip()
+    form = ClaimItemForm(request.GET)
+    if not form.is_valid():
+        return bad_query(request, form)
+    subject = form.text("subject")
     if not subject:
         return render(request, "core/claims_subject.html", {"subject": "", "view": None})
-    view = subject_view(subject, _chosen_run(request))
+    view = subject_view(subject, _chosen_run(form))
     for attribute in view["attributes"]:
         attribute["url"] = conflict_url(subject, attribute["attribute"])
     view["graph"] = subject_graph(subject, view["rows"], view["resolved_values"]) if view["rows"] else None
@@ -114,14 +113,16 @@ def claim_subject(request: HttpRequest) -> HttpResponse:
 
 @analyst_required
 def claim_conflict(request: HttpRequest) -> HttpResponse:
-    subject = request.GET.get("subject", "").strip()
-    attribute = request.GET.get("attribute", "").strip()
+    form = ClaimItemForm(request.GET)
+    if not form.is_valid():
+        return bad_query(request, form)
+    subject, attribute = form.text("subject"), form.text("attribute")
     if not subject or not attribute:
         # Reached without an item (a link cut short, the address typed): the claims browser,
         # where every item links here, says so instead of a bare 404.
         messages.info(request, "Choose an item (a subject and an attribute) to see how its sources conflict.")
         return redirect("claim-list")
-    view = cached_conflict_view(subject, attribute, _chosen_run(request))
+    view = cached_conflict_view(subject, attribute, _chosen_run(form))
     if view is None:
         raise Http404("No claim about this subject and attribute.")
     return render(request, "core/claims_conflict.html", {"view": view, "is_curator": is_curator(request.user)})

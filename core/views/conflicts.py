@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from core.engine.graphs.conflict import conflict_graph
+from core.forms.query import EDGE_MODES, ConflictsForm
 from core.models import EstimationRun, Question
 from core.roles import analyst_required
 from core.services.pages.conflicts import (
@@ -26,29 +27,30 @@ from core.services.pages.conflicts import (
 from core.services.pages.copying import dependence_groups, has_copy_detection
 from core.services.pages.run_sets import claims_runs, finished_full_runs
 from core.views.claim_charts import link_contested, link_copy_examples
+from core.views.query import bad_query
 from sources.models import Source
 
-EDGE_MODES = ("auto", "all", "strong", "conflict", "agreement")
-MODES = ("answers", "claims")
 CONTESTED_PAGE = 25
 
 
 @analyst_required
 def conflicts(request: HttpRequest) -> HttpResponse:
-    if request.GET.get("mode") == "claims":
-        return _claims_mode(request)
+    form = ConflictsForm(request.GET)
+    if not form.is_valid():
+        return bad_query(request, form)
+    if form.choice("mode", "answers") == "claims":
+        return _claims_mode(request, form)
     runs = list(finished_full_runs().only("id", "created_at", "kind")[:30])
     with_pairs = runs_with_shared_answers(runs)
     for r in runs:
         r.has_pairs = r.pk in with_pairs  # type: ignore[attr-defined]  # for the template; the run picker says which runs have nothing to draw
-    run_id = request.GET.get("run")
+    run_id = form.cleaned_data.get("run")
     skipped: list[EstimationRun] = []
-    if run_id and run_id.isdigit():
+    if run_id is not None:
         run: EstimationRun | None = get_object_or_404(EstimationRun, pk=run_id, state=EstimationRun.State.SUCCEEDED)
     else:
         run, skipped = default_conflict_run(runs)  # skipped: newer runs without pairs
-    mode = request.GET.get("edges", "auto")
-    mode = mode if mode in EDGE_MODES else "auto"
+    mode = form.choice("edges", "auto")
     pairs = pairwise_disagreement(run) if run else []
     sources = list(Source.objects.values("id", "name", "reliability"))
     graph = conflict_graph(pairs, sources, edges=mode) if pairs else None
@@ -82,14 +84,13 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _claims_mode(request: HttpRequest) -> HttpResponse:
+def _claims_mode(request: HttpRequest, form: ConflictsForm) -> HttpResponse:
     """The claims run's conflicting items, most contested first, and the sources' conflict graph
     over the values they claim (the GRAPH_SOURCES sources with the most claims)."""
     runs = list(claims_runs().only("id", "created_at", "params")[:30])
-    run_id = request.GET.get("run")
-    run = get_object_or_404(claims_runs(), pk=run_id) if run_id and run_id.isdigit() else (runs[0] if runs else None)
-    mode = request.GET.get("edges", "auto")
-    mode = mode if mode in EDGE_MODES else "auto"
+    run_id = form.cleaned_data.get("run")
+    run = get_object_or_404(claims_runs(), pk=run_id) if run_id is not None else (runs[0] if runs else None)
+    mode = form.choice("edges", "auto")
     context: dict[str, object] = {
         "view_mode": "claims",
         "run": run,
@@ -114,12 +115,10 @@ def _claims_mode(request: HttpRequest) -> HttpResponse:
         link_copy_examples(groups)
         context["copy_groups"] = groups
         context["copy_detection"] = bool(groups) or has_copy_detection(run)
-        page = Paginator(contested_items(run), CONTESTED_PAGE).get_page(request.GET.get("page"))
+        page = Paginator(contested_items(run), CONTESTED_PAGE).get_page(form.cleaned_data.get("page"))
         context["page"] = page
         items = describe_contested(page.object_list)
         link_contested(items)
         context["contested_items"] = items
-        query = request.GET.copy()
-        query.pop("page", None)
-        context["query"] = query.urlencode()
+        context["query"] = form.pager_query()
     return render(request, "core/conflicts.html", context)

@@ -17,8 +17,10 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from core.forms.query import DocumentForm, DocumentSearchForm
 from core.models import EstimationRun, Question
 from core.roles import analyst_required
+from core.views.query import bad_query
 from sources.models import Chunk, Document, Source
 
 DOCUMENTS_PER_PAGE = 25
@@ -44,10 +46,13 @@ def document_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A document in full; ``?chunk=<id>`` highlights that passage (a citation's target).
     The text is untrusted: it is rendered escaped, split around the passage, never as HTML."""
     document = get_object_or_404(Document.objects.select_related("source"), pk=pk)
+    form = DocumentForm(request.GET)
+    if not form.is_valid():
+        return bad_query(request, form)
     chunk: Chunk | None = None
-    raw = request.GET.get("chunk", "")
-    if raw.isdigit():
-        chunk = Chunk.objects.filter(pk=int(raw), document=document).first()
+    if form.cleaned_data.get("chunk") is not None:
+        # A passage of another document (or deleted since): the document, nothing marked.
+        chunk = Chunk.objects.filter(pk=form.cleaned_data["chunk"], document=document).first()
     before, marked, after = document.text, "", ""
     if chunk is not None:
         at = document.text.find(chunk.text)
@@ -71,7 +76,10 @@ def source_documents(request: HttpRequest, pk: int) -> HttpResponse:
     for the few thousand documents a source holds here; a GIN index on the same expression
     (or a stored SearchVectorField) would be the step for much larger sources."""
     source = get_object_or_404(Source, pk=pk)
-    q = request.GET.get("q", "").strip()[:200]
+    form = DocumentSearchForm(request.GET)
+    if not form.is_valid():
+        return bad_query(request, form)
+    q = form.text("q")
     documents = Document.objects.filter(source=source).only("id", "title", "url", "published_at", "ingested_at")
     if q:
         vector = SearchVector("title", weight="A", config="english") + SearchVector(
@@ -85,15 +93,13 @@ def source_documents(request: HttpRequest, pk: int) -> HttpResponse:
         )
     else:
         documents = documents.order_by("-ingested_at", "id")
-    page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(form.cleaned_data.get("page"))
     snippets = _snippets([d.pk for d in page.object_list], q) if q else {}
     rows = [(document, snippets.get(document.pk, "")) for document in page.object_list]
-    params = request.GET.copy()
-    params.pop("page", None)
     return render(
         request,
         "core/document_list.html",
-        {"source": source, "page": page, "rows": rows, "q": q, "query": params.urlencode()},
+        {"source": source, "page": page, "rows": rows, "q": q, "query": form.pager_query()},
     )
 
 

@@ -16,13 +16,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from core.engine.text import is_idk
+from core.forms.feedback import FeedbackForm
 from core.models import MAX_CORRECTED_ANSWER_CHARS, MAX_FEEDBACK_COMMENT_CHARS, AnswerFeedback, Question, Vote
 from core.roles import analyst_required, is_analyst
 from core.services.feedback import FEEDBACK_QUERY_SET, FeedbackState, feedback_state, record_feedback
+from core.services.pages.answer_panel import Viewer
 from core.views.htmx import HtmxHttpRequest
 from sources.models import Source
 
-MAX_ID = 2**63 - 1
 Kind = AnswerFeedback.Kind
 Status = AnswerFeedback.Status
 
@@ -49,7 +50,7 @@ def status_text(feedback: AnswerFeedback | None) -> str:
     return "A curator confirmed this; it is kept as a known wrong answer."
 
 
-def _state(question: Question, user: Any) -> FeedbackState:
+def _state(question: Question, user: Viewer) -> FeedbackState:
     """The user's feedback on the question, read once per request (the answer box and every
     vote row ask for it)."""
     cache: dict[int, FeedbackState] = question.__dict__.setdefault("_feedback_states", {})
@@ -59,7 +60,7 @@ def _state(question: Question, user: Any) -> FeedbackState:
     return cache[key]
 
 
-def answer_feedback_context(question: Question, user: Any, csrf_token: Any, error: str = "") -> dict[str, Any]:
+def answer_feedback_context(question: Question, user: Viewer, csrf_token: object, error: str = "") -> dict[str, Any]:
     verdict = _state(question, user).verdict
     return {
         "question": question,
@@ -75,7 +76,7 @@ def answer_feedback_context(question: Question, user: Any, csrf_token: Any, erro
 
 
 def source_feedback_context(
-    question: Question, vote: Vote, user: Any, csrf_token: Any, error: str = ""
+    question: Question, vote: Vote, user: Viewer, csrf_token: object, error: str = ""
 ) -> dict[str, Any]:
     flag = _state(question, user).by_source.get(vote.source_id)
     return {
@@ -94,17 +95,6 @@ def source_feedback_context(
     }
 
 
-def _source(raw: str) -> Source | None:
-    try:
-        number = int(raw)
-    except ValueError:
-        raise ValidationError({"source": f"source must be a source id, not {raw[:40]!r}."}) from None
-    found = Source.objects.filter(pk=number).first() if 0 < number <= MAX_ID else None
-    if found is None:
-        raise ValidationError({"source": f"There is no source #{number}."})
-    return found
-
-
 def _first_error(exc: ValidationError) -> str:
     if hasattr(exc, "error_dict"):
         return " ".join(f"{name}: {' '.join(msgs)}" for name, msgs in exc.message_dict.items())
@@ -117,22 +107,22 @@ def question_feedback(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Record the user's feedback; htmx gets the updated buttons (and their status line, out of
     band, so that a screen reader announces it), a plain form post the question's page."""
     question = get_object_or_404(Question, pk=pk)
-    kind = request.POST.get("kind", "")
-    raw_source = request.POST.get("source", "").strip()
-    error = ""
-    source: Source | None = None
-    try:
-        source = _source(raw_source) if raw_source else None
-        record_feedback(
-            question,
-            request.user,
-            kind,
-            source=source,
-            corrected_answer=request.POST.get("corrected_answer"),  # absent (a bare button): kept as stored
-            comment=request.POST.get("comment"),
-        )
-    except ValidationError as exc:
-        error = _first_error(exc)
+    form = FeedbackForm(request.POST)
+    error = "" if form.is_valid() else form.problem()
+    data = form.cleaned_data
+    source: Source | None = data.get("source")
+    if not error:
+        try:
+            record_feedback(
+                question,
+                request.user,
+                data["kind"],
+                source=source,
+                corrected_answer=data["corrected_answer"],  # None (a bare button): kept as stored
+                comment=data["comment"],
+            )
+        except ValidationError as exc:
+            error = _first_error(exc)
     if not request.htmx:
         if error:
             messages.error(request, f"Your feedback was not saved. {error}")
@@ -140,7 +130,7 @@ def question_feedback(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             messages.success(request, "Thanks — a curator will review this.")
         return redirect("question-detail", pk=question.pk)
     token = get_token(request)
-    if kind == Kind.SOURCE_WRONG or raw_source:
+    if data.get("kind") == Kind.SOURCE_WRONG or form.names_a_source():
         # From a vote row's buttons: answer with that row's buttons.
         vote = Vote.objects.select_related("source").filter(question=question, source=source).first()
         if vote is None:

@@ -12,15 +12,16 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from core.forms import SourceListForm
+from core.forms.query import PageForm, SourceListForm
 from core.roles import analyst_required
 from core.services.pages.copying import latest_collusion
 from core.services.pages.sources import reliability_history, source_disagreements, source_overview
 from core.services.topics import latest_topic_run, topic_cells, topic_choices
 from core.views.charts import reliability_chart, sparkline
+from core.views.query import bad_query
 from sources.models import Document, Source
 
-SORTS = ("reliability", "name")
+SOURCE_DOCUMENTS_PAGE = 20
 
 
 def sorted_sources(sources: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
@@ -38,10 +39,10 @@ def source_list(request: HttpRequest) -> HttpResponse:
     run = latest_topic_run()
     choices = topic_choices(run)
     form = SourceListForm(request.GET, topics=choices)
-    sort = form.choice("sort", "reliability")
-    sort = sort if sort in SORTS else "reliability"
-    topic = form.choice("topic", "")
-    topic = topic if topic in dict(choices) else ""
+    if not form.is_valid():
+        return bad_query(request, form)
+    sort = form.text("sort") or "reliability"
+    topic = form.text("topic")
     sources = sorted_sources(source_overview(), sort)
     collusion = latest_collusion()
     for s in sources:
@@ -61,6 +62,9 @@ def source_list(request: HttpRequest) -> HttpResponse:
 @analyst_required
 def source_detail(request: HttpRequest, pk: int) -> HttpResponse:
     source = get_object_or_404(Source, pk=pk)
+    form = PageForm(request.GET)
+    if not form.is_valid():
+        return bad_query(request, form)
     history = reliability_history(source)
     documents = (
         Document.objects.filter(source=source)
@@ -68,7 +72,7 @@ def source_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .only("id", "title", "url", "published_at", "ingested_at")
         .order_by("-ingested_at", "id")
     )
-    page = Paginator(documents, 20).get_page(request.GET.get("page"))
+    page = Paginator(documents, SOURCE_DOCUMENTS_PAGE).get_page(form.cleaned_data.get("page"))
     topic_run = latest_topic_run()
     topics = topic_cells(topic_run, source.pk)
     return render(

@@ -185,7 +185,9 @@ def test_the_document_page_marks_the_cited_passage_and_escapes_the_text(analyst_
     content = analyst_client.get(reverse("document-detail", args=[document.pk]) + f"?chunk={chunk.pk}").content.decode()
     assert f'<mark id="chunk-{chunk.pk}" class="cited-passage">The capital is Paris.</mark>' in content
     assert "<script>x()" not in content and "&lt;script&gt;" in content
-    assert analyst_client.get(reverse("document-detail", args=[document.pk]) + "?chunk=abc").status_code == 200
+    # A passage id that does not parse is a 400 naming the parameter (it once showed the page unmarked).
+    refused = analyst_client.get(reverse("document-detail", args=[document.pk]) + "?chunk=abc")
+    assert refused.status_code == 400 and "chunk: Enter the number of a passage." in refused.content.decode()
 
 
 def test_the_document_pages_are_for_analysts(client: Any, nobody_client: Any, db: Any) -> None:

@@ -285,7 +285,9 @@ def test_conflict_view_of_an_unknown_item_answers_404(analyst_client: Any, claim
     cut_short = analyst_client.get(reverse("claim-conflict"), {"subject": FLIGHT}, follow=True)
     assert cut_short.redirect_chain == [(reverse("claim-list"), 302)]
     assert "Choose an item (a subject and an attribute)" in cut_short.content.decode()
-    assert analyst_client.get(conflict_url(FLIGHT, ACT) + "&run=abc").status_code == 404
+    # A run that does not parse is a 400 naming the parameter (it was a 404, as if no such run).
+    refused = analyst_client.get(conflict_url(FLIGHT, ACT) + "&run=abc")
+    assert refused.status_code == 400 and "run: Enter the number of a claims run." in refused.content.decode()
 
 
 def test_conflict_view_uses_the_named_run(analyst_client: Any, claim_world: ClaimWorld) -> None:

@@ -94,8 +94,9 @@ def test_the_sources_list_filters_by_topic_and_the_run_page_shows_the_widest_spr
     assert 'id="source-topic"' in page and "On “album · singer”" in page
     # Ordered by reliability on the topic: source 0 (wrong on music) comes last.
     assert page.index(">source 1<") < page.index(">source 0<") and page.index(">source 2<") < page.index(">source 0<")
-    # An unknown topic is ignored, not an error.
-    assert analyst_client.get(reverse("source-list") + "?topic=nope").status_code == 200
+    # An unknown topic is a 400 naming the parameter (it was ignored: the whole list, as if asked for).
+    unknown = analyst_client.get(reverse("source-list") + "?topic=nope")
+    assert unknown.status_code == 400 and "topic: Choose a topic of the latest run" in unknown.content.decode()
     run_page = analyst_client.get(reverse("run-result", args=[run.pk])).content.decode()
     assert 'id="run-topics"' in run_page
     spread = run_page[run_page.index('id="run-topics"') :]

@@ -7,6 +7,11 @@
 - ``conflicts``: the conflicts page, in answers mode and in claims mode.
 - ``runs``: a run's page (agreement matrix, changes, a claims run's summary).
 - ``question``: an answer's groups of sources (the ask page and a question's page).
+- ``answer_panel``: a question's panel (progress, votes, explanation, follow-up), with
+  ``citations`` (the passages it rests on) and ``earlier_answers`` (what changed since).
+- ``ask_form``: what the ask form offers (strategies, sources, groups, recent questions).
+- ``question_history``: the history page's questions, one row per question asked.
+- ``run_page``: a run's result section (changes, scores, agreement matrix or claims).
 - ``claims_browser``, ``claim_subject``, ``claim_conflict``: the claims pages, with
   ``claim_scoring`` (MultiRAG's confidences, computed on demand) shared with the API.
 

@@ -1,4 +1,4 @@
-"""Form fields shared by the admin and the pages."""
+"""Form fields shared by the admin, the API and the pages, and the admin's topic edit form."""
 
 from __future__ import annotations
 
@@ -82,25 +82,6 @@ class ReferenceAnswersField(forms.CharField):
 
     def has_changed(self, initial: Any, data: Any) -> bool:
         return self.to_python(initial or []) != self.to_python(data)
-
-
-class SourceListForm(forms.Form):
-    """The sources list's order and topic (a topic of the latest run: the list then shows and
-    orders by each source's reliability on it). Bad values fall back to the defaults."""
-
-    sort = forms.ChoiceField(choices=[("reliability", "Most reliable first"), ("name", "By name")], required=False)
-    topic = forms.ChoiceField(choices=[("", "All topics")], required=False)
-
-    def __init__(self, *args: Any, topics: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        field = self.fields["topic"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [("", "All topics"), *(topics or [])]
-
-    def choice(self, name: str, default: str) -> str:
-        """The cleaned value of ``name``, or ``default`` when absent or invalid."""
-        self.is_valid()  # cleaned_data then holds every field that is valid
-        return default if name in self.errors else str(self.cleaned_data.get(name) or default)
 
 
 class TopicEditForm(forms.Form):
