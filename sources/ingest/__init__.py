@@ -5,41 +5,22 @@ sources.ingest.base) and claims (sources.ingest.claims)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
-from sources.ingest.base import Adapter, IngestError, ParsedDocument
-from sources.ingest.documents import (
-    CsvAdapter,
-    JsonAdapter,
-    JsonLdAdapter,
-    JsonLinesAdapter,
-    TextAdapter,
-    XmlAdapter,
-)
+from sources.ingest import documents  # noqa: F401  (registers the document formats)
+from sources.ingest.base import DOCUMENT_ADAPTERS, Adapter, IngestError, ParsedDocument
 from sources.ingest.readers import check_size, decode_text, decode_utf8
 
-ADAPTERS: tuple[Adapter, ...] = (
-    TextAdapter(),
-    CsvAdapter(),
-    JsonAdapter(),
-    JsonLinesAdapter(),
-    XmlAdapter(),
-    JsonLdAdapter(),
-)
-SUPPORTED_EXTENSIONS = tuple(ext for adapter in ADAPTERS for ext in adapter.extensions)
+SUPPORTED_EXTENSIONS = DOCUMENT_ADAPTERS.extensions()
+DOCUMENT_FORMATS = DOCUMENT_ADAPTERS.format_names()
 
 __all__ = [
-    "ADAPTERS",
-    "CsvAdapter",
+    "DOCUMENT_ADAPTERS",
+    "DOCUMENT_FORMATS",
     "IngestError",
-    "JsonAdapter",
-    "JsonLdAdapter",
-    "JsonLinesAdapter",
-    "TextAdapter",
-    "XmlAdapter",
     "ParsedDocument",
     "SUPPORTED_EXTENSIONS",
     "adapter_for",
@@ -51,20 +32,7 @@ __all__ = [
 
 
 def adapter_for(filename: str, format_name: str | None = None) -> Adapter:
-    if format_name:
-        for adapter in ADAPTERS:
-            if adapter.name == format_name:
-                return adapter
-        raise IngestError(
-            f"unknown format {format_name!r}; known: {', '.join(a.name for a in ADAPTERS)}", filename=filename
-        )
-    suffix = PurePath(filename).suffix.lower()
-    for adapter in ADAPTERS:
-        if suffix in adapter.extensions:
-            return adapter
-    raise IngestError(
-        f"unsupported file type {suffix or '(none)'}; supported: {', '.join(SUPPORTED_EXTENSIONS)}", filename=filename
-    )
+    return DOCUMENT_ADAPTERS.for_file(filename, format_name)
 
 
 def parse_bytes(data: bytes, filename: str, options: Mapping[str, Any] | None = None) -> list[ParsedDocument]:

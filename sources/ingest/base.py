@@ -8,12 +8,14 @@ the caller then stores nothing of that file.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import PurePath
+from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 
 from django.utils.dateparse import parse_date, parse_datetime
 
+from core.engine.registry import Registry
 from sources.links import HTTP_URL_MESSAGE, MAX_URL_CHARS, is_http_url
 
 
@@ -51,11 +53,58 @@ class ParsedDocument:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-class Adapter(Protocol):
+class FileFormat(Protocol):
+    """What every format plug-in declares: its name and the file extensions it reads."""
+
     name: str
     extensions: tuple[str, ...]
 
+
+class Adapter(FileFormat, Protocol):
     def parse(self, text: str, *, filename: str, options: Mapping[str, Any]) -> Iterator[ParsedDocument]: ...
+
+
+F = TypeVar("F", bound=FileFormat)
+
+
+class Formats(Registry[type[F]], Generic[F]):
+    """The file formats of one mapping (documents, claims), registered like every plug-in
+    family (``@DOCUMENT_FORMATS.register("csv")`` on the class, named as its ``name``) and
+    looked up by name or by a file's extension, in one place for both mappings."""
+
+    def __init__(self, kind: str, accepts: Callable[[object], TypeGuard[type[F]]], *, purpose: str = "") -> None:
+        super().__init__(kind, accepts)
+        self.purpose = purpose  # " for claims": said in the unsupported-extension message
+
+    def add(self, name: str, item: object) -> None:
+        if getattr(item, "name", None) != name:
+            raise ValueError(f"{self.kind} {name!r} is registered under another name than its own")
+        super().add(name, item)
+
+    def format_names(self) -> tuple[str, ...]:
+        """In registration order (as forms and messages list them)."""
+        return tuple(name for name, _cls in self.items())
+
+    def extensions(self) -> tuple[str, ...]:
+        return tuple(ext for _name, cls in self.items() for ext in cls.extensions)
+
+    def for_file(self, filename: str, format_name: str | None = None) -> F:
+        """The format named by ``format_name``, else the one for the file's extension;
+        IngestError (naming the file) when there is none."""
+        names = ", ".join(self.format_names())
+        if format_name:
+            if format_name not in self:
+                raise IngestError(f"unknown {self.kind} {format_name!r}; known: {names}", filename=filename)
+            return self.get(format_name)()
+        suffix = PurePath(filename).suffix.lower()
+        for _name, cls in self.items():
+            if suffix in cls.extensions:
+                return cls()
+        raise IngestError(
+            f"unsupported file type {suffix or '(none)'}{self.purpose}; supported: {', '.join(self.extensions())}"
+            + (f" (or give the format: {names})" if self.purpose else ""),
+            filename=filename,
+        )
 
 
 def parse_published(value: Any, *, line: int | None = None, field_name: str = "published") -> dt.datetime | None:
@@ -118,3 +167,11 @@ def optional_url(value: Any, *, line: int | None, field_name: str) -> str:
     if url and not is_http_url(url):
         raise IngestError(HTTP_URL_MESSAGE, line=line, field=field_name)
     return url
+
+
+def _is_document_adapter(item: object) -> TypeGuard[type[Adapter]]:
+    return isinstance(item, type) and callable(getattr(item, "parse", None))
+
+
+# The document formats (sources.ingest.documents registers each).
+DOCUMENT_ADAPTERS: Formats[Adapter] = Formats("format", _is_document_adapter)

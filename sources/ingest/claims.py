@@ -30,14 +30,13 @@ Kinds (format name: extensions):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import PurePath
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from django.conf import settings
 
 from core.engine.claims.mapping import ClaimMapping, MappingError
 from core.engine.claims.types import ExtractedClaim, dedupe_first
-from sources.ingest.base import IngestError
+from sources.ingest.base import Formats, IngestError
 from sources.ingest.readers import (
     Record,
     check_size,
@@ -63,6 +62,14 @@ class ClaimAdapter(Protocol):
         ...
 
 
+def _is_claim_adapter(item: object) -> TypeGuard[type[ClaimAdapter]]:
+    return isinstance(item, type) and callable(getattr(item, "records", None))
+
+
+# The claim formats, each registered below where it is defined.
+CLAIM_ADAPTERS: Formats[ClaimAdapter] = Formats("claim format", _is_claim_adapter, purpose=" for claims")
+
+
 # --- tabular --------------------------------------------------------------------------
 
 
@@ -81,6 +88,7 @@ def _header_check(mapping: ClaimMapping) -> Callable[[list[str]], None]:
     return check
 
 
+@CLAIM_ADAPTERS.register("csv")
 class CsvClaims:
     name = "csv"
     extensions: tuple[str, ...] = (".csv",)
@@ -89,6 +97,7 @@ class CsvClaims:
         return read_csv(text, filename=filename, columns=mapping.columns, check_header=_header_check(mapping))
 
 
+@CLAIM_ADAPTERS.register("tsv")
 class TsvClaims:
     """Tab-separated without quoting, as core.bench.truth.read_records reads the Books file."""
 
@@ -125,6 +134,7 @@ def _record_list(data: Any, mapping: ClaimMapping) -> Sequence[Any]:
     return data
 
 
+@CLAIM_ADAPTERS.register("json")
 class JsonClaims:
     name = "json"
     extensions: tuple[str, ...] = (".json",)
@@ -133,6 +143,7 @@ class JsonClaims:
         return read_json(text, filename=filename, select=lambda data: _record_list(data, mapping))
 
 
+@CLAIM_ADAPTERS.register("jsonl")
 class JsonLinesClaims:
     name = "jsonl"
     extensions: tuple[str, ...] = (".jsonl", ".ndjson")
@@ -157,6 +168,7 @@ def _ld_value(value: Any) -> Any:
     return value
 
 
+@CLAIM_ADAPTERS.register("jsonld")
 class JsonLdClaims:
     name = "jsonld"
     extensions: tuple[str, ...] = (".jsonld",)
@@ -178,6 +190,7 @@ class JsonLdClaims:
 # --- XML ------------------------------------------------------------------------------
 
 
+@CLAIM_ADAPTERS.register("xml")
 class XmlClaims:
     name = "xml"
     extensions: tuple[str, ...] = (".xml",)
@@ -186,34 +199,13 @@ class XmlClaims:
         return read_xml(text, filename=filename, tags=(mapping.records,) if mapping.records else None)
 
 
-CLAIM_ADAPTERS: tuple[ClaimAdapter, ...] = (
-    CsvClaims(),
-    TsvClaims(),
-    JsonClaims(),
-    JsonLinesClaims(),
-    XmlClaims(),
-    JsonLdClaims(),
-)
-CLAIM_FORMATS = tuple(adapter.name for adapter in CLAIM_ADAPTERS)
-CLAIM_EXTENSIONS = tuple(ext for adapter in CLAIM_ADAPTERS for ext in adapter.extensions)
+CLAIM_FORMATS = CLAIM_ADAPTERS.format_names()
+CLAIM_EXTENSIONS = CLAIM_ADAPTERS.extensions()
 
 
 def claim_adapter_for(filename: str, format_name: str | None = None) -> ClaimAdapter:
     """The adapter named by ``format_name``, else the one for the file's extension."""
-    if format_name:
-        for adapter in CLAIM_ADAPTERS:
-            if adapter.name == format_name:
-                return adapter
-        raise IngestError(f"unknown claim format {format_name!r}; known: {', '.join(CLAIM_FORMATS)}", filename=filename)
-    suffix = PurePath(filename).suffix.lower()
-    for adapter in CLAIM_ADAPTERS:
-        if suffix in adapter.extensions:
-            return adapter
-    raise IngestError(
-        f"unsupported file type {suffix or '(none)'} for claims; supported: {', '.join(CLAIM_EXTENSIONS)} "
-        f"(or give the format: {', '.join(CLAIM_FORMATS)})",
-        filename=filename,
-    )
+    return CLAIM_ADAPTERS.for_file(filename, format_name)
 
 
 def parse_claim_bytes(

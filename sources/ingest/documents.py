@@ -27,6 +27,7 @@ from typing import Any
 from xml.etree.ElementTree import Element
 
 from sources.ingest.base import (
+    DOCUMENT_ADAPTERS,
     IngestError,
     ParsedDocument,
     optional_str,
@@ -109,6 +110,7 @@ def _mapped(records: Iterable[Record], options: Mapping[str, Any]) -> Iterator[P
 _ATX_HEADING = re.compile(r"#{1,6}[ \t]+(.*?)[ \t#]*$")
 
 
+@DOCUMENT_ADAPTERS.register("text")
 class TextAdapter:
     name = "text"
     extensions: tuple[str, ...] = (".txt", ".md", ".markdown", ".text")
@@ -128,6 +130,7 @@ class TextAdapter:
 # --- CSV, JSON, JSON Lines: the field mapping ------------------------------------------------
 
 
+@DOCUMENT_ADAPTERS.register("csv")
 class CsvAdapter:
     """CSV with a header row; columns mapped to text/title/url/published (options["mapping"])."""
 
@@ -155,6 +158,7 @@ def _document_array(data: Any) -> Sequence[Any]:
     return data
 
 
+@DOCUMENT_ADAPTERS.register("json")
 class JsonAdapter:
     """JSON: an array of objects, or {"documents": [...]}, or one object."""
 
@@ -165,6 +169,7 @@ class JsonAdapter:
         return _mapped(read_json(text, filename=filename, select=_document_array), options)
 
 
+@DOCUMENT_ADAPTERS.register("jsonl")
 class JsonLinesAdapter:
     name = "jsonl"
     extensions: tuple[str, ...] = (".jsonl", ".ndjson")
@@ -194,6 +199,7 @@ def _child_text(element: Element, names: tuple[str, ...]) -> tuple[str | None, s
     return None, None
 
 
+@DOCUMENT_ADAPTERS.register("xml")
 class XmlAdapter:
     """XML (defusedxml): <document>, <article>, <item> or <entry> records, read by their children."""
 
@@ -247,6 +253,7 @@ def _author(node: Mapping[str, Any]) -> str:
     return str(author) if isinstance(author, str) else ""
 
 
+@DOCUMENT_ADAPTERS.register("jsonld")
 class JsonLdAdapter:
     """JSON-LD (schema.org Article, NewsArticle, CreativeWork, ...), including @graph."""
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sources import ingest, services
+from sources import services
 from sources.ingest import IngestError, parse_bytes
+from sources.ingest.documents import XmlAdapter
 from sources.models import Document
 from sources.services import ingest_files
 from tests.factories import SourceFactory
@@ -54,7 +55,7 @@ def test_a_recursion_error_inside_any_adapter_rejects_the_file_by_name(monkeypat
     def recurse(*args, **kwargs):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(ingest.XmlAdapter, "parse", recurse)
+    monkeypatch.setattr(XmlAdapter, "parse", recurse)
     assert rejection(b"<feed/>", "nest.xml") == "nest.xml: nested too deeply to parse"
 
 

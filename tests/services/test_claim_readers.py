@@ -185,3 +185,17 @@ def test_jsonld_nodes_unwrap_value_and_id_objects():
         (None, "urn:isbn:0201853949", "published", "2005-07-01", "2005-07-01", {**where, "field": "datePublished"}),
         (None, "urn:isbn:0201853949", "publisher", "https://aw.example/", "https://aw.example/", {**where, "field": "publisher"}),
     ]  # fmt: skip
+
+
+def test_documents_and_claims_look_formats_up_the_same_way() -> None:
+    from sources.ingest import adapter_for
+    from sources.ingest.claims import claim_adapter_for
+
+    assert adapter_for("feed.XML").name == "xml" and claim_adapter_for("feed.XML").name == "xml"
+    assert claim_adapter_for("data.txt", "tsv").name == "tsv"  # a named format wins over the extension
+    with pytest.raises(IngestError, match=r"notes\.pdf: unsupported file type \.pdf; supported: \.txt"):
+        adapter_for("notes.pdf")
+    with pytest.raises(IngestError, match=r"unsupported file type \.pdf for claims; .*\(or give the format: csv, tsv"):
+        claim_adapter_for("notes.pdf")
+    with pytest.raises(IngestError, match="unknown claim format 'yaml'; known: csv, tsv, json"):
+        claim_adapter_for("notes.yaml", "yaml")

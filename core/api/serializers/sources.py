@@ -10,7 +10,7 @@ from rest_framework import serializers
 from core.api.fields import IdRelatedField, StrictModelSerializer, StrictSerializer, Text
 from core.models import EstimationRun
 from core.services.topics import latest_topic_run, topic_cells
-from sources.ingest import ADAPTERS
+from sources.ingest import DOCUMENT_FORMATS
 from sources.models import Document, Source
 from sources.validators import validate_homepage
 
@@ -141,7 +141,7 @@ class DocumentDetailSerializer(DocumentSerializer):
 # --- Uploads --------------------------------------------------------------------------
 
 
-FORMATS = [adapter.name for adapter in ADAPTERS]
+FORMATS = list(DOCUMENT_FORMATS)
 
 
 class DocumentItemSerializer(StrictSerializer):
