@@ -7,13 +7,14 @@ roles with ``UserFactory(roles=[ANALYST])``, or from ``AnalystFactory`` / ``Cura
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import factory
 import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
+from django.db import models
 from django.utils import timezone
 
 from core.models import (
@@ -42,10 +43,26 @@ def unit_vector(seed: int, dimension: int | None = None) -> np.ndarray:
     return (vector / np.linalg.norm(vector)).astype(np.float32)
 
 
+M = TypeVar("M", bound=models.Model)
+
+
+class ModelFactory(factory.django.DjangoModelFactory[M], Generic[M]):
+    """A model factory whose call returns its model (``SourceFactory()`` is a Source to mypy:
+    factory_boy's metaclass ``__call__`` is untyped, so without this a factory's call would
+    look like an instance of the factory)."""
+
+    class Meta:
+        abstract = True
+
+    if TYPE_CHECKING:
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> M: ...  # type: ignore[misc]  # the model, not the factory
+
+
 # --- Accounts and roles ---------------------------------------------------------------
 
 
-class GroupFactory(factory.django.DjangoModelFactory):
+class GroupFactory(ModelFactory[Group]):
     """A role: a Django group (the analyst and curator groups come from a migration and are reused)."""
 
     class Meta:
@@ -62,7 +79,7 @@ def add_roles(user: Any, roles: list[str] | tuple[str, ...]) -> Any:
     return user
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(ModelFactory[User]):
     """An account with ``PASSWORD`` (or ``password=...``) and the groups in ``roles=[...]``."""
 
     class Meta:
@@ -106,7 +123,7 @@ class CuratorFactory(UserFactory):
 # --- Jobs -----------------------------------------------------------------------------
 
 
-class JobFactory(factory.django.DjangoModelFactory):
+class JobFactory(ModelFactory[Job]):
     class Meta:
         model = Job
 
@@ -117,7 +134,7 @@ class JobFactory(factory.django.DjangoModelFactory):
 # --- Sources, documents, chunks -------------------------------------------------------
 
 
-class SourceFactory(factory.django.DjangoModelFactory):
+class SourceFactory(ModelFactory[Source]):
     class Meta:
         model = Source
         django_get_or_create = ("name",)
@@ -126,7 +143,7 @@ class SourceFactory(factory.django.DjangoModelFactory):
     kind = Source.Kind.NEWS
 
 
-class DocumentFactory(factory.django.DjangoModelFactory):
+class DocumentFactory(ModelFactory[Document]):
     class Meta:
         model = Document
 
@@ -136,7 +153,7 @@ class DocumentFactory(factory.django.DjangoModelFactory):
     content_hash = factory.LazyAttribute(lambda d: content_hash(d.text))
 
 
-class ChunkFactory(factory.django.DjangoModelFactory):
+class ChunkFactory(ModelFactory[Chunk]):
     """A chunk of its document's source, embedded as a deterministic unit vector (``seed``)."""
 
     class Meta:
@@ -155,7 +172,7 @@ class ChunkFactory(factory.django.DjangoModelFactory):
 # --- Fact-checking queries and estimation runs ----------------------------------------
 
 
-class QuerySetFactory(factory.django.DjangoModelFactory):
+class QuerySetFactory(ModelFactory[QueryCollection]):
     class Meta:
         model = QueryCollection
         django_get_or_create = ("name",)
@@ -163,7 +180,7 @@ class QuerySetFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"query-set-{n}")
 
 
-class FactQueryFactory(factory.django.DjangoModelFactory):
+class FactQueryFactory(ModelFactory[FactQuery]):
     class Meta:
         model = FactQuery
 
@@ -171,7 +188,7 @@ class FactQueryFactory(factory.django.DjangoModelFactory):
     question = factory.Sequence(lambda n: f"Question {n}?")
 
 
-class EstimationRunFactory(factory.django.DjangoModelFactory):
+class EstimationRunFactory(ModelFactory[EstimationRun]):
     """A pending run; ``succeeded=True`` for a finished one, ``sources=[...]`` for its sources."""
 
     class Meta:
@@ -200,7 +217,7 @@ def _query_of_the_run(query: Any) -> QueryCollection:
     return query.factory_parent.run.query_set or QuerySetFactory()
 
 
-class RunResponseFactory(factory.django.DjangoModelFactory):
+class RunResponseFactory(ModelFactory[RunResponse]):
     class Meta:
         model = RunResponse
 
@@ -214,7 +231,7 @@ class RunResponseFactory(factory.django.DjangoModelFactory):
     agrees = True  # with the run's answer; None for an IDK
 
 
-class RunAnswerFactory(factory.django.DjangoModelFactory):
+class RunAnswerFactory(ModelFactory[RunAnswer]):
     class Meta:
         model = RunAnswer
 
@@ -225,7 +242,7 @@ class RunAnswerFactory(factory.django.DjangoModelFactory):
     support = 1.0
 
 
-class ReliabilityScoreFactory(factory.django.DjangoModelFactory):
+class ReliabilityScoreFactory(ModelFactory[ReliabilityScore]):
     """Reliability 0.7 with an interval of +-0.1 (clipped to [0, 1]) and the weight equal to it."""
 
     class Meta:
@@ -241,7 +258,7 @@ class ReliabilityScoreFactory(factory.django.DjangoModelFactory):
     agreements = 8
 
 
-class SourceDependenceFactory(factory.django.DjangoModelFactory):
+class SourceDependenceFactory(ModelFactory[SourceDependence]):
     """Two sources of a finished run found dependent (probability 0.9) on 8 shared answers, 6 of them false."""
 
     class Meta:
@@ -261,7 +278,7 @@ class SourceDependenceFactory(factory.django.DjangoModelFactory):
 # --- Claims and their resolutions ----------------------------------------------------
 
 
-class ClaimFactory(factory.django.DjangoModelFactory):
+class ClaimFactory(ModelFactory[Claim]):
     """One source's value for one (subject, attribute), read through a mapping; ``value`` is
     the normalised value (``raw_value`` defaults to it)."""
 
@@ -278,7 +295,7 @@ class ClaimFactory(factory.django.DjangoModelFactory):
     provenance = factory.LazyFunction(dict)
 
 
-class ClaimResolutionFactory(factory.django.DjangoModelFactory):
+class ClaimResolutionFactory(ModelFactory[ClaimResolution]):
     """A succeeded claim-level run's verdict on one item: ``value`` with confidence 0.9,
     claimed by nobody unless ``values=[...]`` says who."""
 
@@ -298,7 +315,7 @@ class ClaimResolutionFactory(factory.django.DjangoModelFactory):
 # --- Questions and votes --------------------------------------------------------------
 
 
-class QuestionFactory(factory.django.DjangoModelFactory):
+class QuestionFactory(ModelFactory[Question]):
     """An unanswered question; ``answered=True`` for one answered "Paris" by the extractive reader."""
 
     class Meta:
@@ -316,7 +333,7 @@ class QuestionFactory(factory.django.DjangoModelFactory):
     strategy = "ra-rag"
 
 
-class VoteFactory(factory.django.DjangoModelFactory):
+class VoteFactory(ModelFactory[Vote]):
     class Meta:
         model = Vote
 
