@@ -8,7 +8,7 @@ and names the field of whatever it refuses, as this form does for what does not 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django import forms
 
@@ -35,7 +35,20 @@ class SourceIdsField(forms.Field):
         return [int(v) for v in values]
 
 
-def blank_values() -> dict[str, Any]:
+class AskValues(TypedDict):
+    """What the ask form shows in its fields (as sent, a refused value as typed)."""
+
+    text: str
+    strategy: str
+    research_strategy: str
+    kappa: int | str
+    follows: str
+    sources_mode: str
+    sources: list[int]
+    source_group: str
+
+
+def blank_values() -> AskValues:
     """What the ask form shows when nothing was sent."""
     return {
         "text": "",
@@ -119,7 +132,7 @@ class AskForm(forms.Form):
             group=data.get("source_group"),
         )
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> AskValues:
         """What the form shows again: the values as sent (a refused one as typed)."""
         raw = self.data
         cleaned = getattr(self, "cleaned_data", {})

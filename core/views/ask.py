@@ -4,7 +4,6 @@ answering, and the answer's panel comes from core.services.pages.answer_panel.""
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
@@ -14,7 +13,7 @@ from django.urls import Resolver404, resolve, reverse
 from django.views.decorators.http import require_http_methods
 
 from core.api.throttles import ask_rate, ask_throttle_wait
-from core.forms.ask import AskForm, blank_values
+from core.forms.ask import AskForm, AskValues, blank_values
 from core.models import Question
 from core.roles import analyst_required
 from core.services.asking import MAX_QUESTION_CHARS, start_question
@@ -94,7 +93,7 @@ def _follow_up_errors(request: HtmxHttpRequest, form: AskForm, errors: Errors) -
     return render(request, "core/question_detail.html", context, status=400)
 
 
-def _ask_page(request: HttpRequest, values: dict[str, Any], errors: Errors, status: int) -> HttpResponse:
+def _ask_page(request: HttpRequest, values: AskValues, errors: Errors, status: int) -> HttpResponse:
     # Only what the configured backends can run (e.g. no vanilla-llm with the offline reader).
     product, research = strategy_groups()
     return render(
@@ -128,7 +127,8 @@ def _too_many_asks(request: HtmxHttpRequest, form: AskForm, wait: int) -> HttpRe
             response["HX-Retarget"] = "#follow-up-errors"
             response["HX-Reswap"] = "innerHTML"
     else:
-        values = {**blank_values(), "text": form.values()["text"]}
+        values = blank_values()
+        values["text"] = form.values()["text"]
         response = _ask_page(request, values, errors, status=429)
     response["Retry-After"] = str(wait)
     return response

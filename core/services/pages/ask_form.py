@@ -4,14 +4,14 @@ lists, and the asker's recent questions."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.db.models import Count, F, QuerySet
 
 from core.engine.params import describe
-from core.engine.strategies import runnable_strategies, strategy_class
-from core.forms.ask import DEFAULT_STRATEGY, SOURCE_ERROR_FIELDS
-from core.models import Question
+from core.engine.strategies import Requirement, runnable_strategies, strategy_class
+from core.forms.ask import DEFAULT_STRATEGY, SOURCE_ERROR_FIELDS, AskValues
+from core.models import Question, SourceGroup
 from core.services.engine_context import configured_offers
 from core.services.pages.answer_panel import Viewer
 from core.services.source_selection import visible_groups
@@ -35,16 +35,32 @@ PLAIN_WORDS = {
 }
 
 
-def strategy_groups(offers: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+class StrategyOffer(TypedDict):
+    name: str
+    description: str
+    plain: str  # what it does, in plain words
+    kappa: bool  # whether it takes kappa (the form shows the field only then)
+
+
+class SourcePicker(TypedDict):
+    ask_sources: list[Source]
+    source_groups: list[SourceGroup]
+    source_errors: list[str]
+    sources_open: bool
+
+
+def strategy_groups(
+    offers: frozenset[Requirement] | None = None,
+) -> tuple[list[StrategyOffer], list[StrategyOffer]]:
     """(product, research): the strategies the configured backends can run, split by their
     ``product`` flag (core.engine.strategies.base.AnswerStrategy), ra-rag first, each with its
     one-line description and whether it takes kappa. Oracle strategies are never runnable here."""
     names = runnable_strategies(configured_offers() if offers is None else offers)
-    product: list[dict[str, Any]] = []
-    research: list[dict[str, Any]] = []
+    product: list[StrategyOffer] = []
+    research: list[StrategyOffer] = []
     for name in sorted(names, key=lambda n: (n != DEFAULT_STRATEGY, n)):
         cls = strategy_class(name)
-        entry = {
+        entry: StrategyOffer = {
             "name": name,
             "description": cls.description,
             "plain": PLAIN_WORDS.get(name, cls.description),
@@ -54,7 +70,7 @@ def strategy_groups(offers: Any = None) -> tuple[list[dict[str, Any]], list[dict
     return product, research
 
 
-def source_picker(user: Viewer, values: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
+def source_picker(user: Viewer, values: AskValues, errors: dict[str, list[str]]) -> SourcePicker:
     """What the Sources section offers: the active sources, most reliable first, the groups
     open to the user, and whether the section starts open (a choice made, or an error in it)."""
     sources = list(
@@ -62,9 +78,10 @@ def source_picker(user: Viewer, values: dict[str, Any], errors: dict[str, list[s
         .order_by(F("reliability").desc(nulls_last=True), "name")
         .only("id", "name", "reliability", "chunk_count")
     )
-    groups = list(visible_groups(user).annotate(size=Count("sources")).order_by("name", "id"))
+    # Each group with its "size" (its sources), for the select.
+    groups: list[SourceGroup] = list(visible_groups(user).annotate(size=Count("sources")).order_by("name", "id"))
     source_errors = [m for field in SOURCE_ERROR_FIELDS for m in errors.get(field, [])]
-    chosen = values.get("sources_mode", "all") != "all" or bool(values.get("source_group"))
+    chosen = values["sources_mode"] != "all" or bool(values["source_group"])
     return {
         "ask_sources": sources,
         "source_groups": groups,
