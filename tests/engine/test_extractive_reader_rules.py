@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from core.engine.backends.generation import ExtractiveReader
-from core.engine.backends.generation.extractive import loose_stem, question_type
+from core.engine.backends.generation.extractive import question_type
+from core.engine.backends.generation.extractive_spans import loose_stem
 from core.engine.text import answer_contains_gold, normalize_answer
 
 READER = ExtractiveReader()
