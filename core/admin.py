@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -62,7 +62,7 @@ class GoldCheckedFilter(admin.SimpleListFilter):
     title = "gold-checked"
     parameter_name = "gold"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[FactQuery]) -> list[tuple[str, str]]:
         return [("yes", "With reference answers"), ("no", "Without reference answers")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[FactQuery]) -> QuerySet[FactQuery]:
@@ -114,10 +114,10 @@ class ReadOnlyInline(admin.TabularInline[_Child, _Parent]):
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -213,7 +213,7 @@ class EstimationRunAdmin(admin.ModelAdmin[EstimationRun]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # runs start from the Sources list action, the dashboard, the API or `estimate`
 
-    def get_urls(self) -> list[Any]:
+    def get_urls(self) -> list[URLPattern]:
         extra = [
             path(
                 "<int:pk>/topics/",
@@ -349,7 +349,9 @@ class SourceGroupAdmin(admin.ModelAdmin[SourceGroup]):
     def source_count(self, group: SourceGroup) -> int:
         return int(getattr(group, "n_sources", 0))
 
-    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+    def get_changeform_initial_data(
+        self, request: HttpRequest
+    ) -> dict[str, Any]:  # the stubs: str values; a pk is an int
         return {**super().get_changeform_initial_data(request), "owner": request.user.pk}
 
 
@@ -357,7 +359,7 @@ class FeedbackStatusFilter(admin.SimpleListFilter):
     title = "outcome"
     parameter_name = "outcome"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[AnswerFeedback]) -> list[tuple[str, str]]:
         return [("gold", "Became gold"), ("known-wrong", "Known wrong answer (no gold)")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[AnswerFeedback]) -> QuerySet[AnswerFeedback]:

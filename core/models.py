@@ -5,7 +5,6 @@ every source's vote. The engine itself (core/engine/) knows nothing of these mod
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -17,19 +16,19 @@ from core.engine.text import is_idk
 from sources.models import Document, Source
 
 
-def _checked(check: Callable[[Any], None], value: Any) -> None:
+def _checked(check: Callable[[object], None], value: object) -> None:
     try:
         check(value)
     except ResultSchemaError as exc:
         raise ValidationError(str(exc)) from None
 
 
-def evidence_field_validator(value: Any) -> None:
+def evidence_field_validator(value: object) -> None:
     """Question.evidence has the schema of core.engine.strategies.codec."""
     _checked(validate_evidence, value)
 
 
-def graph_field_validator(value: Any) -> None:
+def graph_field_validator(value: object) -> None:
     """Question.graph has the schema of core.engine.strategies.codec."""
     _checked(validate_graph, value)
 
@@ -293,7 +292,7 @@ class SourceGroup(models.Model):
         return self.name
 
 
-def asked_as_norm() -> Any:
+def asked_as_norm() -> Lower:
     """A question as answered (a follow-up's standalone rewrite, else its text), case and
     surrounding spaces aside: what "the same question asked again" compares (indexed)."""
     return Lower(Trim(Coalesce(NullIf("standalone", models.Value("", output_field=models.TextField())), "text")))

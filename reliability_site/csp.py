@@ -12,11 +12,14 @@ adds sources to single directives for that view's responses only.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from functools import wraps
-from typing import Any
+from functools import update_wrapper
+from typing import ParamSpec, TypeVar
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
+
+P = ParamSpec("P")
+R = TypeVar("R", bound=HttpResponseBase)
 
 HEADER = "Content-Security-Policy"
 
@@ -42,17 +45,17 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
-def csp_update(**directives: Iterable[str]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def csp_update(**directives: Iterable[str]) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Add sources to directives for one view: csp_update(style_src=["'unsafe-inline'"])."""
     extra = {name.replace("_", "-"): list(sources) for name, sources in directives.items()}
 
-    def decorator(view: Callable[..., Any]) -> Callable[..., Any]:
-        @wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-            response = view(request, *args, **kwargs)
-            response.csp_update = extra
+    def decorator(view: Callable[P, R]) -> Callable[P, R]:
+        def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+            response = view(*args, **kwargs)
+            setattr(response, "csp_update", extra)  # noqa: B010 - read back by the middleware, which getattr()s it
             return response
 
+        update_wrapper(wrapped, view)
         return wrapped
 
     return decorator

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 from urllib.parse import parse_qs, unquote, urlparse
 
 from reliability_site.env import ConfigError
 
 
-def parse_database_url(url: str) -> dict[str, Any]:
+class DatabaseSettings(TypedDict, total=False):
+    """One entry of Django's DATABASES, as this project fills it."""
+
+    ENGINE: str
+    NAME: str
+    USER: str
+    PASSWORD: str
+    HOST: str
+    PORT: str
+    OPTIONS: dict[str, str]
+    CONN_MAX_AGE: int
+
+
+def parse_database_url(url: str) -> DatabaseSettings:
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql", "pgsql"}:
         raise ConfigError(

@@ -6,7 +6,6 @@ import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import django_stubs_ext
 
@@ -152,7 +151,7 @@ CACHE_TABLE = "django_cache"
 if CACHE_URL:
     if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"CACHE_URL must be a redis://, rediss:// or unix:// URL, got {CACHE_URL!r}")
-    CACHES: dict[str, dict[str, Any]] = {
+    CACHES: dict[str, dict[str, object]] = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
     }
 else:

@@ -15,7 +15,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
+
+from core.engine.types import JSONObject, JSONValue
+from runtime.users import Actor
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ class Progress(Protocol):
         """Say the work is alive; False when the job has ended meanwhile (reaped, say)."""
         ...
 
-    def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
+    def report_parts(self, parts: Mapping[str, Mapping[str, JSONValue]]) -> None:
         """Where some parts of the work stand, by key ({"n", "label", "state", "detail"}):
         each replaces its earlier entry (an ask reports one part per source)."""
         ...
@@ -67,7 +70,7 @@ class NullProgress:
     def heartbeat(self, message: str | None = None) -> bool:
         return True
 
-    def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
+    def report_parts(self, parts: Mapping[str, Mapping[str, JSONValue]]) -> None:
         pass
 
 
@@ -121,7 +124,7 @@ class JobRecord(Protocol):
     (``run.job_id = job.id``), which needs nothing of the class."""
 
     @property
-    def pk(self) -> Any: ...
+    def pk(self) -> int: ...
 
     @property
     def id(self) -> int: ...
@@ -142,10 +145,10 @@ class JobRecord(Protocol):
     def error(self) -> str: ...
 
     @property
-    def params(self) -> Any: ...
+    def params(self) -> JSONObject: ...
 
     @property
-    def result(self) -> Any: ...
+    def result(self) -> JSONObject: ...
 
     def refresh_from_db(self) -> None: ...
 
@@ -154,7 +157,14 @@ class Dispatcher(Protocol):
     """Store a job record of `kind` and enqueue the Celery task `task_name` for it; returns the job."""
 
     def __call__(
-        self, kind: str, task_name: str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
+        self,
+        kind: str,
+        task_name: str,
+        params: JSONObject,
+        /,
+        *,
+        user: Actor | None = None,
+        queue: str | None = None,
     ) -> JobRecord: ...
 
 
@@ -176,7 +186,7 @@ def set_dispatcher(dispatcher: Dispatcher | None) -> Dispatcher | None:
 
 
 def dispatch_job(
-    *, kind: str, task_name: str, params: dict[str, Any], user: Any = None, queue: str | None = None
+    *, kind: str, task_name: str, params: JSONObject, user: Actor | None = None, queue: str | None = None
 ) -> JobRecord:
     """Start a background job through the installed dispatcher; returns the job record."""
     if _dispatcher is None:

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -9,7 +7,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
 from core.admin_numbers import rounded
@@ -100,7 +98,7 @@ class SourceAdmin(admin.ModelAdmin[Source]):
         job = dispatch_job(
             kind="reembed",
             task_name="tasks.reembed_source",
-            params={"source_ids": ids},
+            params={"source_ids": [pk for pk in ids]},
             user=request.user,
             queue="ingest",
         )
@@ -158,7 +156,7 @@ class SourceAdmin(admin.ModelAdmin[Source]):
             messages.SUCCESS,
         )
 
-    def get_urls(self) -> list[Any]:
+    def get_urls(self) -> list[URLPattern]:
         extra = [path("upload/", self.admin_site.admin_view(self.upload_view), name="sources_source_upload")]
         return extra + super().get_urls()
 
@@ -244,7 +242,7 @@ class ClaimAdmin(admin.ModelAdmin[Claim]):
     show_full_result_count = False  # a COUNT(*) over millions of claims on every page is wasted
     change_list_template = "admin/sources/claim/change_list.html"
 
-    def get_urls(self) -> list[Any]:
+    def get_urls(self) -> list[URLPattern]:
         extra = [path("load/", self.admin_site.admin_view(self.load_view), name="sources_claim_load")]
         return extra + super().get_urls()
 
@@ -252,7 +250,7 @@ class ClaimAdmin(admin.ModelAdmin[Claim]):
         """Curators with the right to add claims (an analyst with admin access cannot load)."""
         return is_curator(request.user) and self.has_add_permission(request)
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, object] | None = None) -> HttpResponse:
         context = {**(extra_context or {}), "can_load_claims": self.can_load(request)}
         return super().changelist_view(request, extra_context=context)
 

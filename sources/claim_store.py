@@ -20,8 +20,7 @@ active sources are read.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from django.conf import settings
@@ -31,7 +30,7 @@ from pgvector.django import CosineDistance
 from core.engine.claims.normalize import normalize_isbn
 from core.engine.claims.store import KeyMatch, attribute_fit
 from core.engine.claims.types import ClaimRecord
-from core.engine.types import Embedder, Vector
+from core.engine.types import Embedder, JSONObject, Vector
 from runtime.backends import configured_embedder
 from runtime.locks import claim
 from sources.models import Claim, ClaimKey
@@ -97,7 +96,7 @@ def embed_claim_keys(
     batch: int = EMBED_BATCH,
     on_batch: Callable[[int, int], None] | None = None,
     exclusive: bool = False,
-) -> dict[str, Any]:
+) -> JSONObject:
     """Embed the keys that have none, ``batch`` at a time (each batch commits on its own, so
     a long run keeps what it did); at most ``limit`` keys (None: all). ``on_batch(done,
     total)`` is called after each batch (a job's progress and heartbeat).
@@ -141,7 +140,7 @@ def embed_claim_keys(
     return {"keys": done, "model": embedder.name}
 
 
-def _records(rows: Any) -> list[ClaimRecord]:
+def _records(rows: Iterable[tuple[int, int, str, str, str, str, str]]) -> list[ClaimRecord]:
     return [
         ClaimRecord(
             id=pk,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -26,8 +25,10 @@ from core.engine.claims.extraction import parse_triples, triple_prompt
 from core.engine.claims.mapping import ClaimMapping
 from core.engine.claims.normalize import normalize_text
 from core.engine.claims.types import MAX_ATTRIBUTE_CHARS, MAX_SUBJECT_CHARS, ExtractedClaim
+from core.engine.types import JSONObject, JSONValue
 from runtime.backends import configured_generator
 from runtime.jobs import JobRecord, KeepAlive, NullProgress, Progress, dispatch_job, heartbeat_interval
+from runtime.users import Actor
 from sources.ingest import IngestError
 from sources.ingest.claims import parse_claim_bytes
 from sources.models import Chunk, Claim, Document, Source
@@ -76,7 +77,7 @@ class _Row:
     document_id: int | None = None
 
 
-def _job_id(job: Any) -> int | None:
+def _job_id(job: int | JobRecord | None) -> int | None:
     if job is None or isinstance(job, int):
         return job
     return int(job.pk)
@@ -234,7 +235,7 @@ def load_claims(
     *,
     source: Source | str | None = None,
     format_name: str | None = None,
-    job: Any = None,
+    job: int | JobRecord | None = None,
     progress: Progress | None = None,
 ) -> ClaimLoadResult:
     """Parse every file, then store all their claims in one transaction (or nothing at all).
@@ -279,7 +280,7 @@ def start_claim_load(
     *,
     source: Source | str | None = None,
     format_name: str | None = None,
-    user: Any = None,
+    user: Actor | None = None,
     validate: bool = True,
 ) -> JobRecord:
     """Keep the uploaded files in UPLOAD_DIR until the worker has loaded them, and start the
@@ -290,8 +291,8 @@ def start_claim_load(
     else:
         check_source(mapping, source)
     folder, kept = keep_uploads(files)
-    stored = [{"path": str(path), "name": name} for path, name in kept]
-    params: dict[str, Any] = {
+    stored: list[JSONValue] = [{"path": str(path), "name": name} for path, name in kept]
+    params: JSONObject = {
         "files": stored,
         "mapping": mapping.to_json(),
         "format": format_name or "",
@@ -305,7 +306,7 @@ def start_claim_load(
     return dispatch_job(kind="ingest", task_name="tasks.load_claims", params=params, user=user, queue="ingest")
 
 
-def start_claim_key_embedding(*, user: Any = None) -> JobRecord:
+def start_claim_key_embedding(*, user: Actor | None = None) -> JobRecord:
     """Embed the (subject, attribute) keys that have no embedding yet (tasks.embed_claim_keys)."""
     return dispatch_job(kind="ingest", task_name="tasks.embed_claim_keys", params={}, user=user, queue="ingest")
 
@@ -350,7 +351,9 @@ def _text_claims(document: Document, outputs: list[tuple[int, str]]) -> list[Ext
     return claims
 
 
-def extract_text_claims(source: Source, *, job: Any = None, progress: Progress | None = None) -> TextClaimResult:
+def extract_text_claims(
+    source: Source, *, job: int | JobRecord | None = None, progress: Progress | None = None
+) -> TextClaimResult:
     """Claims from the source's documents by the configured language model (method "model").
 
     Each chunk is sent with the extraction prompt; a document whose output for any chunk is
@@ -388,7 +391,7 @@ def extract_text_claims(source: Source, *, job: Any = None, progress: Progress |
     return result
 
 
-def start_text_claim_extraction(source: Source, *, user: Any = None) -> JobRecord:
+def start_text_claim_extraction(source: Source, *, user: Actor | None = None) -> JobRecord:
     """Start claim extraction from a source's documents (tasks.extract_text_claims); refuses at
     once, without a job, when no language model is configured."""
     generator = configured_generator()

@@ -28,7 +28,7 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     widget = MultipleFileInput
 
-    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+    def clean(self, data: object, initial: object = None) -> list[object]:
         single = super().clean
         if isinstance(data, (list, tuple)):
             return [single(d, initial) for d in data]

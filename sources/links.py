@@ -8,7 +8,7 @@ anything else (rows stored before this check existed included) into no link at a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeGuard
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
@@ -20,7 +20,7 @@ HTTP_URL_MESSAGE = "only http and https URLs are accepted"
 http_url_validator = URLValidator(schemes=list(URL_SCHEMES), message=HTTP_URL_MESSAGE)
 
 
-def is_http_url(value: Any) -> bool:
+def is_http_url(value: object) -> TypeGuard[str]:
     """An absolute http(s) URL of at most MAX_URL_CHARS characters."""
     if not isinstance(value, str) or not value or len(value) > MAX_URL_CHARS or value != value.strip():
         return False
@@ -31,6 +31,6 @@ def is_http_url(value: Any) -> bool:
     return True
 
 
-def http_url(value: Any) -> str:
+def http_url(value: object) -> str:
     """The URL when it is safe to put in an href, else "" (so the caller shows no link)."""
     return value if is_http_url(value) else ""

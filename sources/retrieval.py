@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from core.engine.types import Passage, SourceId, Vector
 
@@ -144,13 +145,13 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         return _POOL
 
 
-def _fetch(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+def _fetch(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:  # SQL parameters and rows: untyped
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return list(cursor.fetchall())
 
 
-_POOL_CONNECTIONS: list[Any] = []  # the pool threads' connections (close_pool_connections)
+_POOL_CONNECTIONS: list[BaseDatabaseWrapper] = []  # the pool threads' connections (close_pool_connections)
 _THREAD = threading.local()
 
 
@@ -163,7 +164,7 @@ def close_pool_connections() -> None:
         wrapper.close()
 
 
-def _fetch_in_pool_thread(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+def _fetch_in_pool_thread(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """_fetch on the pool thread's own connection, reconnecting once if it was lost (a server
     restart, an idle timeout): nobody else closes a pool thread's connection."""
     if not getattr(_THREAD, "registered", False):
@@ -238,7 +239,7 @@ class PgRetriever:
         if not sources:
             return {}
         ids = [int(s) for s in sources]
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "q": _vector_literal(query_vector),
             "k": int(k),
             "candidates": int(k) * RERANK_FACTOR,

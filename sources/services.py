@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -14,8 +13,10 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 
 from core.engine.chunking import chunk_text
-from core.engine.types import Embedder
+from core.engine.types import Embedder, JSONObject
 from runtime.jobs import JobRecord, Progress, dispatch_job
+from runtime.json_values import as_int, as_list
+from runtime.users import Actor
 from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash
 from sources.uploads import keep_uploads
@@ -30,7 +31,7 @@ class FileOutcome:
     chunks: int = 0
     error: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {
             "file": self.name,
             "documents": self.documents,
@@ -44,17 +45,17 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def ingest_headline(result: dict[str, Any]) -> str:
+def ingest_headline(result: JSONObject) -> str:
     """The one line an ingestion job ends with, from its result: what was new, what was held
     already, what was refused ("0 new documents, 3 already held (0 chunks) from 1 file"). A
     re-upload of known files must read as such, never as documents ingested."""
-    files = [f for f in result.get("files") or [] if isinstance(f, dict)]
+    files = [f for f in as_list(result.get("files")) if isinstance(f, dict)]
     rejected = sum(1 for f in files if f.get("error"))
-    new = int(result.get("documents") or 0)
-    held = int(result.get("duplicates") or 0)
+    new = as_int(result.get("documents") or 0, "documents")
+    held = as_int(result.get("duplicates") or 0, "duplicates")
     line = (
         f"{_count(new, 'new document', 'new documents')}, {held} already held "
-        f"({_count(int(result.get('chunks') or 0), 'chunk', 'chunks')}) from {_count(len(files), 'file', 'files')}"
+        f"({_count(as_int(result.get('chunks') or 0, 'chunks'), 'chunk', 'chunks')}) from {_count(len(files), 'file', 'files')}"
     )
     if rejected:
         line += f"; {_count(rejected, 'file', 'files')} rejected"
@@ -82,11 +83,10 @@ class IngestInterrupted(Exception):
         self.outcomes = outcomes
 
 
-def chunk_options(params: dict[str, Any]) -> tuple[int, int]:
-    size = int(params.get("chunk_size") or settings.CHUNK_SIZE_WORDS)
-    overlap = int(
-        params.get("chunk_overlap") if params.get("chunk_overlap") is not None else settings.CHUNK_OVERLAP_WORDS  # type: ignore[arg-type]  # not None: the same lookup is checked
-    )
+def chunk_options(params: JSONObject) -> tuple[int, int]:
+    size = as_int(params.get("chunk_size") or settings.CHUNK_SIZE_WORDS, "chunk_size")
+    given = params.get("chunk_overlap")
+    overlap = as_int(given if given is not None else settings.CHUNK_OVERLAP_WORDS, "chunk_overlap")
     return size, min(overlap, size - 1)
 
 
@@ -176,7 +176,7 @@ def store_documents(
     return outcome
 
 
-def validate_uploads(files: Sequence[tuple[str, bytes]], options: dict[str, Any] | None = None) -> list[int]:
+def validate_uploads(files: Sequence[tuple[str, bytes]], options: JSONObject | None = None) -> list[int]:
     """Parse every file now (cheap, no model) so a form or API can reject bad input at once.
 
     Returns the number of documents per file; raises IngestError naming the file and line.
@@ -189,9 +189,9 @@ def ingest_files(
     paths: Sequence[str | Path],
     embedder: Embedder,
     *,
-    options: dict[str, Any] | None = None,
+    options: JSONObject | None = None,
     job_id: int | None = None,
-    on_file_done: Any = None,
+    on_file_done: Callable[[FileOutcome], None] | None = None,
     display_names: dict[str, str] | None = None,
     heartbeat: Callable[[str], None] | None = None,
 ) -> list[FileOutcome]:
@@ -238,7 +238,7 @@ def ingest_files(
 
 def reembed(
     source_ids: Sequence[int], embedder: Embedder, progress: Progress | None = None, batch: int = 512
-) -> dict[str, Any]:
+) -> JSONObject:
     """Re-embed chunks in batches (after a model change); each batch commits on its own."""
     queryset = Chunk.objects.filter(source_id__in=source_ids).order_by("id")
     total = queryset.count()
@@ -266,27 +266,31 @@ def start_ingest_job(
     source: Source,
     paths: Sequence[str | Path],
     *,
-    options: dict[str, Any] | None = None,
-    user: Any = None,
+    options: JSONObject | None = None,
+    user: Actor | None = None,
     display_names: dict[str, str] | None = None,
     upload_dir: str | None = None,
 ) -> JobRecord:
     """Create the ingestion job and enqueue it; returns at once (used by CLI, admin, API)."""
-    params: dict[str, Any] = {
+    params: JSONObject = {
         "source_id": source.pk,
         "source": source.name,
         "paths": [str(Path(p).resolve()) for p in paths],
         "options": options or {},
     }
     if display_names:
-        params["display_names"] = display_names
+        params["display_names"] = {path: name for path, name in display_names.items()}
     if upload_dir:
         params["upload_dir"] = upload_dir
     return dispatch_job(kind="ingest", task_name="tasks.ingest_files", params=params, user=user, queue="ingest")
 
 
 def start_upload_ingest(
-    source: Source, blobs: Sequence[tuple[str, bytes]], *, options: dict[str, Any] | None = None, user: Any = None
+    source: Source,
+    blobs: Sequence[tuple[str, bytes]],
+    *,
+    options: JSONObject | None = None,
+    user: Actor | None = None,
 ) -> JobRecord:
     """Keep uploaded files in DATA_DIR/uploads until the worker has ingested them."""
     folder, kept = keep_uploads(blobs)

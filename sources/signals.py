@@ -6,7 +6,6 @@ else. After `migrate`, queue the per-source index builds that are missing
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.db import connections
 from django.db.models.signals import post_delete
@@ -24,12 +23,12 @@ def recount_chunks(source_ids: list[int]) -> None:
 
 
 @receiver(post_delete, sender=Document, dispatch_uid="sources.recount_chunks_after_document_delete")
-def recount_after_document_delete(sender: Any, instance: Document, **kwargs: Any) -> None:
+def recount_after_document_delete(sender: type[Document], instance: Document, **kwargs: object) -> None:
     # The document's chunks are gone by now (a cascade deletes them before the document).
     recount_chunks([instance.source_id])
 
 
-def request_missing_indexes(sender: Any, using: str = "default", **kwargs: Any) -> None:
+def request_missing_indexes(sender: object, using: str = "default", **kwargs: object) -> None:
     """post_migrate (connected in SourcesConfig.ready): sources past SOURCE_INDEX_MIN_CHUNKS
     without a vector index get a build job. Never fails the migration: without a broker the
     builds wait for `manage.py source_indexes --reconcile`."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
@@ -13,7 +11,7 @@ _FORBIDDEN = frozenset('"<>\\^`{|}')
 _http_url = URLValidator(schemes=["http", "https"], message=HOMEPAGE_MESSAGE)
 
 
-def validate_homepage(value: Any) -> None:
+def validate_homepage(value: object) -> None:
     """A source's homepage: empty, or an absolute http(s) URL that is a valid URI as written
     (Django's URLValidator alone lets `https://ok.example/"><script>` through)."""
     if value in (None, ""):

@@ -29,12 +29,13 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
+from core.engine.types import JSONObject
 from runtime.jobs import JobRecord, KeepAlive, dispatch_job
+from runtime.users import Actor
 from sources.models import Source, SourceVectorIndex
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class BuildOutcome:
             )
         return f"Source {self.source_id}: {self.status} ({self.reason})" if self.reason else self.status
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return asdict(self)
 
 
@@ -139,7 +140,7 @@ def table_size(source_id: int) -> int:
 # --- Requests (cheap; called after ingestion commits) -----------------------------------------
 
 
-def request_build(source_id: int, *, user: Any = None) -> JobRecord | None:
+def request_build(source_id: int, *, user: Actor | None = None) -> JobRecord | None:
     """Queue a build job when the source has grown past the threshold and has no index yet
     (nor one queued or being built); returns the job, or None when there is nothing to do."""
     source = Source.objects.filter(pk=source_id).only("id", "name", "chunk_count").first()
@@ -184,7 +185,7 @@ def request_missing_builds() -> int:
 # --- Build and drop (a job or the management command) --------------------------------------------
 
 
-def _set_state(source_id: int, state: str, **fields: Any) -> None:
+def _set_state(source_id: int, state: str, **fields: object) -> None:
     SourceVectorIndex.objects.update_or_create(source_id=source_id, defaults={"state": state, **fields})
 
 
@@ -325,8 +326,12 @@ class ReconcileReport:
     dropped: list[int] = field(default_factory=list)
     failed: dict[int, str] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"built": self.built, "dropped": self.dropped, "failed": {str(k): v for k, v in self.failed.items()}}
+    def as_dict(self) -> JSONObject:
+        return {
+            "built": [*self.built],
+            "dropped": [*self.dropped],
+            "failed": {str(k): v for k, v in self.failed.items()},
+        }
 
 
 def plan_reconcile() -> tuple[list[int], list[int]]:

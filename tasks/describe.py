@@ -12,11 +12,11 @@ a whole page of jobs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.urls import reverse
 from django.utils.text import Truncator
 
+from core.engine.types import JSONObject, JSONValue
 from core.models import EstimationRun, Question
 from sources.models import Source
 from sources.services import ingest_headline
@@ -90,7 +90,7 @@ def _label(key: str, kind: str) -> str:
     return key.replace("_", " ").capitalize()
 
 
-def scalar(value: Any) -> str:
+def scalar(value: JSONValue) -> str:
     """A value as a person reads it: yes/no, numbers rounded to 3 decimals, "—" for nothing."""
     if value is None or value == "":
         return "—"
@@ -101,7 +101,7 @@ def scalar(value: Any) -> str:
     return str(value)
 
 
-def _record_text(record: dict[str, Any], kind: str) -> str:
+def _record_text(record: JSONObject, kind: str) -> str:
     """A flat record on one line: "label value, label value"."""
     parts = []
     for key, value in record.items():
@@ -111,7 +111,7 @@ def _record_text(record: dict[str, Any], kind: str) -> str:
     return ", ".join(parts)
 
 
-def _file_line(entry: dict[str, Any]) -> Line:
+def _file_line(entry: JSONObject) -> Line:
     """An ingested file: "notes.csv: 0 new documents, 3 already held, 0 chunks" or its rejection."""
     name = str(entry.get("file") or entry.get("name") or "file")
     if entry.get("error"):
@@ -125,7 +125,7 @@ def _file_line(entry: dict[str, Any]) -> Line:
     )
 
 
-def _score_line(entry: dict[str, Any]) -> Line:
+def _score_line(entry: JSONObject) -> Line:
     """A source's score in a run: "wiki: reliability 0.8 [0.7, 0.9], weight 1.39, 12 answers (10 agree)"."""
     name = str(entry.get("source") or entry.get("source_id") or "source")
     text = f"reliability {scalar(entry.get('reliability'))}"
@@ -143,7 +143,7 @@ def _score_line(entry: dict[str, Any]) -> Line:
 ITEM_LINES = {"files": _file_line, "scores": _score_line}
 
 
-def readable(value: Any, kind: str = "", key: str = "") -> list[Line]:
+def readable(value: JSONValue, kind: str = "", key: str = "") -> list[Line]:
     """The lines of a JSON value: a record's keys as labels, a list's items one per line
     (files and scores in their own words), nested records indented."""
     if isinstance(value, dict):
@@ -187,13 +187,13 @@ def param_lines(job: Job) -> list[Line]:
     return readable({k: v for k, v in params.items() if k not in HIDDEN_PARAMS}, str(job.kind))
 
 
-def is_file_ingestion(params: dict[str, Any]) -> bool:
+def is_file_ingestion(params: JSONObject) -> bool:
     """Documents from files (tasks.ingest_files): raw params name `paths`, public ones `files` (names)."""
     files = params.get("files")
     return "paths" in params or (isinstance(files, list) and all(isinstance(f, str) for f in files))
 
 
-def is_claim_load(params: dict[str, Any]) -> bool:
+def is_claim_load(params: JSONObject) -> bool:
     return "mapping" in params
 
 
@@ -206,7 +206,7 @@ class Related:
     sources: dict[int, Source] = field(default_factory=dict)
 
 
-def _ids(values: Any) -> set[int]:
+def _ids(values: list[JSONValue]) -> set[int]:
     return {int(v) for v in values if isinstance(v, int) or (isinstance(v, str) and v.isdigit())}
 
 
@@ -233,7 +233,7 @@ def related_objects(jobs: list[Job]) -> Related:
     return related
 
 
-def _run_title(run: EstimationRun | None, run_id: Any) -> str:
+def _run_title(run: EstimationRun | None, run_id: JSONValue) -> str:
     if run is None:
         return f"Estimation run #{run_id} (deleted)" if run_id else "Estimation run"
     if run.kind == EstimationRun.Kind.CLAIMS:
@@ -243,9 +243,10 @@ def _run_title(run: EstimationRun | None, run_id: Any) -> str:
     return f"Estimation run #{run.pk}"
 
 
-def _source(params: dict[str, Any], related: Related) -> tuple[str, Link | None]:
+def _source(params: JSONObject, related: Related) -> tuple[str, Link | None]:
     """The name of the job's source and a link to its page (none once it is deleted)."""
-    found = related.sources.get(params["source_id"]) if isinstance(params.get("source_id"), int) else None
+    source_id = params.get("source_id")
+    found = related.sources.get(source_id) if isinstance(source_id, int) else None
     if found is not None:
         return found.name, Link(f"Source {found.name}", reverse("source-detail", args=[found.pk]))
     return str(params.get("source") or "a source"), None
@@ -295,7 +296,8 @@ def describe(job: Job, related: Related) -> JobView:
         if link is not None:
             links.append(link)
     elif job.kind == Job.Kind.REEMBED:
-        ids: list[Any] = params.get("source_ids") if isinstance(params.get("source_ids"), list) else []  # type: ignore[assignment]  # a list: the same lookup is checked
+        listed = params.get("source_ids")
+        ids = listed if isinstance(listed, list) else []
         found = [related.sources[i] for i in ids if isinstance(i, int) and i in related.sources]
         title = "Re-embedding " + (", ".join(s.name for s in found) if found else f"{len(ids)} source(s)")
         links.extend(Link(f"Source {s.name}", reverse("source-detail", args=[s.pk])) for s in found)

@@ -7,15 +7,16 @@ Thin shells over core.services; see core/services/estimation/ for how a run is s
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 
+from core.engine.types import JSONObject
 from core.models import EstimationRun, Question
 from core.services.asking import answer_question as answer
 from core.services.estimation import (
     claim_run_message,
     coordinate_run,
+    dispatch_json,
+    dispatch_state,
     fail_run,
     finish_once,
     finished_message,
@@ -23,14 +24,15 @@ from core.services.estimation import (
 )
 from core.services.estimation import generate_batch as generate
 from reliability_site.celery import app
+from runtime.json_values import as_int
 from tasks.progress import JobProgress
 from tasks.runner import Done, JobFailed, JobOutcome, Reschedule, job_task
 
 
 @job_task("tasks.answer_question")
-def answer_question(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
+def answer_question(progress: JobProgress, params: JSONObject) -> JSONObject:
     """Answer a stored Question through its strategy and persist the votes."""
-    question = Question.objects.filter(pk=params["question_id"]).first()
+    question = Question.objects.filter(pk=as_int(params["question_id"], "question_id")).first()
     if question is None:
         raise JobFailed("The question was deleted before it could be answered.")
     answer(question, progress)
@@ -59,7 +61,7 @@ def generate_batch(run_id: int, pairs: list[list[int]]) -> int:
         raise
 
 
-def _fail_the_run(job_id: int, params: dict[str, Any], error: BaseException | str) -> None:
+def _fail_the_run(job_id: int, params: JSONObject, error: BaseException | str) -> None:
     """The coordinator's job failed: so did its run (if the run still belongs to this job)."""
     run_id = EstimationRun.objects.filter(job_id=job_id).values_list("pk", flat=True).first()
     if run_id is not None:
@@ -67,7 +69,7 @@ def _fail_the_run(job_id: int, params: dict[str, Any], error: BaseException | st
 
 
 @job_task("tasks.estimation_run", acks_late=True, on_failure=_fail_the_run, db_retry=True)
-def estimation_run(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
+def estimation_run(progress: JobProgress, params: JSONObject) -> JobOutcome:
     """Coordinate a run without blocking: send the missing batches, reschedule itself every
     ESTIMATION_POLL_SECONDS with the dispatch state stored on the Job, and finish (estimate
     and store the scores) when every response is stored, once even if two steps of the job
@@ -76,7 +78,7 @@ def estimation_run(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
     if run is None:
         raise JobFailed("The estimation run was deleted.")
     poll = float(settings.ESTIMATION_POLL_SECONDS)
-    step = coordinate_run(run, params.get("dispatch"), progress)
+    step = coordinate_run(run, dispatch_state(params.get("dispatch")), progress)
     if step.finished:
         summary = finish_once(run, progress)
         if summary is None:  # another step of this job is estimating the run right now
@@ -84,11 +86,11 @@ def estimation_run(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
         return Done(summary, message=finished_message(summary))
     for pairs in step.send:
         generate_batch.apply_async(kwargs={"run_id": run.pk, "pairs": pairs}, queue="gpu")
-    return Reschedule(countdown=poll, params={**params, "dispatch": step.dispatch})
+    return Reschedule(countdown=poll, params={**params, "dispatch": dispatch_json(step.dispatch)})
 
 
 @job_task("tasks.claim_estimation", acks_late=True, on_failure=_fail_the_run)
-def claim_estimation(progress: JobProgress, params: dict[str, Any]) -> JobOutcome:
+def claim_estimation(progress: JobProgress, params: JSONObject) -> JobOutcome:
     """Resolve a claim-level run's claims and estimate its sources in one step (reading,
     estimating, storing: seconds even for tens of thousands of claims); its failure fails the run."""
     run = EstimationRun.objects.filter(job_id=progress.job_id).first()

@@ -6,7 +6,6 @@ import datetime as dt
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
 
 from celery import Task
 from django.conf import settings
@@ -14,16 +13,24 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core.engine.types import JSONObject, JSONValue
 from core.models import EstimationRun
 from core.roles import is_curator
 from core.services.estimation import fail_runs_of_ended_jobs
 from reliability_site.celery import app
 from runtime.jobs import wait_for
+from runtime.users import Actor, signed_in
 from tasks.models import Job
 
 
 def start_job(
-    kind: str, task: Task[Any, Any] | str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
+    kind: str,
+    task: Task[..., object] | str,
+    params: JSONObject,
+    /,
+    *,
+    user: Actor | None = None,
+    queue: str | None = None,
 ) -> Job:
     """Persist a job and enqueue its task (a task or a task name) once the surrounding
     transaction commits. This is the dispatcher that runtime.jobs.dispatch_job calls."""
@@ -33,20 +40,25 @@ def start_job(
         kind=Job.Kind(kind),
         params=params,
         celery_task_id=task_id,
-        created_by=user if getattr(user, "is_authenticated", False) else None,
+        created_by=signed_in(user),
         message="Waiting for a worker",
     )
-    options: dict[str, Any] = {"kwargs": {"job_id": job.pk}, "task_id": task_id}
+    kwargs = {"job_id": job.pk}
     if queue:
-        options["queue"] = queue
-    transaction.on_commit(lambda: app.send_task(task_name, **options))
+        transaction.on_commit(lambda: app.send_task(task_name, kwargs=kwargs, task_id=task_id, queue=queue))
+    else:
+        transaction.on_commit(lambda: app.send_task(task_name, kwargs=kwargs, task_id=task_id))
     return job
 
 
-def remove_upload_dir(params: dict[str, Any]) -> None:
+def remove_upload_dir(params: JSONValue) -> None:
     """Delete a job's uploaded files (only ever a folder inside UPLOAD_DIR)."""
     upload_dir = params.get("upload_dir") if isinstance(params, dict) else None
-    if upload_dir and Path(upload_dir).resolve().is_relative_to(Path(settings.UPLOAD_DIR).resolve()):
+    if (
+        isinstance(upload_dir, str)
+        and upload_dir
+        and Path(upload_dir).resolve().is_relative_to(Path(settings.UPLOAD_DIR).resolve())
+    ):
         shutil.rmtree(upload_dir, ignore_errors=True)
 
 
@@ -122,7 +134,7 @@ def fail_jobs_of_worker(hostname: str, reason: str) -> int:
     return failed
 
 
-def may_cancel(job: Job, user: Any) -> bool:
+def may_cancel(job: Job, user: Actor | None) -> bool:
     """Who may cancel a job: the person who started it, or a curator."""
     return bool(user and user.is_authenticated and (job.created_by_id == user.pk or is_curator(user)))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -11,7 +9,7 @@ from django.shortcuts import render
 STOP_POLLING = 286
 
 
-def render_poll(request: HttpRequest, template: str, context: dict[str, Any], *, finished: bool) -> HttpResponse:
+def render_poll(request: HttpRequest, template: str, context: dict[str, object], *, finished: bool) -> HttpResponse:
     response = render(request, template, context)
     if finished:
         response.status_code = STOP_POLLING

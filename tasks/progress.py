@@ -20,13 +20,14 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from core.engine.types import JSONObject, JSONValue
 from tasks.models import Job
 
 logger = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ class JobProgress:
     def __init__(self, job_id: int) -> None:
         self.job_id = job_id
 
-    def _update(self, **fields: Any) -> int:
+    def _update(self, **fields: object) -> int:
         """Write to the job while it has not ended; returns 1 if it was written, else 0."""
         fields.setdefault("heartbeat_at", timezone.now())
         return Job.objects.filter(pk=self.job_id, state__in=UNFINISHED).update(**fields)
@@ -83,13 +84,13 @@ class JobProgress:
         """Say the work is alive (between batches of long work), so the stale-job reaper
         leaves the job alone. False when the job has ended meanwhile (reaped, say): the
         caller should stop, since nothing it does will be recorded as this job's."""
-        fields: dict[str, Any] = {}
+        fields: dict[str, object] = {}
         if message is not None:
             fields["message"] = message[:500]
         return bool(self._update(**fields))
 
     def start(self, *, total: int | None = None, message: str = "", celery_task_id: str = "", worker: str = "") -> None:
-        fields: dict[str, Any] = {
+        fields: dict[str, object] = {
             "state": Job.State.RUNNING,
             "started_at": timezone.now(),
             "message": message[:500],
@@ -103,19 +104,19 @@ class JobProgress:
         self._update(**fields)
 
     def set_total(self, total: int, message: str | None = None) -> None:
-        fields: dict[str, Any] = {"progress_total": total}
+        fields: dict[str, object] = {"progress_total": total}
         if message is not None:
             fields["message"] = message[:500]
         self._update(**fields)
 
     def advance(self, step: int = 1, message: str | None = None) -> None:
-        fields: dict[str, Any] = {"progress_current": F("progress_current") + step}
+        fields: dict[str, object] = {"progress_current": F("progress_current") + step}
         if message is not None:
             fields["message"] = message[:500]
         self._update(**fields)
 
     def set_progress(self, current: int, message: str | None = None) -> None:
-        fields: dict[str, Any] = {"progress_current": current}
+        fields: dict[str, object] = {"progress_current": current}
         if message is not None:
             fields["message"] = message[:500]
         self._update(**fields)
@@ -123,7 +124,7 @@ class JobProgress:
     def advance_to(self, current: int, message: str | None = None) -> None:
         """Raise progress_current to `current` (GREATEST in SQL: never lowered), so workers
         sharing one job may report absolute counts in any order."""
-        fields: dict[str, Any] = {"progress_current": Greatest(F("progress_current"), Value(current))}
+        fields: dict[str, object] = {"progress_current": Greatest(F("progress_current"), Value(current))}
         if message is not None:
             fields["message"] = message[:500]
         self._update(**fields)
@@ -139,7 +140,7 @@ class JobProgress:
                 [MAX_LOG_LINES, entry, self.job_id],
             )
 
-    def report_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
+    def report_parts(self, parts: Mapping[str, Mapping[str, JSONValue]]) -> None:
         """Set the state of some parts of the work (Job.parts), each replacing its earlier
         entry: one jsonb merge in SQL (no read-modify-write race), only while the job runs."""
         if not parts:
@@ -150,7 +151,7 @@ class JobProgress:
                 [json.dumps({str(k): dict(v) for k, v in parts.items()}), self.job_id, [s.value for s in UNFINISHED]],
             )
 
-    def succeed(self, result: dict[str, Any] | None = None, message: str = "Done") -> bool:
+    def succeed(self, result: JSONObject | None = None, message: str = "Done") -> bool:
         """The job succeeded (and any earlier error is cleared). Only a running job can
         succeed: one already marked failed stays failed, and its log says the work ended
         later. Returns whether the job was marked succeeded."""
@@ -172,7 +173,7 @@ class JobProgress:
         self._late(f"the work finished ({message}) after the job had ended; the job keeps its state", result)
         return False
 
-    def fail(self, error: BaseException | str, *, result: dict[str, Any] | None = None) -> bool:
+    def fail(self, error: BaseException | str, *, result: JSONObject | None = None) -> bool:
         """The job failed with `error`. A job that has already ended keeps its state and
         first error; the new error is added to its log. Returns whether the job was marked failed."""
         if isinstance(error, BaseException):
@@ -180,7 +181,7 @@ class JobProgress:
             logger.error("job %s failed:\n%s", self.job_id, "".join(traceback.format_exception(error)))
         else:
             text = error
-        fields: dict[str, Any] = {
+        fields: dict[str, object] = {
             "state": Job.State.FAILED,
             "error": text,
             "message": ("Failed: " + text.splitlines()[0] if text else "Failed")[:500],
@@ -193,7 +194,7 @@ class JobProgress:
         self._late(f"the work failed after the job had ended: {text.splitlines()[0] if text else ''}", result)
         return False
 
-    def _late(self, line: str, result: dict[str, Any] | None) -> None:
+    def _late(self, line: str, result: JSONObject | None) -> None:
         """Work that ended after its job had: say so in the job's log, change nothing else."""
         logger.warning("job %s: %s", self.job_id, line)
         if result:

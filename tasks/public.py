@@ -14,10 +14,11 @@ import re
 import tempfile
 from functools import lru_cache
 from pathlib import PurePath
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from django.conf import settings
 
+from core.engine.types import JSONObject, JSONValue
 from tasks.models import Job
 
 INTERNAL_PARAMS = frozenset({"paths", "upload_dir", "display_names"})
@@ -42,7 +43,7 @@ def _shown_name(path: str) -> str:
     return _UPLOAD_PREFIX.sub("", name) or "file"
 
 
-def _path_names(params: dict[str, Any]) -> dict[str, str]:
+def _path_names(params: JSONObject) -> dict[str, str]:
     """Each server path the job knows of -> the name to show for it."""
     given = params.get("display_names")
     names: dict[str, str] = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
@@ -54,7 +55,7 @@ def _path_names(params: dict[str, Any]) -> dict[str, str]:
     return names
 
 
-def scrub(text: str, params: dict[str, Any]) -> str:
+def scrub(text: str, params: JSONObject) -> str:
     """`text` with every server path replaced by the name of its file."""
     if not text:
         return text
@@ -64,7 +65,7 @@ def scrub(text: str, params: dict[str, Any]) -> str:
     return _root_pattern(roots).sub(lambda m: _shown_name(m.group(0)), text) if roots else text
 
 
-def _scrub_value(value: object, params: dict[str, Any]) -> object:
+def _scrub_value(value: JSONValue, params: JSONObject) -> JSONValue:
     if isinstance(value, str):
         return scrub(value, params)
     if isinstance(value, list):
@@ -74,7 +75,7 @@ def _scrub_value(value: object, params: dict[str, Any]) -> object:
     return value
 
 
-def public_params(job: Job) -> dict[str, Any]:
+def public_params(job: Job) -> JSONObject:
     """The job's params without the worker's internal keys; an ingestion names its files."""
     params = job.params if isinstance(job.params, dict) else {}
     shown = {k: _scrub_value(v, params) for k, v in params.items() if k not in INTERNAL_PARAMS}
@@ -84,7 +85,7 @@ def public_params(job: Job) -> dict[str, Any]:
     return shown
 
 
-def _not_saved(*args: Any, **kwargs: Any) -> NoReturn:
+def _not_saved(*args: object, **kwargs: object) -> NoReturn:
     raise RuntimeError("a job prepared for display is never saved")
 
 
@@ -97,7 +98,7 @@ def public_job(job: Job) -> Job:
     deferred = job.get_deferred_fields()
     shown = copy.copy(job)
     shown.params = public_params(job)
-    blank: dict[str, Any] = {"message": "", "error": "", "log": [], "result": {}}
+    blank: JSONObject = {"message": "", "error": "", "log": [], "result": {}}
     for field, empty in blank.items():
         setattr(shown, field, empty if field in deferred else _scrub_value(getattr(job, field), params))
     shown.save = _not_saved  # type: ignore[method-assign]  # a shown copy that must never be saved

@@ -18,11 +18,12 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 from celery import Task
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
+from core.engine.types import JSONObject
 from reliability_site.celery import app
 from tasks.models import Job
 from tasks.progress import JobProgress
@@ -33,7 +34,7 @@ logger = logging.getLogger(__name__)
 class JobFailed(Exception):
     """A job ends failed with this message, keeping a partial result for the record."""
 
-    def __init__(self, message: str, result: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, result: JSONObject | None = None) -> None:
         super().__init__(message)
         self.result = result
 
@@ -42,7 +43,7 @@ class JobFailed(Exception):
 class Done:
     """The job succeeded with `result`; `message` is shown on the job instead of "Done"."""
 
-    result: dict[str, Any]
+    result: JSONObject
     message: str = "Done"
 
 
@@ -52,15 +53,18 @@ class Reschedule:
     task again for the same job after `countdown` seconds."""
 
     countdown: float
-    params: dict[str, Any] | None = None
+    params: JSONObject | None = None
 
 
-JobOutcome = dict[str, Any] | Done | Reschedule | None
-JobFunction = Callable[[JobProgress, dict[str, Any]], JobOutcome]
-FailureHook = Callable[[int, dict[str, Any], BaseException | str], None]
+JobOutcome = JSONObject | Done | Reschedule | None
+# A job function reads its params as the Job stored them: JSON, checked by the function.
+JobFunction = Callable[[JobProgress, JSONObject], JobOutcome]
+FailureHook = Callable[[int, JSONObject, BaseException | str], None]
+# The Celery task a job function becomes: called with job_id (and a step), returns nothing.
+JobTask: TypeAlias = "Task[..., None]"
 
 
-def _reschedule(task: Task[Any, Any], job_id: int, step: int, outcome: Reschedule) -> None:
+def _reschedule(task: Task[..., object], job_id: int, step: int, outcome: Reschedule) -> None:
     if outcome.params is not None:
         Job.objects.filter(pk=job_id).update(params=outcome.params)
     # Back onto the queue this invocation came from (as Celery's own retry does).
@@ -77,7 +81,7 @@ def _db_backoff(attempt: int) -> float:
     return float(min(DB_RETRY_MAX_SECONDS, DB_RETRY_SECONDS * 2.0 ** min(attempt, 4)))
 
 
-def _retry_after_db_error(task: Task[Any, Any], job_id: int, step: int, *, next_step: int) -> None:
+def _retry_after_db_error(task: Task[..., object], job_id: int, step: int, *, next_step: int) -> None:
     """The database went away under a step: drop the broken connection and run the job again
     later as ``next_step`` (its dispatch state is the one the job stored last; nothing is
     written now)."""
@@ -93,8 +97,9 @@ def _retry_after_db_error(task: Task[Any, Any], job_id: int, step: int, *, next_
 
 def job_task(
     name: str, *, on_failure: FailureHook | None = None, db_retry: bool = False, **options: Any
-) -> Callable[[JobFunction], Task[Any, Any]]:
-    """Register `fn` as the Celery task `name` (options go to app.task) running one Job.
+) -> Callable[[JobFunction], JobTask]:
+    """Register `fn` as the Celery task `name` (options go to app.task, untyped in its
+    stubs) running one Job.
 
     With ``db_retry`` (a coordinator that reschedules itself), a step that loses the database
     (OperationalError, InterfaceError: PostgreSQL restarting, a network blip) does not fail
@@ -102,9 +107,9 @@ def job_task(
     nothing in the database until then, and the job goes on when the database is back (the
     reaper still fails it if the outage outlasts JOB_STALE_SECONDS)."""
 
-    def decorate(fn: JobFunction) -> Task[Any, Any]:
+    def decorate(fn: JobFunction) -> JobTask:
         @app.task(name=name, bind=True, **options)
-        def run(self: Task[Any, Any], job_id: int, step: int = 0) -> None:
+        def run(self: JobTask, job_id: int, step: int = 0) -> None:
             try:
                 job = Job.objects.filter(pk=job_id).first()
             except DB_ERRORS:
@@ -116,7 +121,7 @@ def job_task(
                 return  # deleted, or a redelivery of a job that already ended
             progress = JobProgress(job_id)
 
-            def fail(error: BaseException | str, result: dict[str, Any] | None = None) -> None:
+            def fail(error: BaseException | str, result: JSONObject | None = None) -> None:
                 progress.fail(error, result=result)
                 if on_failure is not None:
                     try:
@@ -153,6 +158,6 @@ def job_task(
                 progress.succeed(outcome or {})
 
         run.__doc__ = fn.__doc__
-        return cast("Task[Any, Any]", run)  # app.task with **options: the overloads cannot tell
+        return cast("JobTask", run)  # app.task with **options: the overloads cannot tell
 
     return decorate

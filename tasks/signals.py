@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
 
 from billiard.exceptions import WorkerLostError
 from celery.signals import task_failure, worker_init, worker_process_init, worker_ready
@@ -20,7 +19,7 @@ WORKER_PID = "RRAG_WORKER_PID"  # the worker's own process, which forks the pool
 
 
 @worker_ready.connect
-def _fail_jobs_left_running(sender: Any = None, **_: Any) -> None:
+def _fail_jobs_left_running(sender: object = None, **_: object) -> None:
     """A worker starting under a node name fails the jobs still recorded as running under
     exactly that name (it went down while running them), then reaps stale jobs. A worker
     never touches another node name's jobs: a live worker's jobs stay alive."""
@@ -31,7 +30,7 @@ def _fail_jobs_left_running(sender: Any = None, **_: Any) -> None:
 
 
 @task_failure.connect
-def _fail_job_of_lost_process(exception: BaseException | None = None, kwargs: Any = None, **_: Any) -> None:
+def _fail_job_of_lost_process(exception: BaseException | None = None, kwargs: object = None, **_: object) -> None:
     """A pool process died under its task (the OOM killer, a native crash): the worker's
     main process sends this at once, so the job fails now, not when the reaper notices."""
     if not isinstance(exception, WorkerLostError):
@@ -42,7 +41,7 @@ def _fail_job_of_lost_process(exception: BaseException | None = None, kwargs: An
 
 
 @worker_init.connect
-def _ready_worker(sender: Any = None, **_: Any) -> None:
+def _ready_worker(sender: object = None, **_: object) -> None:
     """Before the pool processes are forked: tell them how many of them share the machine,
     and import the model libraries (torch, transformers: about 10 s of CPU) once here, so
     the processes inherit them instead of each importing them at the same moment. Nothing
@@ -57,7 +56,7 @@ def _ready_worker(sender: Any = None, **_: Any) -> None:
 
 
 @worker_process_init.connect
-def _ready_pool_process(**_: Any) -> None:
+def _ready_pool_process(**_: object) -> None:
     """Each forked pool process loads the embedding model (which the offline NLI, ingestion
     and retrieval all use) in the background as it starts, so its first batch or question
     does not wait for it, and gives torch its share of the CPU cores: `-c N` processes each

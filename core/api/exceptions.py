@@ -6,7 +6,8 @@ Clients branch on `code`, show `message`, and point at the input at fault with `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -67,7 +68,7 @@ class TooManyParts(exceptions.ParseError):
         return cls(f"A request holds at most {limit} fields (DATA_UPLOAD_MAX_NUMBER_FIELDS).", "too_many_fields")
 
 
-def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+def flatten_fields(detail: object, prefix: str = "") -> dict[str, list[str]]:
     """DRF's nested error detail as {"a.b.0.c": [messages]}."""
     out: dict[str, list[str]] = {}
     if isinstance(detail, dict):
@@ -87,7 +88,7 @@ def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def _first_code(exc: exceptions.APIException, fallback: str) -> str:
-    codes: Any = exc.get_codes()
+    codes: object = exc.get_codes()
     while isinstance(codes, (dict, list)) and codes:
         codes = next(iter(codes.values())) if isinstance(codes, dict) else codes[0]
     return codes if isinstance(codes, str) else fallback
@@ -101,7 +102,7 @@ def _validation_message(fields: dict[str, list[str]]) -> str:
     return f"{name}: {messages[0]}" if messages else "Invalid input."
 
 
-def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+def api_exception_handler(exc: Exception, context: Mapping[str, object]) -> Response | None:
     """REST_FRAMEWORK["EXCEPTION_HANDLER"]; anything not handled here is a 500 (a bug)."""
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()

@@ -20,7 +20,7 @@ def no_nul(value: str) -> None:
 
 
 class Text(serializers.CharField):
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:  # CharField's options, passed on as DRF's stubs type them
         super().__init__(**kwargs)
         self.validators.append(no_nul)
 
@@ -37,7 +37,7 @@ class IdRelatedField(serializers.PrimaryKeyRelatedField[_M]):
         "not_an_id": "Expected an id (a whole number from 1 to {max_id}), got {value}.",
     }
 
-    def to_internal_value(self, data: Any) -> Any:
+    def to_internal_value(self, data: object) -> _M:
         if isinstance(data, str) and data.strip().isdigit() and data.strip().isascii():
             number = int(data.strip())
         elif isinstance(data, int) and not isinstance(data, bool):
@@ -55,7 +55,7 @@ class StrictMixin:
     A typo such as "kapa" must not be silently ignored by a tool that thinks it set it.
     """
 
-    def to_internal_value(self, data: Any) -> Any:
+    def to_internal_value(self, data: object) -> object:
         if isinstance(data, Mapping):
             fields = self.fields  # type: ignore[attr-defined]  # a mixin: the serializer's fields
             errors: dict[str, list[str]] = {}
@@ -70,14 +70,16 @@ class StrictMixin:
         return super().to_internal_value(data)  # type: ignore[misc]  # a mixin: the serializer's method
 
 
-class StrictSerializer(StrictMixin, serializers.Serializer[Any]):
+class StrictSerializer(StrictMixin, serializers.Serializer[object]):
     pass
 
 
 class StrictModelSerializer(StrictMixin, serializers.ModelSerializer[_M]):
     serializer_related_field = IdRelatedField
 
-    def build_standard_field(self, field_name: str, model_field: Any) -> Any:
+    def build_standard_field(
+        self, field_name: str, model_field: models.Field[object, object]
+    ) -> tuple[type[serializers.Field[Any, Any, Any, Any]], dict[str, Any]]:  # the stubs' types: any field, its kwargs
         field_class, kwargs = super().build_standard_field(field_name, model_field)
         if issubclass(field_class, serializers.CharField):
             kwargs.setdefault("validators", []).append(no_nul)

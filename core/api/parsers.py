@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import contextlib
 import io
-from typing import Any
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent, TooManyFilesSent
-from rest_framework.parsers import JSONParser, MultiPartParser
+from django.core.files.uploadedfile import UploadedFile
+from django.utils.datastructures import MultiValueDict
+from rest_framework.parsers import DataAndFiles, JSONParser, MultiPartParser
 
 from core.engine.jsondepth import json_depth_error
+from core.engine.types import JSONValue
+
+if TYPE_CHECKING:
+    from django.http.request import _ImmutableQueryDict  # a stub-only alias
 
 # core.api.exceptions is imported inside the parsers: it imports rest_framework.views, whose
 # APIView reads DEFAULT_PARSER_CLASSES (this module) while it is being defined.
@@ -33,16 +40,18 @@ def json_max_depth() -> int:
     return int(getattr(settings, "JSON_MAX_DEPTH", 64))
 
 
-def _declared_length(parser_context: Any) -> int:
-    request = (parser_context or {}).get("request")
+def _declared_length(parser_context: Mapping[str, object] | None) -> int:
+    meta = getattr((parser_context or {}).get("request"), "META", None)  # the request's headers, a dict
     try:
-        return int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
+        return int(meta.get("CONTENT_LENGTH") or 0) if isinstance(meta, dict) else 0
     except ValueError:
         return 0
 
 
 class LimitedJSONParser(JSONParser):
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+    def parse(
+        self, stream: IO[bytes], media_type: str | None = None, parser_context: Mapping[str, object] | None = None
+    ) -> dict[str, JSONValue]:  # the stubs' return type: JSON before validation, whatever its shape
         from core.api.exceptions import PayloadTooLarge, json_too_deep
 
         limit = json_limit()
@@ -66,7 +75,9 @@ class LimitedJSONParser(JSONParser):
 
 
 class LimitedMultiPartParser(MultiPartParser):
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+    def parse(
+        self, stream: IO[bytes], media_type: str | None = None, parser_context: Mapping[str, object] | None = None
+    ) -> DataAndFiles[_ImmutableQueryDict, MultiValueDict[str, UploadedFile]]:
         from core.api.exceptions import PayloadTooLarge, TooManyParts
 
         limit = upload_limit()

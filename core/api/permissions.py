@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from core.roles import is_analyst, is_curator
 
@@ -18,7 +18,7 @@ class RolePermission(BasePermission):
 
     message = "Your account has no role that allows this (ask an administrator for the analyst or curator role)."
 
-    def has_permission(self, request: Any, view: Any) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         user = request.user
         if not (user and user.is_authenticated):
             return False  # DRF answers 401 with a WWW-Authenticate challenge

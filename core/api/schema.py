@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from drf_spectacular.openapi import AutoSchema
 
@@ -20,7 +20,7 @@ ERROR_RESPONSES = {
 
 
 class ApiSchema(AutoSchema):
-    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+    def _get_response_bodies(self, direction: Literal["request", "response"] = "response") -> dict[str, object]:
         responses = super()._get_response_bodies(direction)
         codes = set(ERROR_RESPONSES)
         if self.method in ("GET", "HEAD", "OPTIONS", "DELETE"):

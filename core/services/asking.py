@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.engine.backends.generation import Generator
 from core.engine.params import ParamError, describe, parse_params
 from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE
 from core.engine.steps.followup import Rewrite, Turn, rewrite_follow_up, rule_rewrite
 from core.engine.strategies import (
     AnswerStrategy,
     SourceEvent,
+    SourceVote,
     StrategyResult,
     available_strategies,
     ensure_runnable,
@@ -31,11 +32,13 @@ from core.engine.strategies import (
 from core.engine.strategies.codec import evidence_to_json, graph_to_json, jsonable
 from core.engine.strategies.ra_rag import MAX_KAPPA as RA_RAG_MAX_KAPPA
 from core.engine.text import IDK, is_idk
+from core.engine.types import JSONObject, JSONValue
 from core.models import Question, Vote
 from core.services.engine_context import build_context, configured_offers, strategy_defaults
 from core.services.estimation.checks import unsettled_run_of
 from core.services.source_selection import SourceChoice, allowed_ids, resolve_sources
 from runtime.jobs import NullProgress, Progress, dispatch_job
+from runtime.users import Actor, signed_in
 
 MAX_QUESTION_CHARS = 2000
 MAX_PART_DETAIL = 200  # characters of a source's answer shown while the ask runs
@@ -83,8 +86,8 @@ def conversation(question: Question, limit: int = MAX_CONVERSATION_TURNS) -> lis
 
 
 def validate_question(
-    text: str, strategy: str, kappa: int | None = None, params: Mapping[str, Any] | None = None
-) -> tuple[str, dict[str, Any]]:
+    text: str, strategy: str, kappa: int | None = None, params: Mapping[str, JSONValue] | None = None
+) -> tuple[str, JSONObject]:
     """The cleaned text and the strategy parameters the user gave, validated against the
     strategy's own Params and against what the configured backends can run.
 
@@ -98,7 +101,7 @@ def validate_question(
         errors["text"] = f"The question is {len(cleaned)} characters long; at most {MAX_QUESTION_CHARS} are allowed."
     if kappa is not None and (isinstance(kappa, bool) or not isinstance(kappa, int) or not 1 <= kappa <= MAX_KAPPA):
         errors["kappa"] = f"kappa must be a whole number from 1 to {MAX_KAPPA}."
-    given: dict[str, Any] = dict(params or {})
+    given: JSONObject = dict(params or {})
     if strategy not in available_strategies():
         errors["strategy"] = f"Unknown strategy {strategy!r}; choose one of: {', '.join(available_strategies())}."
     else:
@@ -122,15 +125,15 @@ def _new_question(
     text: str,
     strategy: str,
     kappa: int | None,
-    user: Any,
-    params: Mapping[str, Any] | None = None,
+    user: Actor | None,
+    params: Mapping[str, JSONValue] | None = None,
     sources: SourceChoice | None = None,
     follows: Question | int | str | None = None,
 ) -> Question:
     """Validate everything (the question, its parameters, its choice of sources, the
     question it follows up), report every offending field at once, and store the question."""
     errors: dict[str, list[str]] = {}
-    given: dict[str, Any]
+    given: JSONObject
     cleaned, given, selection = "", {}, {}
     try:
         cleaned, given = validate_question(text, strategy, kappa, params)
@@ -145,7 +148,7 @@ def _new_question(
         errors.update(exc.message_dict)
     if errors:
         raise ValidationError(errors)
-    asked_by = user if getattr(user, "is_authenticated", False) else None
+    asked_by = signed_in(user)
     # A follow-up gets its deterministic standalone form now (cheap, and shown at once); with a
     # language model the worker rewrites it again before answering (answer_question).
     standalone = rule_rewrite(earlier_turn(earlier), cleaned).text if earlier is not None else ""
@@ -165,9 +168,9 @@ def start_question(
     *,
     strategy: str = "ra-rag",
     kappa: int | None = None,
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, JSONValue] | None = None,
     sources: SourceChoice | None = None,
-    user: Any = None,
+    user: Actor | None = None,
     follows: Question | int | str | None = None,
 ) -> Question:
     """Store the question and dispatch its answering (`tasks.answer_question`, "default" queue).
@@ -191,9 +194,9 @@ def ask_now(
     *,
     strategy: str = "ra-rag",
     kappa: int | None = None,
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, JSONValue] | None = None,
     sources: SourceChoice | None = None,
-    user: Any = None,
+    user: Actor | None = None,
     progress: Progress | None = None,
     follows: Question | int | str | None = None,
 ) -> Question:
@@ -202,7 +205,7 @@ def ask_now(
     return answer_question(question, progress)
 
 
-def _passages_json(vote: Any) -> list[dict[str, Any]]:
+def _passages_json(vote: SourceVote) -> list[JSONValue]:
     return [
         {
             "chunk_id": p.chunk_id,
@@ -236,7 +239,7 @@ class SourceProgress:
         self.order: dict[int, int] = {}
 
     def __call__(self, events: Sequence[SourceEvent]) -> None:
-        parts: dict[str, dict[str, Any]] = {}
+        parts: dict[str, dict[str, JSONValue]] = {}
         for event in events:
             n = self.order.setdefault(event.source_id, len(self.order))
             parts[f"source-{event.source_id}"] = {
@@ -249,7 +252,7 @@ class SourceProgress:
         self.progress.report_parts(parts)
 
 
-def _rewrite(question: Question, generator: Any) -> Rewrite | None:
+def _rewrite(question: Question, generator: Generator | None) -> Rewrite | None:
     """A follow-up's standalone form, rewritten again now that the generator is at hand (a
     language model's rewrite, checked, else the deterministic one); stored in
     ``question.standalone``. None for a question that follows none (or whose earlier question

@@ -19,9 +19,8 @@ both numbers (``weight`` = v_i, ``accuracy`` = w_i).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import replace
-from typing import Any
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef
@@ -32,13 +31,13 @@ from core.engine.reliability.weights import voting_weight
 from core.engine.steps.calibration import Calibration
 from core.engine.strategies.base import EngineContext, EstimationParams, Requirement, SourceListener, offers_of
 from core.engine.strategies.pipeline import FEW_CHECKED_ANSWERS
-from core.engine.types import Embedder, SourceInfo
+from core.engine.types import Embedder, JSONObject, SourceInfo
 from core.models import EstimationRun
 from core.services.topics import latest_topic_run, run_topics, topic_accuracies
 from runtime.backends import configured_embedder, configured_generator, configured_nli
 from sources.claim_store import PgClaimStore
 from sources.models import Claim, Source
-from sources.retrieval import PgRetriever
+from sources.retrieval import PgRetriever, VectorSink
 
 
 def configured_params(
@@ -46,11 +45,16 @@ def configured_params(
 ) -> EstimationParams:
     """Retrieval and filtering settings of reliability estimation (settings, then overrides)."""
     base = EstimationParams(k=settings.RETRIEVAL_K, tau=settings.ALIGN_TAU, min_relevance=settings.MIN_RELEVANCE)
-    overrides: dict[str, Any] = {"k": k, "tau": tau, "strict_clustering": strict, "min_relevance": min_relevance}
-    return replace(base, **{name: v for name, v in overrides.items() if v is not None})
+    return replace(
+        base,
+        k=base.k if k is None else k,
+        tau=base.tau if tau is None else tau,
+        strict_clustering=base.strict_clustering if strict is None else strict,
+        min_relevance=base.min_relevance if min_relevance is None else min_relevance,
+    )
 
 
-def strategy_defaults() -> dict[str, Any]:
+def strategy_defaults() -> JSONObject:
     """Settings that fill strategy parameters a user did not give (core.engine.params)."""
     return {
         "kappa": settings.RA_RAG_KAPPA,
@@ -135,7 +139,7 @@ def claim_source_infos(
     ]
 
 
-def stored_vector_sink(nli: NLI, embedder: Embedder) -> Callable[[list[str], list[Any]], None] | None:
+def stored_vector_sink(nli: NLI, embedder: Embedder) -> VectorSink | None:
     """The NLI's `remember` when it encodes texts with the very embedder that embedded the
     chunks: a chunk's stored vector is then what it would compute for the chunk's text, so
     retrieved passages are handed over with their vectors and never encoded again (same

@@ -32,7 +32,7 @@ made stays until a curator confirms the new version or rejects it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
@@ -51,7 +51,11 @@ from core.models import (
 )
 from core.roles import is_analyst, is_curator
 from core.services.estimation.finish import usable_references
+from runtime.users import Actor, Viewer, signed_in
 from sources.models import Source
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 FEEDBACK_QUERY_SET = "Analyst feedback"
 FEEDBACK_QUERY_SET_DESCRIPTION = (
@@ -64,7 +68,7 @@ Status = AnswerFeedback.Status
 ANSWER_VERDICTS = (Kind.ANSWER_RIGHT, Kind.ANSWER_WRONG)
 
 
-def _clean_text(value: Any, field: str, limit: int, errors: dict[str, str]) -> str:
+def _clean_text(value: object, field: str, limit: int, errors: dict[str, str]) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -102,14 +106,14 @@ def _judged(question: Question, kind: str, source: Source | None, errors: dict[s
 
 
 def validate_feedback(
-    question: Question, kind: Any, source: Source | None = None, corrected_answer: Any = "", comment: Any = ""
+    question: Question, kind: object, source: Source | None = None, corrected_answer: object = "", comment: object = ""
 ) -> tuple[str, str, str]:
     """(the judged answer, the cleaned corrected answer, the cleaned comment); ValidationError
     naming each field at fault."""
     errors: dict[str, str] = {}
     if question.answered_at is None:
         errors["question"] = f"Question #{question.pk} has no answer yet: give feedback once it is answered."
-    if kind not in Kind.values:
+    if not isinstance(kind, str) or kind not in Kind.values:
         errors["kind"] = f"kind must be one of: {', '.join(Kind.values)}."
         raise ValidationError(errors)
     corrected = _clean_text(corrected_answer, "corrected_answer", MAX_CORRECTED_ANSWER_CHARS, errors)
@@ -138,12 +142,12 @@ def validate_feedback(
 
 def record_feedback(
     question: Question,
-    user: Any,
+    user: Actor | None,
     kind: str,
     *,
     source: Source | None = None,
-    corrected_answer: Any = None,
-    comment: Any = None,
+    corrected_answer: object = None,
+    comment: object = None,
 ) -> tuple[AnswerFeedback, bool]:
     """Store the user's feedback (analysts and curators); (feedback, created).
 
@@ -153,21 +157,22 @@ def record_feedback(
     ("right" or "wrong") deletes the same user's opposite verdict on the question while that
     one is pending. ValidationError naming the field for bad input (nothing stored);
     PermissionDenied for a user without a role."""
-    if not is_analyst(user):
+    account = signed_in(user)
+    if account is None or not is_analyst(account):
         raise PermissionDenied("Giving feedback needs the analyst or curator role.")
     if kind not in Kind.values:
         validate_feedback(question, kind)  # raises, naming "kind"
     try:
         with transaction.atomic():
-            return _record(question, user, kind, source, corrected_answer, comment)
+            return _record(question, account, kind, source, corrected_answer, comment)
     except IntegrityError:
         # The same feedback was created by another request at this very moment: update it.
         with transaction.atomic():
-            return _record(question, user, kind, source, corrected_answer, comment)
+            return _record(question, account, kind, source, corrected_answer, comment)
 
 
 def _record(
-    question: Question, user: Any, kind: str, source: Source | None, corrected_answer: Any, comment: Any
+    question: Question, user: User, kind: str, source: Source | None, corrected_answer: object, comment: object
 ) -> tuple[AnswerFeedback, bool]:
     existing = (
         AnswerFeedback.objects.select_for_update()
@@ -215,9 +220,11 @@ def feedback_query_set() -> QueryCollection:
     return query_set
 
 
-def _require_curator(user: Any) -> None:
-    if not is_curator(user):
+def _require_curator(user: Actor | None) -> User:
+    account = signed_in(user)
+    if account is None or not is_curator(account):
         raise PermissionDenied("Only curators review feedback.")
+    return account
 
 
 def _other_confirmed(feedback: AnswerFeedback, query: FactQuery) -> list[AnswerFeedback]:
@@ -282,12 +289,12 @@ def _withdraw_gold(feedback: AnswerFeedback) -> None:
         query.save(update_fields=["reference_answers"])
 
 
-def confirm_feedback(feedback: AnswerFeedback, reviewer: Any) -> FactQuery | None:
+def confirm_feedback(feedback: AnswerFeedback, reviewer: Actor | None) -> FactQuery | None:
     """Confirm it (curators): with a right answer, that answer becomes a reference answer of the
     question's query in the "Analyst feedback" set (created as needed) and the query is
     returned; without one, the feedback is recorded as a known wrong answer and None is
     returned. ValidationError on "gold" when the answer contradicts gold from other feedback."""
-    _require_curator(reviewer)
+    curator = _require_curator(reviewer)
     with transaction.atomic():
         locked = AnswerFeedback.objects.select_for_update().select_related("question").get(pk=feedback.pk)
         answer = gold_answer_of(locked)
@@ -299,7 +306,7 @@ def confirm_feedback(feedback: AnswerFeedback, reviewer: Any) -> FactQuery | Non
         elif locked.gold_query_id is not None:
             _withdraw_gold(locked)  # an earlier version of it gave a right answer that it no longer gives
         locked.status = Status.CONFIRMED
-        locked.reviewed_by = reviewer
+        locked.reviewed_by = curator
         locked.reviewed_at = timezone.now()
         locked.gold_query = query
         locked.gold_answer = answer if query is not None and answer is not None else ""
@@ -308,15 +315,15 @@ def confirm_feedback(feedback: AnswerFeedback, reviewer: Any) -> FactQuery | Non
     return query
 
 
-def reject_feedback(feedback: AnswerFeedback, reviewer: Any) -> None:
+def reject_feedback(feedback: AnswerFeedback, reviewer: Actor | None) -> None:
     """Reject it (curators); gold it made is taken back (see the module's docstring)."""
-    _require_curator(reviewer)
+    curator = _require_curator(reviewer)
     with transaction.atomic():
         locked = AnswerFeedback.objects.select_for_update().get(pk=feedback.pk)
         if locked.gold_query_id is not None:
             _withdraw_gold(locked)
         locked.status = Status.REJECTED
-        locked.reviewed_by = reviewer
+        locked.reviewed_by = curator
         locked.reviewed_at = timezone.now()
         locked.gold_query = None
         locked.gold_answer = ""
@@ -332,10 +339,11 @@ class FeedbackState:
     by_source: dict[int, AnswerFeedback]  # "source wrong here", per source id
 
 
-def feedback_state(question: Question, user: Any) -> FeedbackState:
-    if not getattr(user, "is_authenticated", False):
+def feedback_state(question: Question, user: Viewer | None) -> FeedbackState:
+    account = signed_in(user)
+    if account is None:
         return FeedbackState(None, {})
-    mine = list(AnswerFeedback.objects.filter(question=question, user=user).order_by("updated_at", "id"))
+    mine = list(AnswerFeedback.objects.filter(question=question, user=account).order_by("updated_at", "id"))
     verdict = None
     by_source: dict[int, AnswerFeedback] = {}
     for item in mine:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
 from core.engine.strategies import Requirement, available_strategies, strategy_class
+from core.engine.types import JSONObject, JSONValue
 from core.models import SourceGroup
+from runtime.json_values import as_int, as_list, as_object
+from runtime.users import Viewer
 from sources.models import Claim, Source
 
 # The names of the fields a choice comes in (the API's and the service's; the form maps onto them).
@@ -54,7 +57,7 @@ class SourceChoice:
         return INCLUDE if self.include else GROUP
 
 
-def visible_groups(user: Any) -> QuerySet[SourceGroup]:
+def visible_groups(user: Viewer | None) -> QuerySet[SourceGroup]:
     """The groups a user may ask: the shared ones and their own."""
     visible = Q(shared=True)
     if getattr(user, "is_authenticated", False):
@@ -96,7 +99,7 @@ def _readable(allowed: list[int], claims: bool) -> int:
     return Source.objects.filter(pk__in=allowed, chunk_count__gt=0).count()
 
 
-def resolve_sources(choice: SourceChoice | None, strategy: str, user: Any = None) -> dict[str, Any]:
+def resolve_sources(choice: SourceChoice | None, strategy: str, user: Viewer | None = None) -> JSONObject:
     """The record of the sources a question may read ({} for every active source), checked:
     unknown or inactive ids, an unknown group or another analyst's, a source both included
     and excluded, a strategy that reads no sources, a choice that leaves no active source or
@@ -142,31 +145,36 @@ def resolve_sources(choice: SourceChoice | None, strategy: str, user: Any = None
             need = "1 source" if cls.min_sources == 1 else f"{cls.min_sources} sources"
             raise ValidationError({choice.field: f"{strategy} needs at least {need} holding {what}; {have}."})
 
-    def named(ids: Iterable[int]) -> list[dict[str, Any]]:
+    def named(ids: Iterable[int]) -> list[JSONValue]:
         return [{"id": i, "name": known[i].name} for i in ids if i in known]
 
     return {
         "include": named(choice.include),
         "exclude": named(choice.exclude),
         "group": {"id": group.pk, "name": group.name} if group is not None else None,
-        "allowed": allowed,
+        "allowed": [{"id": s["id"], "name": s["name"]} for s in allowed],
     }
 
 
-def allowed_ids(record: dict[str, Any] | None) -> list[int] | None:
+def _named(record: JSONObject, key: str, field: str) -> list[JSONValue]:
+    """``field`` ("id" or "name") of each source a stored selection lists under ``key``."""
+    return [s[field] for s in as_list(record.get(key)) if isinstance(s, dict) and field in s]
+
+
+def allowed_ids(record: JSONObject | None) -> list[int] | None:
     """The source ids a stored selection allows (None: every active source)."""
     if not record:
         return None
-    return [int(s["id"]) for s in record.get("allowed") or []]
+    return [as_int(i, "allowed source id") for i in _named(record, "allowed", "id")]
 
 
 def selection_seen_by(
-    record: dict[str, Any] | None,
-    user: Any,
+    record: JSONObject | None,
+    user: Viewer | None,
     *,
     asked_by_id: int | None = None,
     visible_group_ids: set[int] | None = None,
-) -> dict[str, Any]:
+) -> JSONObject:
     """A stored selection as ``user`` may see it. A group they cannot see (another analyst's
     private group: visible_groups' rule, applied now) keeps its name and its sources hidden:
     "group" becomes None, "private_group" True, and "allowed" (the group's sources with those
@@ -174,11 +182,12 @@ def selection_seen_by(
     (``asked_by_id``) sees their own choice. ``visible_group_ids``: the ids visible_groups(user)
     holds, when the caller already has them (a list of questions)."""
     record = record or {}
-    group = record.get("group")
+    group = as_object(record.get("group"))
     if not group or (asked_by_id is not None and asked_by_id == getattr(user, "pk", None)):
         return record
     if visible_group_ids is None:
-        visible = visible_groups(user).filter(pk=group.get("id")).exists()
+        gid = group.get("id")
+        visible = isinstance(gid, int) and visible_groups(user).filter(pk=gid).exists()
     else:
         visible = group.get("id") in visible_group_ids
     if visible:
@@ -187,16 +196,27 @@ def selection_seen_by(
     return {**hidden, "group": None, "private_group": True}
 
 
-def describe_selection(record: dict[str, Any] | None) -> dict[str, Any] | None:
+class SelectionView(TypedDict):
+    """What a question page says about its choice of sources."""
+
+    summary: str
+    group: JSONObject | None
+    private_group: bool
+    included: list[str]
+    excluded: list[str]
+    allowed: list[str]
+
+
+def describe_selection(record: JSONObject | None) -> SelectionView | None:
     """What a question page says about a stored selection (None: every active source); a
     private group's name and sources hidden by selection_seen_by stay hidden."""
     if not record:
         return None
-    group = record.get("group") or None
+    group = as_object(record.get("group")) or None
     private = bool(record.get("private_group"))
-    included = [s["name"] for s in record.get("include") or []]
-    excluded = [s["name"] for s in record.get("exclude") or []]
-    allowed = [s["name"] for s in record.get("allowed") or []]
+    included = [str(name) for name in _named(record, "include", "name")]
+    excluded = [str(name) for name in _named(record, "exclude", "name")]
+    allowed = [str(name) for name in _named(record, "allowed", "name")]
     if group or private:
         summary = f"the sources of the group “{group['name']}”" if group else "the sources of a private group"
         if included:

@@ -3,11 +3,12 @@ and a curator's renames and merges (core.engine.topics, core.engine.reliability.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.db import transaction
 
 from core.engine.topics import Topic, TopicModel
+from core.engine.types import JSONObject, JSONValue
 from core.models import EstimationRun
 
 
@@ -35,22 +36,90 @@ def latest_topics() -> TopicModel | None:
     return run_topics(latest_topic_run())
 
 
+class TopicCell(TypedDict):
+    """A source's reliability on one topic, as EstimationRun.topics["cells"] stores it."""
+
+    key: str
+    accuracy: float
+    low: float
+    high: float
+    answers: float
+
+
+class NamedTopicCell(TopicCell):
+    """A cell with its topic's name, and whether the topic is still unsettled."""
+
+    name: str
+    unsettled: bool
+
+
+class TopicSpread(TypedDict):
+    """How far one source's reliability differs between topics (the run page)."""
+
+    source_id: int
+    source: str
+    spread: float
+    best: NamedTopicCell
+    worst: NamedTopicCell
+
+
+def _number(cell: JSONObject, name: str) -> float:
+    value = cell.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"topic cell {name}: expected a number, got {value!r}")
+    return value
+
+
+def topic_cell(value: JSONValue) -> TopicCell:
+    """One stored cell; ValueError when it is not {key, accuracy, low, high, answers}."""
+    if not isinstance(value, dict) or not isinstance(value.get("key"), str):
+        raise ValueError(f"topic cell: expected an object with a key, got {value!r}"[:200])
+    return {
+        "key": str(value["key"]),
+        "accuracy": _number(value, "accuracy"),
+        "low": _number(value, "low"),
+        "high": _number(value, "high"),
+        "answers": _number(value, "answers"),
+    }
+
+
+def stored_cells(topics: JSONObject) -> dict[str, list[TopicCell]]:
+    """EstimationRun.topics["cells"] decoded: per source id (a string, as JSON keys are), its
+    cells in topic order; {} without topics."""
+    cells = topics.get("cells")
+    if not isinstance(cells, dict):
+        return {}
+    return {sid: [topic_cell(c) for c in row] if isinstance(row, list) else [] for sid, row in cells.items()}
+
+
+def _topic_names(topics: JSONObject) -> list[tuple[str, str]]:
+    """(key, name) of the stored TopicModel's topics, in order."""
+    model = topics.get("model")
+    listed = model.get("topics") if isinstance(model, dict) else None
+    return [
+        (str(t["key"]), str(t["name"]))
+        for t in (listed if isinstance(listed, list) else [])
+        if isinstance(t, dict) and "key" in t and "name" in t
+    ]
+
+
 def topic_choices(run: EstimationRun | None) -> list[tuple[str, str]]:
     """(key, name) of ``run``'s topics, in order; empty without topics."""
     if run is None or not run.topics.get("model"):
         return []
-    return [(str(t["key"]), str(t["name"])) for t in run.topics["model"].get("topics", [])]
+    return _topic_names(run.topics)
 
 
-def topic_cells(run: EstimationRun | None, source_id: int) -> list[dict[str, Any]]:
+def topic_cells(run: EstimationRun | None, source_id: int) -> list[NamedTopicCell]:
     """One source's per-topic reliabilities in ``run`` (in topic order), each with its name."""
     if run is None or not run.topics.get("cells"):
         return []
-    names = {t["key"]: t["name"] for t in run.topics["model"]["topics"]}
-    unsettled = set(run.topics.get("unsettled", []))
+    names = dict(_topic_names(run.topics))
+    listed = run.topics.get("unsettled")
+    unsettled = {k for k in listed if isinstance(k, str)} if isinstance(listed, list) else set()
     return [
         {**cell, "name": names.get(cell["key"], cell["key"]), "unsettled": cell["key"] in unsettled}
-        for cell in run.topics["cells"].get(str(source_id), [])
+        for cell in stored_cells(run.topics).get(str(source_id), [])
     ]
 
 
@@ -58,13 +127,13 @@ def topic_accuracies(run: EstimationRun | None) -> dict[int, tuple[float, ...]]:
     """Per source id, its accuracy on each topic of ``run`` (TopicModel order)."""
     if run is None or not run.topics.get("cells"):
         return {}
-    return {int(sid): tuple(float(c["accuracy"]) for c in cells) for sid, cells in run.topics["cells"].items()}
+    return {int(sid): tuple(float(c["accuracy"]) for c in cells) for sid, cells in stored_cells(run.topics).items()}
 
 
-def widest_spreads(run: EstimationRun, names: dict[int, str], limit: int = 5) -> list[dict[str, Any]]:
+def widest_spreads(run: EstimationRun, names: dict[int, str], limit: int = 5) -> list[TopicSpread]:
     """The sources whose reliability differs most between topics in ``run``, largest first."""
-    out = []
-    for sid in run.topics.get("cells", {}):
+    out: list[TopicSpread] = []
+    for sid in stored_cells(run.topics):
         cells = topic_cells(run, int(sid))  # each with its topic's name
         if len(cells) < 2:
             continue

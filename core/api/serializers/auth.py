@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 
-class TokenRequestSerializer(serializers.Serializer[Any]):
+class TokenRequestSerializer(serializers.Serializer[object]):
     username = serializers.CharField()
     password = serializers.CharField(trim_whitespace=False)  # a password is taken as typed
 
 
-class TokenSerializer(serializers.Serializer[Any]):
+class TokenSerializer(serializers.Serializer[object]):
     token = serializers.CharField()

@@ -3,8 +3,6 @@ and starting claim-level runs."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 from core.api.fields import MAX_ID, StrictSerializer, Text
@@ -51,26 +49,26 @@ class ClaimSerializer(serializers.ModelSerializer[Claim]):
 # --- Homologous groups ----------------------------------------------------------------
 
 
-class GroupSourceSerializer(serializers.Serializer[Any]):
+class GroupSourceSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     claim_id = serializers.IntegerField()
     reliability = serializers.FloatField(allow_null=True, help_text="The source's current estimated accuracy.")
 
 
-class GroupValueSerializer(serializers.Serializer[Any]):
+class GroupValueSerializer(serializers.Serializer[object]):
     value = serializers.CharField(allow_blank=True)
     claims = serializers.IntegerField(help_text="Claims (one per source) asserting this value.")
     sources = GroupSourceSerializer(many=True)
 
 
-class ResolutionValueSerializer(serializers.Serializer[Any]):
+class ResolutionValueSerializer(serializers.Serializer[object]):
     value = serializers.CharField(allow_blank=True)
     sources = serializers.ListField(child=serializers.IntegerField(), help_text="Ids of the sources claiming it.")
     share = serializers.FloatField(help_text="Its share of the item's positive voting weight.")
 
 
-class GroupResolutionSerializer(serializers.Serializer[Any]):
+class GroupResolutionSerializer(serializers.Serializer[object]):
     run_id = serializers.IntegerField()
     value = serializers.CharField(allow_blank=True)
     confidence = serializers.FloatField()
@@ -79,7 +77,7 @@ class GroupResolutionSerializer(serializers.Serializer[Any]):
     values = ResolutionValueSerializer(many=True)
 
 
-class NodeConfidenceSerializer(serializers.Serializer[Any]):
+class NodeConfidenceSerializer(serializers.Serializer[object]):
     claim_id = serializers.IntegerField()
     source_id = serializers.IntegerField()
     value = serializers.CharField(allow_blank=True)
@@ -91,7 +89,7 @@ class NodeConfidenceSerializer(serializers.Serializer[Any]):
     kept = serializers.BooleanField(help_text="confidence >= the node threshold (0.7).")
 
 
-class GroupConfidenceSerializer(serializers.Serializer[Any]):
+class GroupConfidenceSerializer(serializers.Serializer[object]):
     confidence = serializers.FloatField(help_text="Graph-level confidence: the mean agreement of pairs of claims.")
     entropy_agreement = serializers.FloatField(help_text="1 - H(values) / log(claims).")
     kept = serializers.BooleanField(help_text="confidence >= the graph threshold (0.5).")
@@ -105,7 +103,7 @@ class GroupConfidenceSerializer(serializers.Serializer[Any]):
     nodes = NodeConfidenceSerializer(many=True)
 
 
-class ClaimGroupSerializer(serializers.Serializer[Any]):
+class ClaimGroupSerializer(serializers.Serializer[object]):
     subject = serializers.CharField()
     attribute = serializers.CharField()
     claims = serializers.IntegerField()
@@ -154,7 +152,7 @@ class ClaimLoadSerializer(StrictSerializer):
     )
 
 
-class ClaimLoadAcceptedSerializer(serializers.Serializer[Any]):
+class ClaimLoadAcceptedSerializer(serializers.Serializer[object]):
     job = serializers.IntegerField()
     status_url = serializers.CharField()
     files = serializers.IntegerField()
@@ -180,7 +178,7 @@ class StartClaimRunSerializer(StrictSerializer):
     )
 
 
-class ClaimRunAcceptedSerializer(serializers.Serializer[Any]):
+class ClaimRunAcceptedSerializer(serializers.Serializer[object]):
     run = RunSerializer()
     job = serializers.IntegerField(allow_null=True)
     status_url = serializers.CharField(allow_null=True)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 
-class ErrorDetailSerializer(serializers.Serializer[Any]):
+class ErrorDetailSerializer(serializers.Serializer[object]):
     code = serializers.CharField()
     message = serializers.CharField()
     fields = serializers.DictField(  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Serializer.fields
@@ -15,5 +13,5 @@ class ErrorDetailSerializer(serializers.Serializer[Any]):
     )
 
 
-class ErrorSerializer(serializers.Serializer[Any]):
+class ErrorSerializer(serializers.Serializer[object]):
     error = ErrorDetailSerializer()

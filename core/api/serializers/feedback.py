@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 from core.api.fields import IdRelatedField, StrictSerializer, Text
@@ -68,7 +66,7 @@ class FeedbackSerializer(serializers.ModelSerializer[AnswerFeedback]):
             "updated_at",
         ]
         read_only_fields = fields
-        extra_kwargs: dict[str, Any] = {
+        extra_kwargs: dict[str, dict[str, str]] = {
             "answer": {"help_text": "What was judged: the question's answer, or the source's response."},
             "gold_query": {
                 "help_text": "Set once confirmed with a right answer: the gold-checked query of the "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -11,7 +9,7 @@ from tasks.models import Job
 from tasks.public import public_job
 
 
-class ProgressSerializer(serializers.Serializer[Any]):
+class ProgressSerializer(serializers.Serializer[object]):
     current = serializers.IntegerField()
     total = serializers.IntegerField()
     percent = serializers.IntegerField()
@@ -43,7 +41,7 @@ class JobSerializer(serializers.ModelSerializer[Job]):
         ]
         read_only_fields = fields
 
-    def to_representation(self, instance: Job) -> dict[str, Any]:
+    def to_representation(self, instance: Job) -> dict[str, object]:
         # Users see the names of their files, never a server path (tasks.public).
         return dict(super().to_representation(public_job(instance)))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import transaction
 from rest_framework import serializers
@@ -44,6 +44,14 @@ class FactQuerySerializer(StrictModelSerializer[FactQuery]):
         read_only_fields = ["id", "query_set", "question", "origin", "document", "created_at"]
 
 
+class NewQuery(TypedDict):
+    """A query of a new set, as NewFactQuerySerializer validated it."""
+
+    question: str
+    reference_answers: list[str]
+    tags: list[str]
+
+
 class NewFactQuerySerializer(StrictSerializer):
     question = Text(max_length=MAX_QUESTION_CHARS, validators=[validate_question_bytes])
     reference_answers = reference_answers_field(required=False, default=list)
@@ -62,7 +70,7 @@ class QuerySetSerializer(StrictModelSerializer[QueryCollection]):
         fields = ["id", "name", "description", "created_at", "query_count", "gold_count", "queries"]
         read_only_fields = ["id", "created_at", "query_count", "gold_count"]
 
-    def validate_queries(self, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def validate_queries(self, queries: list[NewQuery]) -> list[NewQuery]:
         seen: set[str] = set()
         for i, item in enumerate(queries):
             if item["question"] in seen:
@@ -70,8 +78,8 @@ class QuerySetSerializer(StrictModelSerializer[QueryCollection]):
             seen.add(item["question"])
         return queries
 
-    def create(self, validated_data: dict[str, Any]) -> QueryCollection:
-        queries = validated_data.pop("queries", [])
+    def create(self, validated_data: dict[str, Any]) -> QueryCollection:  # DRF's validated data
+        queries: list[NewQuery] = validated_data.pop("queries", [])
         with transaction.atomic():
             query_set = QueryCollection.objects.create(**validated_data)
             FactQuery.objects.bulk_create(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import MAX_ID, StrictSerializer, Text
 from core.engine.strategies import available_strategies
+from core.engine.types import JSONObject
 from core.models import Question, Vote
 from core.services.asking import MAX_KAPPA, MAX_QUESTION_CHARS
 from core.services.source_selection import MAX_CHOSEN, selection_seen_by, visible_groups
@@ -62,7 +61,7 @@ class AskSerializer(StrictSerializer):
     )
 
 
-class PassageSerializer(serializers.Serializer[Any]):
+class PassageSerializer(serializers.Serializer[object]):
     chunk_id = serializers.IntegerField(required=False, allow_null=True)
     document_id = serializers.IntegerField(required=False, allow_null=True)
     title = serializers.CharField(required=False, allow_blank=True)
@@ -94,14 +93,14 @@ class VoteSerializer(serializers.ModelSerializer[Vote]):
         read_only_fields = fields
 
 
-class ClusterSerializer(serializers.Serializer[Any]):
+class ClusterSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField(allow_null=True, required=False)
     label = serializers.CharField(required=False, allow_blank=True)  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.label
     members = serializers.ListField(child=serializers.JSONField(), required=False)
     weight = serializers.FloatField(required=False, allow_null=True)
 
 
-class EvidenceSerializer(serializers.Serializer[Any]):
+class EvidenceSerializer(serializers.Serializer[object]):
     chunk_id = serializers.IntegerField(help_text="The chunk read (0 for a claim: see claim_id).")
     claim_id = serializers.IntegerField(
         required=False, allow_null=True, help_text="The claim this evidence is (claim strategies, e.g. multirag)."
@@ -113,7 +112,7 @@ class EvidenceSerializer(serializers.Serializer[Any]):
     credibility = serializers.FloatField(allow_null=True, help_text="Per-document credibility in [0, 1], if estimated.")
 
 
-class GraphNodeSerializer(serializers.Serializer[Any]):
+class GraphNodeSerializer(serializers.Serializer[object]):
     id = serializers.CharField()
     kind = serializers.CharField()
     label = serializers.CharField()  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.label
@@ -121,25 +120,25 @@ class GraphNodeSerializer(serializers.Serializer[Any]):
     confidence = serializers.FloatField(allow_null=True)
 
 
-class GraphEdgeSerializer(serializers.Serializer[Any]):
+class GraphEdgeSerializer(serializers.Serializer[object]):
     a = serializers.CharField()
     b = serializers.CharField()
     kind = serializers.CharField()
     weight = serializers.FloatField()
 
 
-class AnswerGraphSerializer(serializers.Serializer[Any]):
+class AnswerGraphSerializer(serializers.Serializer[object]):
     nodes = GraphNodeSerializer(many=True)
     edges = GraphEdgeSerializer(many=True)
     confidence = serializers.FloatField(allow_null=True)
 
 
-class NamedSourceSerializer(serializers.Serializer[Any]):
+class NamedSourceSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     name = serializers.CharField()
 
 
-class SourceSelectionSerializer(serializers.Serializer[Any]):
+class SourceSelectionSerializer(serializers.Serializer[object]):
     include = NamedSourceSerializer(many=True, required=False, help_text="The sources the asker included.")
     exclude = NamedSourceSerializer(many=True, required=False, help_text="The sources the asker excluded.")
     group = NamedSourceSerializer(required=False, allow_null=True, help_text="The saved group asked, if any.")
@@ -155,19 +154,22 @@ class SourceSelectionSerializer(serializers.Serializer[Any]):
     )
     _visible_group_ids: set[int] | None = None
 
-    def get_attribute(self, instance: Any) -> Any:
+    def get_attribute(self, instance: object) -> JSONObject:
         """The question's selection as the requesting user may see it (selection_seen_by)."""
-        record = super().get_attribute(instance) or {}
+        record: JSONObject = super().get_attribute(instance) or {}  # the question's stored JSON
         if not record.get("group"):
             return record
         user = getattr(self.context.get("request"), "user", None)
         if self._visible_group_ids is None:  # once per response, however many questions it lists
             self._visible_group_ids = set(visible_groups(user).values_list("pk", flat=True))
         return selection_seen_by(
-            record, user, asked_by_id=instance.asked_by_id, visible_group_ids=self._visible_group_ids
+            record,
+            user,
+            asked_by_id=instance.asked_by_id if isinstance(instance, Question) else None,
+            visible_group_ids=self._visible_group_ids,
         )
 
-    def to_representation(self, instance: Any) -> Any:
+    def to_representation(self, instance: object) -> dict[str, object]:
         return super().to_representation(instance) if instance else {}  # {}: every active source
 
 
@@ -252,7 +254,7 @@ class QuestionDetailSerializer(QuestionSerializer):
         read_only_fields = fields
 
 
-class QuestionAcceptedSerializer(serializers.Serializer[Any]):
+class QuestionAcceptedSerializer(serializers.Serializer[object]):
     question = QuestionSerializer()
     job = serializers.IntegerField()
     status_url = serializers.CharField()

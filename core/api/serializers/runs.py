@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -10,7 +10,7 @@ from rest_framework import serializers
 from core.api.fields import MAX_ID, IdRelatedField, StrictSerializer
 from core.models import EstimationRun, QueryCollection, ReliabilityScore
 from core.services.estimation import ALL_SOURCES
-from core.services.pages.runs import run_changes
+from core.services.pages.runs import RunChanges, run_changes
 from sources.models import Source
 
 # --- Estimation runs ------------------------------------------------------------------
@@ -24,29 +24,30 @@ from sources.models import Source
         ]
     }
 )
-class RunSourcesField(serializers.Field[Any, Any, Any, Any]):
+class RunSourcesField(serializers.Field[list[Source] | str, object, list[int] | str, object]):
     """The sources of a run: a non-empty list of source ids, or "all" (every active source
     with documents). Required: an empty request never starts a run over everything."""
 
     default_error_messages = {"invalid": 'Expected a list of source ids, or "all" for every active source.'}
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, help_text: str) -> None:
+        super().__init__(help_text=help_text)
         self.ids = IdRelatedField(queryset=Source.objects.all(), many=True, allow_empty=False)
 
-    def bind(self, field_name: str, parent: Any) -> None:
+    def bind(self, field_name: str, parent: serializers.BaseSerializer[object]) -> None:
         super().bind(field_name, parent)
         self.ids.bind(field_name, parent)
 
-    def to_internal_value(self, data: Any) -> Any:
+    def to_internal_value(self, data: object) -> list[Source] | str:
         if data == ALL_SOURCES:
             return ALL_SOURCES
         if not isinstance(data, list):
             self.fail("invalid")
-        return self.ids.to_internal_value(data)
+        # many=True made self.ids a ManyRelatedField, whose value is the list (the stubs say one).
+        return cast("list[Source]", self.ids.to_internal_value(data))
 
-    def to_representation(self, value: Any) -> Any:
-        return value if value == ALL_SOURCES else [getattr(s, "pk", s) for s in value]
+    def to_representation(self, value: list[Source] | str) -> list[int] | str:
+        return value if isinstance(value, str) else [s.pk for s in value]
 
 
 class StartRunSerializer(StrictSerializer):
@@ -119,7 +120,7 @@ class RunSerializer(serializers.ModelSerializer[EstimationRun]):
         read_only_fields = fields
 
 
-class RunChangeSerializer(serializers.Serializer[Any]):
+class RunChangeSerializer(serializers.Serializer[object]):
     source_id = serializers.IntegerField()
     source_name = serializers.CharField()
     status = serializers.ChoiceField(choices=["new", "changed", "dropped"])
@@ -136,7 +137,7 @@ class RunChangeSerializer(serializers.Serializer[Any]):
     delta = serializers.FloatField(allow_null=True)
 
 
-class RunChangesSerializer(serializers.Serializer[Any]):
+class RunChangesSerializer(serializers.Serializer[object]):
     run_id = serializers.IntegerField()
     previous_run_id = serializers.IntegerField(allow_null=True)
     sources = RunChangeSerializer(many=True)
@@ -151,7 +152,7 @@ class RunDetailSerializer(RunSerializer):
         read_only_fields = fields
 
     @extend_schema_field(RunChangesSerializer)
-    def get_changes(self, run: EstimationRun) -> dict[str, Any]:
+    def get_changes(self, run: EstimationRun) -> RunChanges:
         return run_changes(run)
 
 
@@ -174,7 +175,7 @@ class GoldUpdateSerializer(StrictSerializer):
     )
 
 
-class DependenceExampleSerializer(serializers.Serializer[Any]):
+class DependenceExampleSerializer(serializers.Serializer[object]):
     """A run over fact-checking queries names the query and the answer; a claim-level run the
     item (subject, attribute) and the value."""
 
@@ -186,7 +187,7 @@ class DependenceExampleSerializer(serializers.Serializer[Any]):
     value = serializers.CharField(allow_blank=True, required=False, help_text="The false value both sources claim.")
 
 
-class DependencePairSerializer(serializers.Serializer[Any]):
+class DependencePairSerializer(serializers.Serializer[object]):
     run_id = serializers.IntegerField()
     source_a = serializers.IntegerField()
     source_a_name = serializers.CharField()
@@ -200,7 +201,7 @@ class DependencePairSerializer(serializers.Serializer[Any]):
     examples = DependenceExampleSerializer(many=True, help_text="Up to 5 false answers both gave.")
 
 
-class RunDependenceSerializer(serializers.Serializer[Any]):
+class RunDependenceSerializer(serializers.Serializer[object]):
     run_id = serializers.IntegerField()
     copy_detection = serializers.BooleanField(help_text="Whether the run's estimator detects copying.")
     threshold = serializers.FloatField(help_text="Pairs at or above this probability are reported as dependent.")
@@ -212,7 +213,7 @@ class RunDependenceSerializer(serializers.Serializer[Any]):
     pairs = DependencePairSerializer(many=True)
 
 
-class RunAcceptedSerializer(serializers.Serializer[Any]):
+class RunAcceptedSerializer(serializers.Serializer[object]):
     run = RunSerializer()
     job = serializers.IntegerField(allow_null=True)
     status_url = serializers.CharField(allow_null=True)
@@ -221,7 +222,7 @@ class RunAcceptedSerializer(serializers.Serializer[Any]):
 # --- Conflicts ------------------------------------------------------------------------
 
 
-class DisagreementSerializer(serializers.Serializer[Any]):
+class DisagreementSerializer(serializers.Serializer[object]):
     run_id = serializers.IntegerField()
     source_a = serializers.IntegerField()
     source_a_name = serializers.CharField()
@@ -232,7 +233,7 @@ class DisagreementSerializer(serializers.Serializer[Any]):
     rate = serializers.FloatField()
 
 
-class PairwiseConflictsSerializer(serializers.Serializer[Any]):
+class PairwiseConflictsSerializer(serializers.Serializer[object]):
     run_id = serializers.IntegerField(allow_null=True)
     pairs = DisagreementSerializer(many=True)
     copy_detection = serializers.BooleanField(
@@ -247,7 +248,7 @@ class PairwiseConflictsSerializer(serializers.Serializer[Any]):
     )
 
 
-class ClusterMemberSerializer(serializers.Serializer[Any]):
+class ClusterMemberSerializer(serializers.Serializer[object]):
     source_id = serializers.IntegerField()
     source_name = serializers.CharField()
     response = serializers.CharField(allow_blank=True)
@@ -256,7 +257,7 @@ class ClusterMemberSerializer(serializers.Serializer[Any]):
     filtered = serializers.BooleanField()
 
 
-class AnswerClusterSerializer(serializers.Serializer[Any]):
+class AnswerClusterSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     label = serializers.CharField(allow_blank=True)  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.label
     weight = serializers.FloatField()
@@ -267,7 +268,7 @@ class AnswerClusterSerializer(serializers.Serializer[Any]):
     sources = ClusterMemberSerializer(many=True)
 
 
-class QuestionConflictsSerializer(serializers.Serializer[Any]):
+class QuestionConflictsSerializer(serializers.Serializer[object]):
     question_id = serializers.IntegerField()
     answer = serializers.CharField(allow_blank=True)
     clusters = AnswerClusterSerializer(many=True)

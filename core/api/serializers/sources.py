@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import IdRelatedField, StrictModelSerializer, StrictSerializer, Text
 from core.models import EstimationRun
-from core.services.topics import latest_topic_run, topic_cells
+from core.services.topics import NamedTopicCell, latest_topic_run, topic_cells
 from sources.ingest import DOCUMENT_FORMATS
 from sources.models import Document, Source
 from sources.validators import validate_homepage
@@ -17,7 +15,7 @@ from sources.validators import validate_homepage
 # --- Sources --------------------------------------------------------------------------
 
 
-class ReliabilitySerializer(serializers.Serializer[Any]):
+class ReliabilitySerializer(serializers.Serializer[object]):
     value = serializers.FloatField(allow_null=True, help_text="Estimated accuracy in [0, 1]; null if never estimated.")
     low = serializers.FloatField(allow_null=True)
     high = serializers.FloatField(allow_null=True)
@@ -26,7 +24,7 @@ class ReliabilitySerializer(serializers.Serializer[Any]):
     updated_at = serializers.DateTimeField(allow_null=True)
 
 
-class TopicReliabilitySerializer(serializers.Serializer[Any]):
+class TopicReliabilitySerializer(serializers.Serializer[object]):
     key = serializers.CharField(help_text="The topic's key in the latest estimation run.")
     name = serializers.CharField()
     accuracy = serializers.FloatField(help_text="Estimated accuracy on the topic's questions, in [0, 1].")
@@ -67,14 +65,14 @@ class SourceSerializer(StrictModelSerializer[Source]):
         read_only_fields = ["id", "created_at", "updated_at", "chunk_count", "document_count"]
 
     @extend_schema_field(TopicReliabilitySerializer(many=True))
-    def get_topics(self, source: Source) -> list[dict[str, Any]]:
+    def get_topics(self, source: Source) -> list[NamedTopicCell]:
         # One lookup of the latest run per response (a list shares the context).
         if "topic_run" not in self.context:
             self.context["topic_run"] = latest_topic_run()
         return topic_cells(self.context["topic_run"], source.pk)
 
     @extend_schema_field(ReliabilitySerializer)
-    def get_reliability(self, source: Source) -> dict[str, Any]:
+    def get_reliability(self, source: Source) -> dict[str, object]:
         low, high = source.reliability_low, source.reliability_high
         return {
             "value": source.reliability,
@@ -86,7 +84,7 @@ class SourceSerializer(StrictModelSerializer[Source]):
         }
 
 
-class ReliabilityPointSerializer(serializers.Serializer[Any]):
+class ReliabilityPointSerializer(serializers.Serializer[object]):
     run_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     kind = serializers.ChoiceField(
@@ -107,7 +105,7 @@ class ReliabilityPointSerializer(serializers.Serializer[Any]):
     )
 
 
-class ReliabilityHistorySerializer(serializers.Serializer[Any]):
+class ReliabilityHistorySerializer(serializers.Serializer[object]):
     source = serializers.IntegerField()  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.source
     name = serializers.CharField()
     history = ReliabilityPointSerializer(many=True)
@@ -166,7 +164,7 @@ class MultipartUploadSerializer(StrictSerializer):
     )
 
 
-class UploadAcceptedSerializer(serializers.Serializer[Any]):
+class UploadAcceptedSerializer(serializers.Serializer[object]):
     job = serializers.IntegerField()
     status_url = serializers.CharField()
     source = serializers.IntegerField()  # type: ignore[assignment]  # a declared field (DRF's metaclass collects it), not Field.source

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import cast
 
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, status
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.parsers import FormParser
@@ -41,7 +43,7 @@ class LoginThrottle(AnonRateThrottle):
 
 
 class ObtainToken(ObtainAuthToken):
-    authentication_classes: list[Any] = []
+    authentication_classes: Sequence[type[BaseAuthentication]] = []
     parser_classes = [LimitedJSONParser, FormParser]
     throttle_classes = [LoginThrottle]
     schema = ApiSchema()
@@ -56,7 +58,7 @@ class ObtainToken(ObtainAuthToken):
         responses=TokenSerializer,
         auth=[],
     )
-    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+    def post(self, request: Request, *args: object, **kwargs: object) -> Response:
         credentials = TokenRequestSerializer(data=request.data)
         credentials.is_valid(raise_exception=True)
         # django-axes counts failures and refuses locked-out clients inside authenticate().

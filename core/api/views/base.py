@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from django.db.models import Model, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 from rest_framework import exceptions, status
 from rest_framework.pagination import BasePagination, PageNumberPagination
 from rest_framework.parsers import BaseParser, FormParser
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.schemas.inspectors import ViewInspector
+from rest_framework.serializers import BaseSerializer
 from rest_framework.throttling import BaseThrottle
 
 from core.api.parsers import LimitedJSONParser, LimitedMultiPartParser
@@ -46,7 +48,11 @@ UPLOAD_PARSERS = [LimitedJSONParser, LimitedMultiPartParser, FormParser]
 
 
 def accepted(
-    request: Any, job_id: int | None, serializer: Any, body: dict[str, Any], context: dict[str, Any] | None = None
+    request: Request,
+    job_id: int | None,
+    serializer: type[BaseSerializer[object]],
+    body: dict[str, object],
+    context: dict[str, object] | None = None,
 ) -> Response:
     """202 for work started in the background: ``body`` with the job and its ``status_url``
     (the job to poll, also the Location header; None for work that has no job), through the
@@ -85,7 +91,9 @@ def _parse_bool(value: str) -> bool:
     raise ValueError
 
 
-PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
+# What a query-string filter parses to, by kind ("text" is the string itself).
+QueryValue = int | dt.datetime | bool | str
+PARSERS: dict[str, tuple[Callable[[str], QueryValue], str]] = {
     "id": (_parse_id, "Expected a positive integer id."),
     "moment": (_parse_moment, "Expected an ISO date or datetime."),
     "bool": (_parse_bool, "Expected true or false."),
@@ -93,7 +101,17 @@ PARSERS: dict[str, tuple[Callable[[str], Any], str]] = {
 }
 
 
-def query_param(request: Any, name: str, kind: str) -> Any:
+@overload
+def query_param(request: Request, name: str, kind: Literal["id"]) -> int | None: ...
+@overload
+def query_param(request: Request, name: str, kind: Literal["moment"]) -> dt.datetime | None: ...
+@overload
+def query_param(request: Request, name: str, kind: Literal["bool"]) -> bool | None: ...
+@overload
+def query_param(request: Request, name: str, kind: Literal["text"]) -> str | None: ...
+@overload
+def query_param(request: Request, name: str, kind: str) -> QueryValue | None: ...
+def query_param(request: Request, name: str, kind: str) -> QueryValue | None:
     """A filter from the query string, None when absent; a bad value is a 400 naming it."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -107,7 +125,7 @@ def query_param(request: Any, name: str, kind: str) -> Any:
         raise exceptions.ValidationError({name: [message]}) from None
 
 
-def filter_by_query(request: Any, queryset: QuerySet[M], filters: dict[str, tuple[str, str]]) -> QuerySet[M]:
+def filter_by_query(request: Request, queryset: QuerySet[M], filters: dict[str, tuple[str, str]]) -> QuerySet[M]:
     """Apply `{lookup: (query parameter, kind)}` filters for each parameter present."""
     for lookup, (name, kind) in filters.items():
         value = query_param(request, name, kind)

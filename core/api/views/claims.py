@@ -4,7 +4,6 @@ loading claims and starting claim-level runs: analysts read, curators write."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -150,14 +149,14 @@ def latest_resolution(subject: str, attribute: str) -> ClaimResolution | None:
     )
 
 
-def claim_group(subject: str, attribute: str) -> dict[str, Any] | None:
+def claim_group(subject: str, attribute: str) -> dict[str, object] | None:
     """One homologous group: its values with the sources behind each, the latest resolution
     and MultiRAG's confidence (as the pages compute it: core.services.pages.claim_scoring); None when
     no claim is on the item."""
     rows = item_rows(subject, attribute)
     if not rows:
         return None
-    values: dict[str, list[dict[str, Any]]] = {}
+    values: dict[str, list[dict[str, object]]] = {}
     for r in rows:
         values.setdefault(r["value"], []).append(
             {
@@ -238,7 +237,7 @@ class ClaimGroupView(ApiViewMixin, APIView):
             for name, v in (("subject", subject), ("attribute", attribute))
             if v is None
         }
-        if missing:
+        if subject is None or attribute is None:
             raise exceptions.ValidationError(missing)
         group = claim_group(subject, attribute)
         if group is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -25,6 +24,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from core.api.exceptions import TooManyRunsInProgress
@@ -82,13 +82,13 @@ QUESTION_FILTERS = [
 class QuestionViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Question]):
     analyst_write_actions = ("create",)
 
-    def get_throttles(self) -> list[Any]:
+    def get_throttles(self) -> list[BaseThrottle]:
         throttles = super().get_throttles()
         if self.action == "create":
             throttles.append(AskThrottle())
         return throttles
 
-    def get_serializer_class(self) -> Any:
+    def get_serializer_class(self) -> type[QuestionSerializer]:
         return QuestionDetailSerializer if self.action == "retrieve" else QuestionSerializer
 
     def get_queryset(self) -> QuerySet[Question]:
@@ -202,7 +202,7 @@ class RunConflict(exceptions.APIException):
     retrieve=extend_schema(summary="A run with its per-source scores and the change since the previous run"),
 )
 class EstimationRunViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[EstimationRun]):
-    def get_serializer_class(self) -> Any:
+    def get_serializer_class(self) -> type[RunSerializer]:
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
     def get_queryset(self) -> QuerySet[EstimationRun]:
@@ -375,7 +375,7 @@ class JobViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[Job]):
             jobs = filter_by_query(self.request, jobs, {"kind": ("kind", "text")})
         return jobs
 
-    def get_serializer_class(self) -> Any:
+    def get_serializer_class(self) -> type[JobSerializer]:
         return JobSerializer
 
 

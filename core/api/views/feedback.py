@@ -5,8 +5,6 @@ makes it a gold-checked query of the "Analyst feedback" query set."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
@@ -113,7 +111,7 @@ class FeedbackViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[AnswerFeedback
         responses={200: FeedbackSerializer, 409: OpenApiResponse(description="Contradicts existing gold.")},
     )
     @action(detail=True, methods=["post"])
-    def confirm(self, request: Request, pk: Any = None) -> Response:
+    def confirm(self, request: Request, pk: str | None = None) -> Response:
         return self._review(request, confirm=True)
 
     @extend_schema(
@@ -122,5 +120,5 @@ class FeedbackViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[AnswerFeedback
         responses={200: FeedbackSerializer},
     )
     @action(detail=True, methods=["post"])
-    def reject(self, request: Request, pk: Any = None) -> Response:
+    def reject(self, request: Request, pk: str | None = None) -> Response:
         return self._review(request, confirm=False)

@@ -3,13 +3,12 @@ reference answers that make a query gold-checked."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
+from rest_framework.serializers import BaseSerializer
 
 from core.api.serializers.queries import FactQuerySerializer, QuerySetSerializer
 from core.api.views.base import ApiViewMixin, filter_by_query, query_param
@@ -39,7 +38,7 @@ class QuerySetViewSet(
             gold_count=Count("queries", filter=~Q(queries__reference_answers=[]), distinct=True),
         ).order_by("name")
 
-    def perform_create(self, serializer: Any) -> None:
+    def perform_create(self, serializer: BaseSerializer[QueryCollection]) -> None:
         with transaction.atomic():
             serializer.save()
 
@@ -83,6 +82,6 @@ class FactQueryViewSet(
             queries = queries.filter(reference_answers=[])
         return queries
 
-    def perform_update(self, serializer: Any) -> None:
+    def perform_update(self, serializer: BaseSerializer[FactQuery]) -> None:
         with transaction.atomic():
             serializer.save()

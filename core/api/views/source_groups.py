@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, viewsets
@@ -14,7 +12,7 @@ from core.services.source_selection import visible_groups
 from sources.models import Source
 
 
-class GroupSourceRefSerializer(serializers.Serializer[Any]):
+class GroupSourceRefSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     active = serializers.BooleanField()
@@ -40,9 +38,8 @@ class SourceGroupViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet[SourceGroup
     serializer_class = SourceGroupSerializer
 
     def get_queryset(self) -> QuerySet[SourceGroup]:
-        user: Any = self.request.user
         return (
-            visible_groups(user)
+            visible_groups(self.request.user)
             .select_related("owner")
             .prefetch_related(Prefetch("sources", Source.objects.order_by("name").only("id", "name", "active")))
             .order_by("name", "id")

@@ -3,8 +3,6 @@ and the parameters it takes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -17,7 +15,7 @@ from core.engine.strategies import available_strategies, missing_requirements, s
 from core.services.engine_context import configured_offers, strategy_defaults
 
 
-class StrategyParamSerializer(serializers.Serializer[Any]):
+class StrategyParamSerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     type = serializers.CharField()
     default = serializers.JSONField()
@@ -27,7 +25,7 @@ class StrategyParamSerializer(serializers.Serializer[Any]):
     help = serializers.CharField()
 
 
-class StrategySerializer(serializers.Serializer[Any]):
+class StrategySerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     description = serializers.CharField()
     requires = serializers.ListField(child=serializers.CharField())

@@ -26,10 +26,12 @@ from core.bench.paths import default_data_dir
 from core.bench.truth import DATA_FILES, MAPPINGS, extract_claims, load_gold, read_records
 from core.engine.claims.mapping import ClaimMapping
 from core.engine.reliability import available_estimators
+from core.engine.types import JSONObject
 from core.models import ClaimResolution, EstimationRun, ReliabilityScore
 from core.services.estimation import start_claim_run
 from core.services.pages.copying import dependence_groups
 from runtime.jobs import set_dispatcher
+from runtime.users import Actor, signed_in
 from sources.claims import load_claims
 from sources.models import Claim, Source
 from tasks.engine_tasks import claim_estimation
@@ -44,12 +46,12 @@ def jobs_run_here() -> Iterator[None]:
     """Jobs started meanwhile are stored but not sent to a broker: this process runs them."""
 
     def store_only(
-        kind: str, task_name: str, params: dict[str, Any], /, *, user: Any = None, queue: str | None = None
+        kind: str, task_name: str, params: JSONObject, /, *, user: Actor | None = None, queue: str | None = None
     ) -> Job:
         return Job.objects.create(
             kind=Job.Kind(kind),
             params=params,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            created_by=signed_in(user),
             message="Runs in the truth_discovery command's process",
         )
 
@@ -60,7 +62,7 @@ def jobs_run_here() -> Iterator[None]:
         set_dispatcher(previous)
 
 
-def score(run: EstimationRun, gold: dict[tuple[str, str], str], items: set[tuple[str, str]]) -> dict[str, Any]:
+def score(run: EstimationRun, gold: dict[tuple[str, str], str], items: set[tuple[str, str]]) -> JSONObject:
     """Accuracy on the labelled items, as the benchmark counts it: gold items that some claim
     of the run is about; an item the run left unresolved counts as wrong."""
     resolved = dict(
@@ -74,7 +76,7 @@ def score(run: EstimationRun, gold: dict[tuple[str, str], str], items: set[tuple
     return {"accuracy": correct / len(labelled) if labelled else 0.0, "correct": correct, "labelled": len(labelled)}
 
 
-def verdict(run: EstimationRun) -> dict[str, Any]:
+def verdict(run: EstimationRun) -> JSONObject:
     """What the run concluded about the sources: ``reliability`` (site name -> estimated
     accuracy), ``identified`` (false when agreement does not settle the estimate: every value
     was then resolved by a majority vote) and ``copying`` (the groups of sites found to copy

@@ -17,18 +17,21 @@ which sources formed the two groups, the disputed queries and the checks propose
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core.engine.claims.normalize import get_normalizer, normalize_text
 from core.engine.text import answer_contains_gold, is_idk
+from core.engine.types import JSONObject
 from core.forms import validate_question_bytes
 from core.models import ClaimResolution, EstimationRun, FactQuery, RunResponse
 from core.services.estimation.claims import checked_values, resume_claim_run
 from core.services.estimation.finish import usable_references
 from core.services.estimation.start import SUPERSEDED_MESSAGE, resume_estimation_run, superseded
+from runtime.json_values import as_int, as_list
+from runtime.users import Actor
 from sources.models import Source
 
 MAX_ANSWER_CHARS = 2000
@@ -75,14 +78,19 @@ def _options(run: EstimationRun, query_ids: list[int]) -> dict[int, list[AnswerO
     return out
 
 
-def identification_view(run: EstimationRun) -> dict[str, Any] | None:
+def _ids(stored: JSONObject, key: str) -> list[int]:
+    """The ids a stored identification lists under ``key`` (none when absent)."""
+    return [as_int(i, key) for i in as_list(stored.get(key))]
+
+
+def identification_view(run: EstimationRun) -> dict[str, object] | None:
     """The run's identification for a page or the API; None when the run has none stored."""
-    stored = run.identification or {}
+    stored: JSONObject = run.identification or {}
     if not stored:
         return None
     if run.kind == EstimationRun.Kind.CLAIMS:
         return _claim_identification_view(run, stored)
-    checks = [int(q) for q in stored.get("checks", [])]
+    checks = _ids(stored, "checks")
     queries = {q.pk: q for q in FactQuery.objects.filter(pk__in=checks)}
     options = _options(run, checks)
     gold = [int(q) for q in (run.gold_queries or [])]
@@ -90,11 +98,11 @@ def identification_view(run: EstimationRun) -> dict[str, Any] | None:
     return {
         "identified": bool(stored.get("identified", True)),
         "reason": str(stored.get("reason", "")),
-        "estimate_side": _names([int(i) for i in stored.get("estimate_side", [])]),
-        "dissent_bloc": _names([int(i) for i in stored.get("dissent_bloc", [])]),
+        "estimate_side": _names(_ids(stored, "estimate_side")),
+        "dissent_bloc": _names(_ids(stored, "dissent_bloc")),
         "agreement": stored.get("agreement", [0.0, 0.0]),
-        "disputed": len(stored.get("contested", [])),
-        "settled_by_gold": int(stored.get("settled_by_gold", 0)),
+        "disputed": len(as_list(stored.get("contested"))),
+        "settled_by_gold": as_int(stored.get("settled_by_gold", 0), "settled_by_gold"),
         "checks": [
             {
                 "query_id": q,
@@ -117,22 +125,22 @@ def identification_view(run: EstimationRun) -> dict[str, Any] | None:
     }
 
 
-def _groups(stored: dict[str, Any]) -> dict[str, Any]:
+def _groups(stored: JSONObject) -> dict[str, object]:
     return {
         "identified": bool(stored.get("identified", True)),
         "reason": str(stored.get("reason", "")),
-        "estimate_side": _names([int(i) for i in stored.get("estimate_side", [])]),
-        "dissent_bloc": _names([int(i) for i in stored.get("dissent_bloc", [])]),
+        "estimate_side": _names(_ids(stored, "estimate_side")),
+        "dissent_bloc": _names(_ids(stored, "dissent_bloc")),
         "agreement": stored.get("agreement", [0.0, 0.0]),
-        "disputed": len(stored.get("contested", [])),
-        "settled_by_gold": int(stored.get("settled_by_gold", 0)),
+        "disputed": len(as_list(stored.get("contested"))),
+        "settled_by_gold": as_int(stored.get("settled_by_gold", 0), "settled_by_gold"),
     }
 
 
-def _claim_identification_view(run: EstimationRun, stored: dict[str, Any]) -> dict[str, Any]:
+def _claim_identification_view(run: EstimationRun, stored: JSONObject) -> dict[str, object]:
     """A claim run's identification: its checks are items (a flight's departure time), each
     offered with the values the sources claim; "checked" lists the values a curator gave."""
-    checks = [int(pk) for pk in stored.get("checks", [])]
+    checks = _ids(stored, "checks")
     rows = {r.pk: r for r in ClaimResolution.objects.filter(run=run, pk__in=checks)}
     source_ids = {int(i) for r in rows.values() for v in r.values for i in v.get("sources", [])}
     names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
@@ -221,7 +229,7 @@ def _checked_text(
     return text
 
 
-def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, user: Any = None) -> bool:
+def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, user: Actor | None = None) -> bool:
     """A curator's true value for one of a claim run's proposed checks (an item); the run is
     resolved again with every value checked so far fixing its item. Returns whether the
     re-estimate started. Raises ValidationError naming the field, storing nothing."""
@@ -265,7 +273,7 @@ def unsettled_run_of(source_ids: list[int]) -> EstimationRun | None:
     )
 
 
-def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = None) -> bool:
+def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Actor | None = None) -> bool:
     """A curator's reference answer for one of the run's proposed checks; re-estimates the run.
     Returns whether a re-estimate was started (False: the run is being estimated right now,
     or the user's concurrent runs are at their cap; the answer is recorded either way and
@@ -310,7 +318,7 @@ def record_check(run: EstimationRun, query_id: int, answer: str, *, user: Any = 
     return reestimate_run(run, user=user)
 
 
-def reestimate_run(run: EstimationRun, *, user: Any = None) -> bool:
+def reestimate_run(run: EstimationRun, *, user: Actor | None = None) -> bool:
     """Estimate the run again from its stored responses with the checks recorded so far;
     False (nothing started) while it is being estimated or the user is at the run cap.
 

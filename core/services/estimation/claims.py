@@ -27,20 +27,22 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import combinations
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.engine.claims.resolve import ClaimResolution as EngineResolution
 from core.engine.claims.resolve import resolve_claims
 from core.engine.reliability import available_estimators
+from core.engine.types import JSONObject
 from core.models import ClaimResolution, EstimationRun, ReliabilityScore, SourceDependence
 from core.services.estimation.finish import DEPENDENT, MAX_EXAMPLES, UNFINISHED, RunEnded
 from core.services.estimation.start import SUPERSEDED_MESSAGE, _check_concurrency, superseded
 from runtime.jobs import JobRecord, NullProgress, Progress, dispatch_job
+from runtime.users import Actor, signed_in
 from sources.models import Claim, Source
 
 CLAIM_TASK = "tasks.claim_estimation"  # the task a claim run's job runs (spelt out in _dispatch for the checks)
@@ -62,7 +64,7 @@ def _clean_attributes(attributes: Sequence[str] | None, errors: dict[str, str]) 
     return cleaned or None
 
 
-def _chosen_sources(source_ids: Sequence[int] | None, claims: Any, errors: dict[str, str]) -> list[int]:
+def _chosen_sources(source_ids: Sequence[int] | None, claims: QuerySet[Claim], errors: dict[str, str]) -> list[int]:
     """The run's sources: the given ones (each must exist and hold claims), or every active
     source that holds claims (of the chosen attributes)."""
     if source_ids is None:
@@ -97,7 +99,7 @@ def start_claim_run(
     source_ids: list[int] | None = None,
     estimator: str | None = None,
     attributes: list[str] | None = None,
-    user: Any = None,
+    user: Actor | None = None,
 ) -> EstimationRun:
     """Validate, store a claim-level run and its Job, enqueue ``tasks.claim_estimation``.
 
@@ -126,7 +128,7 @@ def start_claim_run(
             kind=EstimationRun.Kind.CLAIMS,
             query_set=None,
             params={"estimator": estimator, "attributes": chosen_attributes},
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            created_by=signed_in(user),
         )
         run.sources.set(chosen)
         run.job_id = _dispatch(run, user).id
@@ -134,7 +136,7 @@ def start_claim_run(
     return run
 
 
-def _dispatch(run: EstimationRun, user: Any) -> JobRecord:
+def _dispatch(run: EstimationRun, user: Actor | None) -> JobRecord:
     # Bulk work (hundreds of thousands of claims can take minutes): the bulk worker's queue,
     # never the question worker's ("default"), so questions never wait behind it.
     return dispatch_job(
@@ -142,7 +144,7 @@ def _dispatch(run: EstimationRun, user: Any) -> JobRecord:
     )
 
 
-def resume_claim_run(run: EstimationRun, *, user: Any = None, reestimate: bool = False) -> EstimationRun:
+def resume_claim_run(run: EstimationRun, *, user: Actor | None = None, reestimate: bool = False) -> EstimationRun:
     """Estimate a failed (or, with ``reestimate``, a succeeded) claim run again, under a new
     Job, from the claims its sources hold now. Refused (ValidationError on "run") while its
     job has not ended, and for a run that succeeded unless ``reestimate``; TooManyRuns past
@@ -246,7 +248,7 @@ def checked_values(run: EstimationRun) -> dict[tuple[str, str], str]:
 
 def _identification(
     resolution: EngineResolution[str], stored: list[ClaimResolution], ids: dict[str, int]
-) -> dict[str, Any]:
+) -> JSONObject:
     """The run's identification as text runs store it: source ids for the two groups, and for
     the contested items and the proposed checks the ids of this run's stored resolutions (a
     check names the resolution of the item it asks about; a re-estimate stores new ones)."""
@@ -333,7 +335,7 @@ def _dependence_rows(
     ]
 
 
-def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -> dict[str, Any]:
+def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -> JSONObject:
     """Resolve the run's claims and store the resolutions, scores, dependence and the
     sources' current reliability; marks the run succeeded and returns the job's summary.
 
@@ -412,7 +414,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
     }
 
 
-def claim_run_message(summary: dict[str, Any]) -> str:
+def claim_run_message(summary: JSONObject) -> str:
     """The line a finished claim run's job shows."""
     return (
         f"Resolved {summary['items']} items ({summary['conflicting']} in conflict) from {summary['claims']} claims "

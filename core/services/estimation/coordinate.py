@@ -15,11 +15,12 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from django.conf import settings
 from django.utils import timezone
 
+from core.engine.types import JSONValue
 from core.models import EstimationRun, FactQuery, RunResponse
 from core.services.estimation.reuse import reuse_responses
 from core.services.estimation.start import DEFAULT_PARAMS
@@ -104,6 +105,35 @@ def answering_message(stored: int, total: int) -> str:
     return f"Answering: {stored} of {total} responses stored"
 
 
+class DispatchState(TypedDict):
+    """What a coordinator step hands the next one (stored on the Job as params["dispatch"]):
+    the responses stored when it last looked, when (a timestamp), how many batches it sent."""
+
+    stored: int
+    at: float
+    batches: int
+
+
+def dispatch_state(value: JSONValue) -> DispatchState | None:
+    """The dispatch state as the job stored it (None: the job's first step); ValueError for
+    anything that is not one (the job fails rather than dispatching on a guess)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"dispatch: expected an object, got {value!r}"[:200])
+    stored, at, sent = value.get("stored"), value.get("at", 0), value.get("batches", 0)
+    if not (isinstance(stored, int) and isinstance(at, int | float) and isinstance(sent, int)):
+        raise ValueError(f"dispatch: expected stored, at and batches as numbers, got {value!r}"[:200])
+    return {"stored": stored, "at": float(at), "batches": sent}
+
+
+def dispatch_json(state: DispatchState | None) -> JSONValue:
+    """The dispatch state as the job stores it."""
+    if state is None:
+        return None
+    return {"stored": state["stored"], "at": state["at"], "batches": state["batches"]}
+
+
 @dataclass(frozen=True)
 class CoordinatorStep:
     """What one coordinator step decided.
@@ -114,7 +144,7 @@ class CoordinatorStep:
     """
 
     status: Literal["finished", "waiting"]
-    dispatch: dict[str, Any] | None = None
+    dispatch: DispatchState | None = None
     send: list[list[Pair]] = field(default_factory=list)
 
     @property
@@ -124,7 +154,7 @@ class CoordinatorStep:
 
 def coordinate_run(
     run: EstimationRun,
-    dispatch: dict[str, Any] | None,
+    dispatch: DispatchState | None,
     progress: Progress | None = None,
     *,
     now: dt.datetime | None = None,
@@ -157,9 +187,9 @@ def coordinate_run(
     stall = float(settings.ESTIMATION_STALL_SECONDS)
     if dispatch is not None:
         progress.advance_to(units.answering(stored), answering_message(stored, total))
-        if stored != dispatch.get("stored"):
+        if stored != dispatch["stored"]:
             return CoordinatorStep("waiting", {**dispatch, "stored": stored, "at": now.timestamp()})  # batches move
-        if now.timestamp() - float(dispatch.get("at", 0)) <= stall:
+        if now.timestamp() - dispatch["at"] <= stall:
             return CoordinatorStep("waiting", dispatch)
     # First step, or nothing stored for `stall` seconds (a batch was lost): (re)send.
     missing = missing_pairs(run)

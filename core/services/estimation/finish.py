@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from itertools import combinations
-from typing import Any
+from typing import TypedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -25,6 +25,8 @@ from core.engine.params import parse_params
 from core.engine.reliability import ReliabilityResult, get_estimator
 from core.engine.reliability.topical import TopicalReliability
 from core.engine.strategies import get_strategy
+from core.engine.strategies.codec import jsonable
+from core.engine.types import JSONObject, JSONValue
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
 from core.services.engine_context import weight_scheme
 from core.services.estimation.coordinate import RunProgress, run_layout, run_pairs
@@ -32,6 +34,7 @@ from core.services.estimation.locks import finish_claim_name
 from core.services.topics import latest_topics
 from runtime.backends import configured_nli
 from runtime.jobs import NullProgress, Progress
+from runtime.json_values import as_list
 from runtime.locks import claim
 from sources.models import Source
 
@@ -78,14 +81,14 @@ def topic_tag(tags: object) -> str | None:
 
 def stored_topics(
     topical: TopicalReliability | None, source_ids: list[int], query_ids: list[int] | None = None
-) -> dict[str, Any]:
+) -> JSONObject:
     """The run's topics and per-topic reliabilities as EstimationRun.topics stores them, with
     each query's topic (what an online update moves)."""
     if topical is None or topical.model is None:
         return {}
     return {
         "queries": {str(qid): topical.keys[t] for qid, t in zip(query_ids or [], topical.query_topics, strict=False)},
-        "model": topical.model.as_dict(),
+        "model": jsonable(topical.model.as_dict()),
         "cells": {
             str(sid): [
                 {
@@ -103,7 +106,7 @@ def stored_topics(
     }
 
 
-def finish_run(run: EstimationRun) -> dict[str, Any]:
+def finish_run(run: EstimationRun) -> JSONObject:
     """Cluster, estimate, and store answers, scores and the sources' current reliability.
     Marks the run succeeded and returns the summary (its job's result)."""
     queries, source_ids = run_layout(run)
@@ -242,7 +245,7 @@ def finish_run(run: EstimationRun) -> dict[str, Any]:
     }
 
 
-def finish_once(run: EstimationRun, progress: Progress | None = None) -> dict[str, Any] | None:
+def finish_once(run: EstimationRun, progress: Progress | None = None) -> JSONObject | None:
     """finish_run() by one process at a time, and once: the caller holds the run's finishing
     claim (locks.claim) while it estimates. Returns None when another process (a second
     coordinator step, on another worker) is estimating the run right now, and the stored
@@ -261,7 +264,7 @@ def finish_once(run: EstimationRun, progress: Progress | None = None) -> dict[st
         return finish_run(run)
 
 
-def stored_summary(run: EstimationRun) -> dict[str, Any]:
+def stored_summary(run: EstimationRun) -> JSONObject:
     """The summary finish_run() returned, read back from what it stored."""
     run = EstimationRun.objects.get(pk=run.pk)
     scores = list(ReliabilityScore.objects.filter(run=run).select_related("source").order_by("source_id"))
@@ -276,7 +279,7 @@ def stored_summary(run: EstimationRun) -> dict[str, Any]:
         "identified": bool((run.identification or {}).get("identified", True)),
         "dependent_pairs": SourceDependence.objects.filter(run=run, probability__gte=DEPENDENT).count(),
         "calibrated_on": int((run.calibration or {}).get("queries") or 0),
-        "scores": [score_row(s) for s in scores],
+        "scores": [score_json(score_row(s)) for s in scores],
     }
 
 
@@ -311,9 +314,9 @@ def reference_answers(query: FactQuery) -> list[str]:
     return usable_references(query.reference_answers)
 
 
-def usable_references(stored: Any) -> list[str]:
+def usable_references(stored: JSONValue) -> list[str]:
     """Reference answers as stored (JSON) to non-empty strings; a number counts as its text."""
-    usable = (r for r in stored or [] if isinstance(r, str | int | float) and not isinstance(r, bool))
+    usable = (r for r in as_list(stored) if isinstance(r, str | int | float) and not isinstance(r, bool))
     return [str(r).strip() for r in usable if str(r).strip()]
 
 
@@ -330,7 +333,7 @@ def dependence_rows(
     run's answer (in query order)."""
     if not result.dependence:
         return []
-    examples: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    examples: dict[tuple[int, int], list[JSONValue]] = defaultdict(list)
     by_cell: dict[tuple[int, int], list[ResponseRecord]] = defaultdict(list)
     for rec in records:
         if rec.cluster is not None and rec.cluster != result.answers[rec.query_index]:
@@ -359,7 +362,7 @@ def dependence_rows(
     return rows
 
 
-def finished_message(summary: dict[str, Any]) -> str:
+def finished_message(summary: JSONObject) -> str:
     """The line a finished run's job shows."""
     return f"Estimated {summary['sources']} source(s) over {summary['queries']} queries"
 
@@ -388,8 +391,23 @@ def fail_runs_of_ended_jobs() -> int:
     )
 
 
-def score_row(s: ReliabilityScore) -> dict[str, Any]:
-    """One source's stored score as the run's summary and the API give it."""
+class ScoreRow(TypedDict):
+    """One source's stored score in a run."""
+
+    source: str
+    source_id: int
+    reliability: float
+    weight: float
+    low: float
+    high: float
+    answers: int
+    agreements: int
+    gold_answers: int
+    gold_agreements: int
+
+
+def score_row(s: ReliabilityScore) -> ScoreRow:
+    """One source's stored score as the run's summary and the CLI give it."""
     return {
         "source": s.source.name,
         "source_id": s.source_id,
@@ -404,5 +422,21 @@ def score_row(s: ReliabilityScore) -> dict[str, Any]:
     }
 
 
-def run_scores(run: EstimationRun) -> list[dict[str, Any]]:
+def score_json(row: ScoreRow) -> JSONObject:
+    """A score row as the job's summary stores it."""
+    return {
+        "source": row["source"],
+        "source_id": row["source_id"],
+        "reliability": row["reliability"],
+        "weight": row["weight"],
+        "low": row["low"],
+        "high": row["high"],
+        "answers": row["answers"],
+        "agreements": row["agreements"],
+        "gold_answers": row["gold_answers"],
+        "gold_agreements": row["gold_agreements"],
+    }
+
+
+def run_scores(run: EstimationRun) -> list[ScoreRow]:
     return [score_row(s) for s in run.scores.select_related("source").order_by("source__name")]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
-from core.engine.backends.generation.base import GenerationRequest
+from core.engine.backends.generation.base import GenerationRequest, Generator
 from core.engine.text import is_idk
 from core.models import FactQuery, QueryCollection
 from sources.models import Document
@@ -71,7 +70,9 @@ def parse_claim(output: str) -> str:
     return claim
 
 
-def generate_queries(documents: Iterable[Document], query_set: QueryCollection, generator: Any) -> list[FactQuery]:
+def generate_queries(
+    documents: Iterable[Document], query_set: QueryCollection, generator: Generator
+) -> list[FactQuery]:
     """Fact-checking queries from documents, as in the RA-RAG paper: a question whose answer
     the document states ("What causes COVID-19?") and a yes/no claim check ("Is it true that
     {claim}?"). Needs an LLM backend; the offline extractive reader cannot write questions."""

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -13,14 +13,16 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from core.engine.reliability import available_estimators
+from core.engine.types import JSONObject, JSONValue
 from core.models import EstimationRun, QueryCollection
 from runtime.backends import configured_generator
 from runtime.jobs import JobRecord, dispatch_job
+from runtime.users import Actor, signed_in
 from sources.models import Source
 
 # What a run's params default to; the estimator a run names none of is the
 # RELIABILITY_ESTIMATOR setting (default_params()), k and tau come from settings too.
-DEFAULT_PARAMS: dict[str, Any] = {
+DEFAULT_PARAMS: JSONObject = {
     "alpha": 1.0,
     "beta": 1.0,
     "strict": False,
@@ -33,7 +35,7 @@ KNOWN_PARAMS = frozenset(
 MAX_GOLD_QUERY_IDS = 10_000
 
 
-def default_params() -> dict[str, Any]:
+def default_params() -> JSONObject:
     """Every parameter a run that names none gets, from DEFAULT_PARAMS and the settings."""
     return {
         **DEFAULT_PARAMS,
@@ -66,10 +68,10 @@ def sources_for_names(names: Sequence[str]) -> QuerySet[Source]:
 MAX_PRIOR = 1000.0
 
 
-def _number(value: Any) -> float | None:
+def _number(value: JSONValue) -> float | None:
     """A finite float from a number or numeric text, else None: "nan", "inf" and "1e400"
     (infinite once parsed) are refused, as are booleans."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
         number = float(value)
@@ -78,7 +80,7 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
+def _clean_params(params: Mapping[str, JSONValue] | None) -> JSONObject:
     params = dict(params or {})
     errors: dict[str, str] = {}
     unknown = set(params) - KNOWN_PARAMS
@@ -93,8 +95,8 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
                 params[name] = value
     for name, low, high in (("batch_size", 1, 1000), ("k", 1, 50)):
         if name in params:
-            value = params[name]
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            given = params[name]
+            if isinstance(given, bool) or not isinstance(given, int) or not low <= given <= high:
                 errors[name] = f"{name} must be a whole number from {low} to {high}."
     for name in ("tau", "min_relevance"):
         if name in params:
@@ -117,7 +119,8 @@ def _clean_params(params: dict[str, Any] | None) -> dict[str, Any]:
         ):
             errors["gold_query_ids"] = f"gold_query_ids must be a list of at most {MAX_GOLD_QUERY_IDS} query ids."
         else:
-            params["gold_query_ids"] = sorted(set(ids))
+            unique = sorted({i for i in ids if isinstance(i, int)})  # all of them: checked above
+            params["gold_query_ids"] = [i for i in unique]  # a list of JSON values (list is invariant)
     if "estimator" in params and params["estimator"] not in available_estimators():
         errors["estimator"] = f"estimator must be one of: {', '.join(available_estimators())}."
     if errors:
@@ -183,7 +186,7 @@ def _chosen_sources(sources: Iterable[Source] | Literal["all"] | None, errors: d
     return chosen
 
 
-def _check_concurrency(user: Any, *, resuming: EstimationRun | None = None) -> None:
+def _check_concurrency(user: Actor | None, *, resuming: EstimationRun | None = None) -> None:
     """At most ESTIMATION_MAX_CONCURRENT_PER_USER runs of one user pending or running at once:
     those they started and those whose current job they started (a run they resumed), so
     starting and resuming (API, dashboard) share one cap; ``resuming``: the run about to be
@@ -191,11 +194,12 @@ def _check_concurrency(user: Any, *, resuming: EstimationRun | None = None) -> N
 
     Runs in the caller's transaction with the user's row locked, so two requests at the same
     moment cannot both take the last slot. Runs started without a user (the CLI) are not capped."""
-    if not getattr(user, "is_authenticated", False):
+    account = signed_in(user)
+    if account is None:
         return
     limit = int(settings.ESTIMATION_MAX_CONCURRENT_PER_USER)
-    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
-    mine = EstimationRun.objects.filter(Q(created_by_id=user.pk) | Q(job__created_by_id=user.pk))
+    get_user_model().objects.select_for_update().filter(pk=account.pk).first()
+    mine = EstimationRun.objects.filter(Q(created_by_id=account.pk) | Q(job__created_by_id=account.pk))
     if resuming is not None:
         mine = mine.exclude(pk=resuming.pk)
     running = mine.filter(state__in=IN_PROGRESS).count()
@@ -212,7 +216,7 @@ def _check_concurrency(user: Any, *, resuming: EstimationRun | None = None) -> N
         )
 
 
-def _dispatch(run: EstimationRun, user: Any) -> JobRecord:
+def _dispatch(run: EstimationRun, user: Actor | None) -> JobRecord:
     return dispatch_job(
         kind="estimate", task_name="tasks.estimation_run", params={"run_id": run.pk}, user=user, queue="default"
     )
@@ -242,8 +246,8 @@ def start_estimation_run(
     *,
     query_set: QueryCollection | None = None,
     sources: Iterable[Source] | Literal["all"] | None = None,
-    params: dict[str, Any] | None = None,
-    user: Any = None,
+    params: Mapping[str, JSONValue] | None = None,
+    user: Actor | None = None,
 ) -> EstimationRun:
     """Validate, store the run and its Job, enqueue `tasks.estimation_run` on "default".
 
@@ -271,7 +275,7 @@ def start_estimation_run(
             query_set=query_set,
             params=cleaned,
             backend=configured_generator().name,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            created_by=signed_in(user),
         )
         run.sources.set(chosen)
         run.job_id = _dispatch(run, user).id
@@ -279,7 +283,7 @@ def start_estimation_run(
     return run
 
 
-def resume_estimation_run(run: EstimationRun, *, user: Any = None, reestimate: bool = False) -> EstimationRun:
+def resume_estimation_run(run: EstimationRun, *, user: Actor | None = None, reestimate: bool = False) -> EstimationRun:
     """Run a failed or interrupted run again under a new Job: stored responses are kept and
     skipped, only missing pairs are generated, then the estimate is computed.
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import TypedDict
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -48,9 +48,13 @@ from core.engine.reliability import get_estimator, interval_holding, wilson_inte
 from core.engine.reliability.base import GOLD_WEIGHT
 from core.engine.reliability.topical import STRENGTH
 from core.engine.reliability.weights import voting_weight
+from core.engine.types import JSONObject
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunResponse
 from core.services.estimation.claims import refuse_gold_update
 from core.services.estimation.finish import reference_answers
+from core.services.topics import topic_cell
+from runtime.json_values import as_list, as_object
+from runtime.users import Actor, signed_in
 from sources.models import Source
 
 
@@ -115,7 +119,16 @@ def _gold_evidence(base: EstimationRun, queries: list[FactQuery]) -> dict[int, d
     return evidence
 
 
-def _updated(score: ReliabilityScore, counts: dict[str, int], alpha: float, beta: float) -> dict[str, Any]:
+class ScoreUpdate(TypedDict):
+    """What an update changes of a source's score."""
+
+    reliability: float
+    agreements: int
+    gold_answers: int
+    gold_agreements: int
+
+
+def _updated(score: ReliabilityScore, counts: dict[str, int], alpha: float, beta: float) -> ScoreUpdate:
     g = GOLD_WEIGHT
     evidence = score.answers + alpha + beta + (g - 1.0) * score.gold_answers
     agreed = score.reliability * evidence
@@ -130,34 +143,41 @@ def _updated(score: ReliabilityScore, counts: dict[str, int], alpha: float, beta
     }
 
 
-def updated_topics(topics: dict[str, Any], base: EstimationRun, queries: list[FactQuery]) -> dict[str, Any]:
+def updated_topics(topics: JSONObject, base: EstimationRun, queries: list[FactQuery]) -> JSONObject:
     """``topics`` (a run's EstimationRun.topics) with each topic's cells moved by the new gold
     answers of its queries, by the rule of `_updated` on the topic's own evidence (its answers
     plus the shrinkage's STRENGTH pseudo-answers): a check on one topic moves that topic's
     reliability (and the overall number, through the run's scores), not the others'."""
     out = copy.deepcopy(topics)
-    topic_of = topics.get("queries", {})
+    topic_of = as_object(topics.get("queries"))
     by_topic: dict[str, list[FactQuery]] = defaultdict(list)
     for query in queries:
-        if str(query.pk) in topic_of:
-            by_topic[topic_of[str(query.pk)]].append(query)
+        key = topic_of.get(str(query.pk))
+        if isinstance(key, str):
+            by_topic[key].append(query)
+    cells = as_object(out.get("cells"))  # the copy's own cells, changed in place
     g = GOLD_WEIGHT
     for key, chosen in by_topic.items():
         for source_id, counts in _gold_evidence(base, chosen).items():
-            for cell in out["cells"].get(str(source_id), []):
-                if cell["key"] != key:
+            for cell in as_list(cells.get(str(source_id))):
+                if not isinstance(cell, dict) or cell.get("key") != key:
                     continue
-                evidence = float(cell["answers"]) + STRENGTH
-                agreed = float(cell["accuracy"]) * evidence
+                stored = topic_cell(cell)
+                evidence = float(stored["answers"]) + STRENGTH
+                agreed = float(stored["accuracy"]) * evidence
                 denominator = evidence + (g - 1.0) * counts["answers"]
-                accuracy = (agreed - counts["previous"] + g * counts["hits"]) / denominator
-                cell["accuracy"] = round(min(max(accuracy, 0.0), 1.0), 4)
-                cell["low"] = round(min(cell["low"], cell["accuracy"]), 4)
-                cell["high"] = round(max(cell["high"], cell["accuracy"]), 4)
+                accuracy = round(
+                    min(max((agreed - counts["previous"] + g * counts["hits"]) / denominator, 0.0), 1.0), 4
+                )
+                cell["accuracy"] = accuracy
+                cell["low"] = round(min(stored["low"], accuracy), 4)
+                cell["high"] = round(max(stored["high"], accuracy), 4)
     return out
 
 
-def apply_gold_update(run: EstimationRun, query_ids: Iterable[int] | None = None, *, user: Any = None) -> EstimationRun:
+def apply_gold_update(
+    run: EstimationRun, query_ids: Iterable[int] | None = None, *, user: Actor | None = None
+) -> EstimationRun:
     """Add the reference answers of ``query_ids`` (default: every query of the run's set with
     reference answers the run has not used) to the run's reliabilities, as a new run of kind
     "update" whose parent is ``run``; returns it. Queries the run already used are skipped.
@@ -196,7 +216,7 @@ def apply_gold_update(run: EstimationRun, query_ids: Iterable[int] | None = None
             state=EstimationRun.State.SUCCEEDED,
             backend=run.backend,
             converged=run.converged,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            created_by=signed_in(user),
             finished_at=now,
             gold_queries=[*(run.gold_queries or []), *(q.pk for q in queries)],
         )
@@ -204,7 +224,7 @@ def apply_gold_update(run: EstimationRun, query_ids: Iterable[int] | None = None
         scores = []
         for score in parent_scores:
             counts = evidence.get(score.source_id)
-            values: dict[str, Any] = (
+            values: ScoreUpdate = (
                 _updated(score, counts, alpha, beta)
                 if counts
                 else {

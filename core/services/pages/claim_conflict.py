@@ -166,7 +166,7 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
 def conflict_version(subject: str, attribute: str, run: EstimationRun | None) -> str:
     """What a conflict view depends on, in two aggregate queries: the item's claims (count,
     last change), the sources (last edit, last reliability update: weights and names) and the
-    run whose resolution it shows. Any change makes a new cache key."""
+    run whose resolution it shows. Each change makes a new cache key."""
     claims = Claim.objects.filter(subject=subject, attribute=attribute).aggregate(n=Count("id"), last=Max("updated_at"))
     sources = Source.objects.aggregate(edited=Max("updated_at"), rated=Max("reliability_updated_at"))
     run_id = run.pk if run is not None else next(iter(claims_runs().values_list("id", flat=True)[:1]), None)

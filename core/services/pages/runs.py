@@ -4,7 +4,7 @@ previous comparable run, and what a claim-level run resolved."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Literal, TypedDict, cast
 
 from django.db.models import Count, Q
 
@@ -96,7 +96,32 @@ def agreement_matrix(run: EstimationRun, *, limit: int | None = None) -> dict[st
     return {"run_id": run.pk, "sources": sources, "rows": list(rows.values())}
 
 
-def run_changes(run: EstimationRun) -> dict[str, Any]:
+class SourceChange(TypedDict):
+    """One source's score in a run beside its score in the previous one (None where it has none)."""
+
+    source_id: int
+    source_name: str
+    status: Literal["new", "changed", "dropped"]
+    reliability: float | None
+    low: float | None
+    high: float | None
+    answers: int | None
+    agreements: int | None
+    gold_answers: int | None
+    gold_agreements: int | None
+    gold_accuracy: float | None
+    previous_reliability: float | None
+    previous_answers: int | None
+    delta: float | None
+
+
+class RunChanges(TypedDict):
+    run_id: int
+    previous_run_id: int | None
+    sources: list[SourceChange]
+
+
+def run_changes(run: EstimationRun) -> RunChanges:
     """Per-source change of reliability against the previous finished run. Each entry has
     status "new" (not scored before), "changed", or "dropped" (scored before, not now).
     Three queries."""
@@ -116,7 +141,7 @@ def run_changes(run: EstimationRun) -> dict[str, Any]:
     before = (
         {r["source_id"]: r for r in ReliabilityScore.objects.filter(run=previous).values(*fields)} if previous else {}
     )
-    entries = []
+    entries: list[SourceChange] = []
     for source_id in set(now) | set(before):
         cur, old = now.get(source_id), before.get(source_id)
         ref = cur or old

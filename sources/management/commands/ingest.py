@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
+from core.engine.types import JSONObject
 from runtime.jobs import JobRecord, wait_for
 from sources.ingest import IngestError, expand_paths, parse_bytes, read_limited
 from sources.models import Source
@@ -38,7 +40,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if not files:
             raise CommandError("no supported files found")
-        options: dict[str, Any] = {}
+        options: JSONObject = {}
         if opts["mapping"]:
             try:
                 options["mapping"] = loads_bounded(opts["mapping"], settings.JSON_MAX_DEPTH)
@@ -68,7 +70,7 @@ class Command(BaseCommand):
         self.wait_and_report(job, opts)
 
     @staticmethod
-    def rejected_files(files: list[Any], options: dict[str, Any]) -> list[str]:
+    def rejected_files(files: list[Path], options: JSONObject) -> list[str]:
         """Parse every file now (cheap, no model), as the upload form and the API do: the
         reason for each file the worker would reject whole."""
         rejected: list[str] = []

@@ -116,7 +116,7 @@ class Command(BaseCommand):
         if not opts["sync"]:
             self.stdout.write(f"Claim load job {job.pk} queued for {len(files)} file(s).")
             return
-        outcome: dict[str, Any] = result.as_dict()
+        outcome: dict[str, int] = result.as_dict()
         if result.created and not opts["no_embed"]:
             outcome["embed_job"] = start_claim_key_embedding().pk
         self.stdout.write(json.dumps(outcome))
