@@ -4,7 +4,8 @@
 - ``answers``: checking an answer against the reference answers.
 - ``sources``: the sources list and a source's page (reliability, trend, disagreements).
 - ``copying``: copier pairs and blocs detected by a run's estimator (runs, sources, conflicts).
-- ``conflicts``: the conflicts page, in answers mode and in claims mode.
+- ``conflicts``: the conflicts page, in answers mode and in claims mode, assembled per
+  mode by ``conflicts_page``.
 - ``runs``: a run's page (agreement matrix, changes, a claims run's summary).
 - ``question``: an answer's groups of sources (the ask page and a question's page).
 - ``answer_panel``: a question's panel (progress, votes, explanation, follow-up), with
