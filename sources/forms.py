@@ -35,14 +35,18 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)]
 
 
-def grouped_sources() -> list[tuple[str, Any]]:
+# A choice, or a group of choices under a label (what a select's optgroups are).
+Choice = tuple[str, str | list[tuple[int, str]]]
+
+
+def grouped_sources() -> list[Choice]:
     """The sources as choices grouped by kind (a busy instance holds hundreds: a flat list of
     them is hard to scan), each group by name; a blank choice first."""
     groups: dict[str, list[tuple[int, str]]] = {}
     for pk, name, kind, active in Source.objects.order_by("name").values_list("pk", "name", "kind", "active"):
         groups.setdefault(kind, []).append((pk, name if active else f"{name} (inactive)"))
     labels = dict(Source.Kind.choices)
-    blank: list[tuple[str, Any]] = [("", "---------")]
+    blank: list[Choice] = [("", "---------")]
     return blank + [(labels.get(kind, kind), groups[kind]) for kind in sorted(groups, key=labels.get)]  # type: ignore[arg-type]  # every stored kind is a Kind choice: the key is a str
 
 

@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 from django.utils.dateparse import parse_date, parse_datetime
 
 from core.engine.registry import Registry
+from core.engine.types import JSONObject
 from sources.links import HTTP_URL_MESSAGE, MAX_URL_CHARS, is_http_url
 
 
@@ -49,8 +50,8 @@ class ParsedDocument:
     title: str = ""
     url: str = ""
     published_at: dt.datetime | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    provenance: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
+    provenance: JSONObject = field(default_factory=dict)
 
 
 class FileFormat(Protocol):
@@ -107,7 +108,7 @@ class Formats(Registry[type[F]], Generic[F]):
         )
 
 
-def parse_published(value: Any, *, line: int | None = None, field_name: str = "published") -> dt.datetime | None:
+def parse_published(value: object, *, line: int | None = None, field_name: str = "published") -> dt.datetime | None:
     """ISO dates and datetimes; empty means unknown; anything else is an error."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
@@ -130,7 +131,7 @@ def parse_published(value: Any, *, line: int | None = None, field_name: str = "p
     return parsed
 
 
-def require_text(value: Any, *, line: int | None = None, field_name: str = "text", max_chars: int) -> str:
+def require_text(value: object, *, line: int | None = None, field_name: str = "text", max_chars: int) -> str:
     if not isinstance(value, str):
         raise IngestError(
             "missing" if value is None else f"expected a string, got {type(value).__name__}",
@@ -148,7 +149,7 @@ def require_text(value: Any, *, line: int | None = None, field_name: str = "text
     return text
 
 
-def optional_str(value: Any, *, line: int | None, field_name: str, max_chars: int = 2000) -> str:
+def optional_str(value: object, *, line: int | None, field_name: str, max_chars: int = 2000) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -160,7 +161,7 @@ def optional_str(value: Any, *, line: int | None, field_name: str, max_chars: in
     return value.strip()
 
 
-def optional_url(value: Any, *, line: int | None, field_name: str) -> str:
+def optional_url(value: object, *, line: int | None, field_name: str) -> str:
     """An optional document URL: empty, or an absolute http(s) URL. Anything else (a
     `javascript:` or `data:` URL, a relative path) rejects the record, and so the file."""
     url = optional_str(value, line=line, field_name=field_name, max_chars=MAX_URL_CHARS)

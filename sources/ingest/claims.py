@@ -213,7 +213,7 @@ def parse_claim_bytes(
 ) -> list[ExtractedClaim]:
     """The claims of one whole file, one per (source, subject, attribute) (the first given).
 
-    Any problem raises IngestError naming the file, the line or record, and the field; then
+    Every problem raises IngestError naming the file, the line or record, and the field; then
     nothing of the file is returned. Files over INGEST_MAX_FILE_BYTES and files giving more
     than CLAIMS_MAX_PER_FILE claims are refused."""
     check_size(data, filename)

@@ -92,7 +92,7 @@ def record_to_document(record: Record, mapping: Mapping[str, str], *, max_chars:
             url=optional_url(fields.get(mapping["url"]), line=None, field_name=mapping["url"]),
             published_at=parse_published(fields.get(mapping["published"]), field_name=mapping["published"]),
             metadata=metadata,
-            provenance=record.location.provenance(),
+            provenance={**record.location.provenance()},
         )
     except IngestError as exc:
         raise record.location.locate(exc) from None
@@ -124,7 +124,7 @@ class TextAdapter:
             heading = _ATX_HEADING.match(first)
             if heading and rest.strip():
                 title = heading.group(1).strip() or title
-            yield ParsedDocument(text=body, title=title, provenance=record.location.provenance())
+            yield ParsedDocument(text=body, title=title, provenance={**record.location.provenance()})
 
 
 # --- CSV, JSON, JSON Lines: the field mapping ------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sources import vector_index
 from sources.models import Source
@@ -22,7 +22,7 @@ from sources.models import Source
 class Command(BaseCommand):
     help = "List, build, drop and reconcile the per-source HNSW indexes."
 
-    def add_arguments(self, parser: Any) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         group = parser.add_mutually_exclusive_group()
         group.add_argument("--reconcile", action="store_true", help="build missing indexes, drop orphaned tables")
         group.add_argument("--build", nargs="+", type=int, metavar="SOURCE_ID", help="(re)build these sources' indexes")
