@@ -32,7 +32,10 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.test import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -131,7 +134,7 @@ def build(n_sources: int, n_flights: int, seed: int = 7) -> dict[str, Any]:
     return {"sources": len(sources), "claims": len(claims), "items": len(resolutions)}
 
 
-def timed(client: Any, url: str, repeat: int) -> dict[str, Any]:
+def timed(client: Client, url: str, repeat: int) -> dict[str, Any]:
     """Median, min and max wall milliseconds of ``repeat`` requests after three warm-ups, and
     the SQL queries of one request."""
     from django.db import connection

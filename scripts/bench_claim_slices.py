@@ -61,14 +61,13 @@ def oracle(claims: ClaimSet) -> dict[tuple[str, str], str]:
     scores: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for c in claims.claims:
         a = min(max(true.get(c.source, 0.5), 0.01), 0.99)
-        task: tuple[str, str] = c.task  # type: ignore[assignment]  # Flights and Books tasks are (subject, attribute)
-        scores[task][c.value] += max(math.log(a / (1 - a)), 0.0) + 1e-6
+        scores[c.task][c.value] += max(math.log(a / (1 - a)), 0.0) + 1e-6
     return {t: max(sorted(s), key=s.__getitem__) for t, s in scores.items()}
 
 
 def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
     rows = [(c.source, c.task, c.value) for c in claims.claims]
-    product = resolve_claims(rows, "accucopy")  # type: ignore[arg-type]
+    product = resolve_claims(rows, "accucopy")
     true = claims.true_source_accuracy(3)
     names = sorted(true)
     out: dict[str, object] = {
@@ -84,7 +83,7 @@ def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
     }
     for n in (3, 5):
         gold = {item: claims.gold[item] for item in product.checks[:n] if item in claims.gold}
-        checked = resolve_claims(rows, "accucopy", gold=gold)  # type: ignore[arg-type]
+        checked = resolve_claims(rows, "accucopy", gold=gold)
         out[f"checks_{n}"] = len(gold)
         out[f"product_{n}_checks"] = accuracy(claims, checked.truths())
         out[f"spearman_{n}_checks"] = round(

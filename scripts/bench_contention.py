@@ -29,7 +29,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event
+
+# The tokenizer (transformers) and the model (ctranslate2.Generator) are third-party objects
+# without type stubs here: Any is their type.
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = (
@@ -64,7 +70,7 @@ def generate(tokenizer: Any, model: Any, max_tokens: int = 32) -> None:
     model.generate_batch([tokens], max_length=max_tokens, sampling_topk=1, include_prompt_in_result=False)
 
 
-def bulk(nice: int, threads: int, ready: Any, stop: Any) -> None:
+def bulk(nice: int, threads: int, ready: Event, stop: Event) -> None:
     os.nice(nice)
     tokenizer, model = load(threads=threads)
     generate(tokenizer, model, 4)

@@ -18,15 +18,15 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.bench.corpus import build_corpus, make_sources  # noqa: E402
-from core.bench.datasets import load_questions  # noqa: E402
+from core.bench.datasets import BenchQuestion, load_questions  # noqa: E402
 from core.bench.embedding_cache import cached_default_embedder  # noqa: E402
 from core.bench.paths import default_cache_dir, default_data_dir  # noqa: E402
 from core.bench.qa import build_retriever  # noqa: E402
@@ -37,11 +37,11 @@ from core.engine.reliability import get_estimator  # noqa: E402
 from core.engine.reliability.iwmv import iwmv  # noqa: E402
 from core.engine.reliability.weights import voting_weight  # noqa: E402
 from core.engine.strategies import EngineContext, get_strategy  # noqa: E402
-from core.engine.types import SourceInfo  # noqa: E402
+from core.engine.types import Embedder, SourceInfo  # noqa: E402
 
 
 def context(
-    n_sources: int, n_questions: int, seed: int, embedder: Any, questions: Any
+    n_sources: int, n_questions: int, seed: int, embedder: Embedder, questions: Sequence[BenchQuestion]
 ) -> tuple[EngineContext, list[str]]:
     sources = make_sources("beta", n_sources, 0, 0.6, seed)
     corpus = build_corpus(questions, sources, seed, estimation_queries=1, max_questions=n_questions + 1)
@@ -65,13 +65,13 @@ def run_strategy(name: str, ctx: EngineContext, questions: list[str], repeats: i
     single millisecond timings are noisy), and mean generator calls per question."""
     strategy = get_strategy(name)
     params = parse_params(strategy.Params, {}, {"kappa": 4})
-    strategy.answer(questions[0], ctx, params)  # warm-up
+    strategy.answer_checked(questions[0], ctx, params)  # warm-up
     seconds, calls = [], []
     for q in questions:
         best = float("inf")
         for _ in range(repeats):
             started = time.perf_counter()
-            result = strategy.answer(q, ctx, params)
+            result = strategy.answer_checked(q, ctx, params)
             best = min(best, time.perf_counter() - started)
         seconds.append(best)
         calls.append(result.stats.calls)

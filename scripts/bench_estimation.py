@@ -42,8 +42,14 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.engine.types import JSONValue
+    from core.models import QueryCollection
+    from sources.models import Source
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -54,7 +60,7 @@ import scratch_db  # noqa: E402
 BENCH_DB = "bench_estimation"
 
 
-def load_demo_corpus() -> tuple[Any, list[Any]]:
+def load_demo_corpus() -> tuple[QueryCollection, list[Source]]:
     """The demo query set and sources, ingested in this process (as load_demo's jobs would)."""
     from core.models import FactQuery, QueryCollection
     from runtime.backends import configured_embedder
@@ -190,7 +196,9 @@ class Workers:
                 client.delete(*keys)
 
 
-def timed_run(sources: list[Any], query_set: Any, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+def timed_run(
+    sources: list[Source], query_set: QueryCollection, params: Mapping[str, JSONValue], timeout: float
+) -> dict[str, Any]:
     """Start one run through the product's service and watch its Job until it ends."""
     from core.models import EstimationRun, RunResponse
     from core.services.estimation import start_estimation_run
@@ -234,7 +242,9 @@ def timed_run(sources: list[Any], query_set: Any, params: dict[str, Any], timeou
     }
 
 
-def profile_in_process(sources: list[Any], query_set: Any, params: dict[str, Any], top: int) -> dict[str, Any]:
+def profile_in_process(
+    sources: list[Source], query_set: QueryCollection, params: Mapping[str, JSONValue], top: int
+) -> dict[str, Any]:
     """Run a whole estimation in this process (batches, then finish) under cProfile."""
     from core.models import EstimationRun
     from core.services.estimation import batches, finish_run, generate_batch, missing_pairs

@@ -31,20 +31,23 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.engine.backends.generation import GenerationRequest, Generator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def prompts(data: Path, n: int) -> list[Any]:
+def prompts(data: Path, n: int) -> list[GenerationRequest]:
     from core.engine.backends.generation import GenerationRequest
 
     items = list(json.loads((data / "poisonedrag" / "nq.json").read_text()).values())[:n]
     return [GenerationRequest(it["question"], it["adv_texts"][: 3 if i % 2 else 1]) for i, it in enumerate(items)]
 
 
-def timed(generator: Any, requests: list[Any], batch: int) -> tuple[list[str], list[float]]:
+def timed(generator: Generator, requests: list[GenerationRequest], batch: int) -> tuple[list[str], list[float]]:
     answers: list[str] = []
     seconds: list[float] = []
     for start in range(0, len(requests), batch):

@@ -13,7 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from psycopg import Connection
+    from psycopg.rows import TupleRow
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,7 +67,7 @@ def setup_django(name: str, *, test_environment: bool = False, fresh: bool = Tru
         setup_test_environment()
 
 
-def copy_chunks(conn: Any, rows: Iterable[tuple[int, int, int, str, Any]]) -> None:
+def copy_chunks(conn: Connection[TupleRow], rows: Iterable[tuple[int, int, int, str, npt.NDArray[np.float32]]]) -> None:
     """Bulk-load chunk rows (document id, source id, ordinal, text, vector) with binary COPY on
     a psycopg connection that has pgvector's types registered."""
     with (
@@ -75,7 +81,7 @@ def copy_chunks(conn: Any, rows: Iterable[tuple[int, int, int, str, Any]]) -> No
             copy.write_row(row)
 
 
-def write_result(path: str | None, data: Any) -> None:
+def write_result(path: str | None, data: object) -> None:
     """Write a benchmark's result as JSON to `path` (its folder created), when one is given."""
     if path:
         import json

@@ -32,7 +32,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.core.servers.basehttp import ThreadedWSGIServer
+    from selenium.webdriver import Chrome
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -58,13 +62,13 @@ document.addEventListener("securitypolicyviolation", (e) => {
 # --- Browser and server (shared with scripts/screenshots_claims.py) ----------------------
 
 
-def serve() -> tuple[str, Any]:
+def serve() -> tuple[str, ThreadedWSGIServer]:
     """The site on a free local port, served from a daemon thread."""
     from django.core.handlers.wsgi import WSGIHandler
     from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 
     class Quiet(WSGIRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
             pass
 
     httpd = ThreadedWSGIServer(("127.0.0.1", 0), Quiet)
@@ -73,7 +77,7 @@ def serve() -> tuple[str, Any]:
     return f"http://127.0.0.1:{httpd.server_address[1]}", httpd
 
 
-def browser() -> tuple[Any, str]:
+def browser() -> tuple[Chrome, str]:
     """Headless Chromium that records Content-Security-Policy violations from every page's first byte."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -97,12 +101,12 @@ def browser() -> tuple[Any, str]:
     return driver, profile
 
 
-def _page_height(driver: Any) -> int:
+def _page_height(driver: Chrome) -> int:
     script = "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
     return min(max(int(driver.execute_script(script)), 800), MAX_HEIGHT)
 
 
-def full_page(driver: Any, path: Path) -> None:
+def full_page(driver: Chrome, path: Path) -> None:
     """A full-page screenshot 1400 px wide (as docs/screenshots' others)."""
     for _ in range(3):  # the layout (wrapping) changes with the viewport: measure again
         height = _page_height(driver)
@@ -115,7 +119,7 @@ def full_page(driver: Any, path: Path) -> None:
     print(f"wrote {path}")
 
 
-def phone_page(driver: Any, path: Path) -> None:
+def phone_page(driver: Chrome, path: Path) -> None:
     """A full-page screenshot of the page on a phone (390 CSS px wide); fails if the page is
     wider than the phone (it would scroll sideways)."""
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
@@ -128,7 +132,7 @@ def phone_page(driver: Any, path: Path) -> None:
     print(f"wrote {path}")
 
 
-def both(driver: Any, out: Path, name: str) -> None:
+def both(driver: Chrome, out: Path, name: str) -> None:
     """The page as it is now, on a desktop and on a phone; no CSP violation allowed."""
     violations = driver.execute_script("return window.__cspViolations || []")
     assert not violations, f"{driver.current_url}: {violations}"
@@ -249,7 +253,7 @@ def load_world(n_queries: int, n_asked: int) -> dict[str, Any]:
 # --- The pages -----------------------------------------------------------------------
 
 
-def log_in(driver: Any, base: str, username: str, password: str) -> None:
+def log_in(driver: Chrome, base: str, username: str, password: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait

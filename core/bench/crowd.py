@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# Frames, Series and fitted models here are pandas and crowd-kit objects, which have no type
+# stubs in this environment: Any is their type at this boundary.
+
 
 def wawa_fit_predict(frame: Any) -> tuple[Any, Any]:
     """Wawa labels (Series by task) and skills (Series by worker)."""

@@ -21,9 +21,8 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from core.engine.backends.generation import Generation, GenerationRequest
+from core.engine.backends.generation import Generation, GenerationRequest, Generator
 
 
 def request_key(model: str, request: GenerationRequest) -> str:
@@ -40,7 +39,7 @@ class CachedGenerator:
     in one batch. White-box access (``white_box``) passes straight through: a strategy that
     runs the model itself (crest-wbx) is not cached."""
 
-    def __init__(self, inner: Any, cache_dir: Path) -> None:
+    def __init__(self, inner: Generator, cache_dir: Path) -> None:
         self.inner = inner
         self.name = inner.name
         self.capabilities = inner.capabilities
@@ -56,7 +55,7 @@ class CachedGenerator:
         self._db.commit()
         self._lock = threading.Lock()
 
-    def __getattr__(self, attribute: str) -> Any:
+    def __getattr__(self, attribute: str) -> object:
         # white_box(), render(), load_info... of the inner generator (only called when missing here).
         if attribute == "inner":
             raise AttributeError(attribute)
@@ -113,10 +112,13 @@ class CachedScoringGenerator(CachedGenerator):
     only used by strategies whose cost the benchmark measures directly)."""
 
     def score(self, requests: Sequence[GenerationRequest], continuations: Sequence[str]) -> list[float]:
+        from core.engine.backends.generation import TokenScorer
+
+        assert isinstance(self.inner, TokenScorer)  # cached_generator chose this class for a scorer
         return list(self.inner.score(requests, continuations))
 
 
-def cached_generator(inner: Any, cache_dir: Path) -> CachedGenerator:
+def cached_generator(inner: Generator, cache_dir: Path) -> CachedGenerator:
     from core.engine.backends.generation import TokenScorer
 
     if isinstance(inner, TokenScorer):

@@ -19,7 +19,7 @@ questions, the answer rate, and seconds per question.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,7 @@ def item_f1(answer: str, question: FusionQuestion) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def render_record(record: dict[str, Any], mapping: ClaimMapping) -> str:
+def render_record(record: Mapping[str, object], mapping: ClaimMapping) -> str:
     """A record as a short document in the mapping's words: "AA-1007-MIA-PHX: actual departure
     time 5:08 p.m.; ..." (the subject, then every mapped attribute that has a value; fields
     the mapping does not read, such as row ids, are left out)."""
@@ -183,7 +183,7 @@ def evaluate_multirag(
         started = time.perf_counter()
         examples: list[dict[str, Any]] = []
         for q in questions:
-            result = strategy.answer(q.question, ctx, params)
+            result = strategy.answer_checked(q.question, ctx, params)
             score = item_f1(result.answer, q)
             scores.append(score)
             answered += not is_idk(result.answer)

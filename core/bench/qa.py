@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.bench.attribution import attribute, ceiling, ceilings
 from core.bench.corpus import Corpus, build_corpus, make_sources
@@ -28,7 +28,13 @@ from core.engine.reliability import DEFAULT_ESTIMATOR, get_estimator
 from core.engine.reliability.base import MIN_SHARED_FALSE
 from core.engine.strategies.base import Requirement
 from core.engine.text import IDK, answer_contains_gold, is_idk
-from core.engine.types import Embedder, Passage, SourceInfo
+from core.engine.types import Embedder, JSONObject, JSONValue, Passage, SourceInfo
+
+if TYPE_CHECKING:
+    from core.engine.backends.generation.base import Generation, GenerationRequest, Generator
+    from core.engine.backends.nli import NLI, Probs
+    from core.engine.steps.memory_retriever import InMemoryRetriever
+    from core.engine.strategies import EngineContext
 
 CROWD_METHODS = ("dawid-skene", "wawa")
 CROWD_BASE = "mv"  # the strategy whose per-source votes the crowd-kit methods aggregate
@@ -92,7 +98,7 @@ class QAConfig:
         from core.engine.params import ParamError, parse_params
         from core.engine.strategies import get_strategy
 
-        seen: dict[tuple[str, tuple[tuple[str, Any], ...]], str] = {}
+        seen: dict[tuple[str, tuple[tuple[str, JSONValue], ...]], str] = {}
         for method in self.methods:
             name, overrides = method_spec(method)
             if overrides:
@@ -107,7 +113,7 @@ class QAConfig:
         return list(self.methods)
 
 
-def method_spec(method: str) -> tuple[str, dict[str, Any]]:
+def method_spec(method: str) -> tuple[str, dict[str, JSONValue]]:
     """A method as the benchmark names it: a strategy's name, optionally with parameters after
     a colon ("astute-rag:prompt=compact,t=0"), which override the benchmark's defaults for it.
     The whole spelling names the method in the results, so variants sit side by side."""
@@ -157,11 +163,11 @@ class SeedRun:
     colluding_pairs: list[tuple[int, int]] = field(default_factory=list)  # the truth, with --collude
     identified: bool = True  # whether agreement identified the estimate (core.engine.reliability.identify)
     gold_used: int = 0  # estimation queries that carried their reference answer (random and active)
-    calibration: dict[str, Any] = field(default_factory=dict)  # the fitted map (empty: none)
+    calibration: JSONObject = field(default_factory=dict)  # the fitted map (empty: none)
     ceilings: dict[str, float] = field(default_factory=dict)  # core.bench.attribution.ceilings
     # (estimated, true) accuracy per source x true topic (topic_reliability_cells)
     topic_cells: list[tuple[int, str, float, float]] = field(default_factory=list)
-    topics: list[dict[str, Any]] = field(default_factory=list)  # the topics the run found
+    topics: list[dict[str, object]] = field(default_factory=list)  # the topics the run found
 
     @property
     def topic_correlation(self) -> dict[str, float]:
@@ -177,13 +183,13 @@ class MemoNLI:
     """NLI with a per-pair memo: the strategies of one run judge the same (premise,
     hypothesis) pairs over and over; a deterministic model gives the same answer each time."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: NLI) -> None:
         self.inner = inner
         self.name = inner.name
         self.requires_answer_grounding = getattr(inner, "requires_answer_grounding", False)
-        self._memo: dict[tuple[str, str], Any] = {}
+        self._memo: dict[tuple[str, str], Probs] = {}
 
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Any]:
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Probs]:
         missing = list(dict.fromkeys(p for p in pairs if p not in self._memo))
         if missing:
             self._memo.update(zip(missing, self.inner.predict(missing), strict=True))
@@ -194,13 +200,13 @@ class MemoGenerator:
     """A deterministic generator with a memo per request. The strategies still count every
     call and its tokens from the returned Generation, so cost metrics are unchanged."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Generator) -> None:
         self.inner = inner
         self.name = inner.name
         self.capabilities = inner.capabilities
-        self._memo: dict[tuple[str, tuple[str, ...], str | None], Any] = {}
+        self._memo: dict[tuple[str, tuple[str, ...], str | None], Generation] = {}
 
-    def generate(self, requests: Sequence[Any]) -> list[Any]:
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         keys = [(r.question, tuple(r.passages), r.prompt) for r in requests]
         missing = {k: r for k, r in zip(keys, requests, strict=True) if k not in self._memo}
         if missing:
@@ -208,10 +214,12 @@ class MemoGenerator:
         return [self._memo[k] for k in keys]
 
 
-_MEMO: dict[str, Any] = {}
+# Kept across seeds and sweep points of one process: generators by key, NLIs by embedder.
+_MEMO: dict[str, Generator] = {}
+_NLI_MEMO: dict[str, NLI] = {}
 
 
-def bench_generator(config: QAConfig) -> Any:
+def bench_generator(config: QAConfig) -> Generator:
     """The run's generator: the offline reader (memoised in memory when ``config.memo``), or
     a local model behind the on-disk generation cache (one model load per process)."""
     from core.engine.backends.generation.extractive import ExtractiveReader
@@ -230,7 +238,7 @@ def bench_generator(config: QAConfig) -> Any:
         models_dir = Path(config.models_dir or "var/models")
         # The cache keys carry the generator's name ("ctranslate2:..." or "transformers:..."),
         # so the two runtimes' answers never mix.
-        inner: Any = (
+        inner: Generator = (
             CTranslate2Generator(config.generator, models_dir=models_dir)
             if config.llm_runtime == "ctranslate2"
             else TransformersGenerator(config.generator, models_dir=models_dir, dtype=config.llm_dtype)
@@ -244,7 +252,7 @@ def bench_generator(config: QAConfig) -> Any:
     return _MEMO[key]
 
 
-def build_retriever(corpus: Corpus, embedder: Embedder) -> Any:
+def build_retriever(corpus: Corpus, embedder: Embedder) -> InMemoryRetriever:
     from core.engine.steps.memory_retriever import InMemoryRetriever
 
     retriever = InMemoryRetriever()
@@ -254,7 +262,7 @@ def build_retriever(corpus: Corpus, embedder: Embedder) -> Any:
 
 
 def _crowd_frame(votes_per_task: Sequence[Sequence[tuple[int, str]]]) -> tuple[Any, list[list[str]]]:
-    """A (task, worker, label) frame; labels coded per task by descending popularity."""
+    """A (task, worker, label) frame (a pandas DataFrame: pandas has no type stubs here); labels coded per task by descending popularity."""
     import pandas as pd
 
     rows: list[tuple[int, int, int]] = []
@@ -308,11 +316,11 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     true = corpus.true_reliability
     params = EstimationParams(k=config.k, tau=config.tau, min_relevance=config.min_relevance)
     defaults = {"kappa": config.kappa, "k": config.k, "tau": config.tau, "min_relevance": config.min_relevance}
-    generator: Any = bench_generator(config)
-    nli: Any = EmbeddingLexicalNLI(embedder)
+    generator = bench_generator(config)
+    nli: NLI = EmbeddingLexicalNLI(embedder)
     if config.memo:
         # Outputs depend only on the texts, so the memo is shared by seeds and sweep points.
-        nli = _MEMO.setdefault(f"nli:{embedder.name}", MemoNLI(nli))
+        nli = _NLI_MEMO.setdefault(f"nli:{embedder.name}", MemoNLI(nli))
     ctx = EngineContext(
         retriever=retriever,
         embedder=embedder,
@@ -404,7 +412,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             ctx.oracle = corpus.reliability_for(q.qid)  # the oracle knows each question's topic
             replayed = getattr(generator, "replayed_seconds", 0.0)
             started = time.perf_counter()
-            result = strategy.answer(q.question, ctx, strategy_params)
+            result = strategy.answer_checked(q.question, ctx, strategy_params)
             # A generation served from the on-disk cache counts what it cost when it was made.
             run.seconds += time.perf_counter() - started + getattr(generator, "replayed_seconds", 0.0) - replayed
             run.calls += result.stats.calls
@@ -418,7 +426,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
                 labels = {c.id: c.label for c in result.clusters}
                 test_votes.append([(v.source_id, labels[v.cluster]) for v in result.votes if v.cluster is not None])
         for qid in corpus.config.get("outside_ids", []):  # type: ignore[attr-defined]  # a list of ids when set
-            result = strategy.answer(corpus.question(str(qid)).question, ctx, strategy_params)
+            result = strategy.answer_checked(corpus.question(str(qid)).question, ctx, strategy_params)
             run.outside += 1
             run.outside_abstained_or_warned += int(is_idk(result.answer) or bool(result.notes))
         runs[name] = run
@@ -476,7 +484,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
 
 
 def topic_reliability_cells(
-    corpus: Corpus, tests: Sequence[BenchQuestion], ctx: Any, embedder: Embedder
+    corpus: Corpus, tests: Sequence[BenchQuestion], ctx: EngineContext, embedder: Embedder
 ) -> list[tuple[int, str, float, float]]:
     """(source id, true topic, estimated, true) per source and true topic: the mean over the test questions of that
     topic of the accuracy the product weighs the source with on each (its topics' blend,

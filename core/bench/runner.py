@@ -172,7 +172,7 @@ def run_sweep(
     }
 
 
-def json_safe(value: Any) -> Any:
+def json_safe(value: object) -> object:
     """NaN (an undefined correlation) becomes null so the file is strict JSON."""
     if isinstance(value, float) and math.isnan(value):
         return None

@@ -10,10 +10,9 @@ the sorted set of surnames; ISBN-13s become ISBN-10s.
 from __future__ import annotations
 
 import csv
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from core.engine.claims.mapping import ClaimMapping
 from core.engine.claims.normalize import normalize_isbn, normalize_name_list, normalize_time
@@ -29,10 +28,13 @@ FLIGHT_ATTRIBUTE_NAMES = {
 }
 
 
+Task = tuple[str, str]  # (subject, attribute)
+
+
 @dataclass(frozen=True)
 class Claim:
     source: str
-    task: Hashable  # (subject, attribute)
+    task: Task
     value: str
 
 
@@ -40,14 +42,14 @@ class Claim:
 class ClaimSet:
     name: str
     claims: list[Claim]
-    gold: Mapping[Any, str]  # task -> normalised true value (only the labelled tasks)
+    gold: Mapping[Task, str]  # task -> normalised true value (only the labelled tasks)
 
     @property
     def sources(self) -> list[str]:
         return sorted({c.source for c in self.claims})
 
     @property
-    def tasks(self) -> list[Any]:
+    def tasks(self) -> list[Task]:
         return sorted({c.task for c in self.claims})
 
     def true_source_accuracy(self, min_claims: int = 1) -> dict[str, float]:
@@ -80,7 +82,7 @@ MAPPINGS = {"flights": FLIGHTS_MAPPING, "books": BOOKS_MAPPING}
 DATA_FILES = {"flights": ("flights", "dirty.csv"), "books": ("books", "book.txt")}
 
 
-def read_records(dataset: str, data_dir: Path) -> list[tuple[int, dict[str, Any]]]:
+def read_records(dataset: str, data_dir: Path) -> list[tuple[int, dict[str, str]]]:
     """(line, record) of a data set's claim file: a CSV with a header (Flights) or a
     headerless TSV (Books, one listing per line, no quoting)."""
     folder, name = DATA_FILES[dataset]
@@ -94,7 +96,7 @@ def read_records(dataset: str, data_dir: Path) -> list[tuple[int, dict[str, Any]
         return [(n, row) for n, row in enumerate(dict_reader, start=2)]
 
 
-def extract_claims(mapping: ClaimMapping, records: Iterable[tuple[int, Mapping[str, Any]]]) -> list[ExtractedClaim]:
+def extract_claims(mapping: ClaimMapping, records: Iterable[tuple[int, Mapping[str, object]]]) -> list[ExtractedClaim]:
     claims: list[ExtractedClaim] = []
     for line, record in records:
         claims.extend(mapping.extract(record, {"line": line}))
@@ -154,8 +156,8 @@ def load_claims(dataset: str, data_dir: Path) -> ClaimSet:
     return _claim_set(dataset, extract_claims(MAPPINGS[dataset], read_records(dataset, data_dir)), gold)
 
 
-def group_by_task(claims: Iterable[Claim]) -> dict[Any, list[Claim]]:
-    grouped: dict[Any, list[Claim]] = {}
+def group_by_task(claims: Iterable[Claim]) -> dict[Task, list[Claim]]:
+    grouped: dict[Task, list[Claim]] = {}
     for claim in claims:
         grouped.setdefault(claim.task, []).append(claim)
     return grouped

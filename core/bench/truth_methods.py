@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.metrics import correlations
-from core.bench.truth import ClaimSet, group_by_task
+from core.bench.truth import ClaimSet, Task, group_by_task
 from core.engine.claims.normalize import set_similarity
 from core.engine.reliability.truthfinder import exact_similarity, truthfinder
 
@@ -32,14 +31,14 @@ TRUTH_METHODS = ("majority-vote", "iwmv", "dawid-skene", "wawa", "truthfinder", 
 
 @dataclass
 class TruthOutput:
-    truths: dict[Any, str]
+    truths: dict[Task, str]
     source_accuracy: dict[str, float]
 
 
-def _value_codes(claims: ClaimSet) -> tuple[dict[str, list[str]], list[tuple[int, str, int]]]:
+def _value_codes(claims: ClaimSet) -> tuple[dict[Task, list[str]], list[tuple[int, str, int]]]:
     """Per-task values by descending popularity; rows (task index, source, code)."""
     by_task = group_by_task(claims.claims)
-    values: dict[str, list[str]] = {}
+    values: dict[Task, list[str]] = {}
     rows: list[tuple[int, str, int]] = []
     for t_index, (task, task_claims) in enumerate(sorted(by_task.items())):
         counts = Counter(c.value for c in task_claims)
@@ -50,7 +49,7 @@ def _value_codes(claims: ClaimSet) -> tuple[dict[str, list[str]], list[tuple[int
     return values, rows
 
 
-def agreement_accuracy(claims: ClaimSet, truths: dict[str, str]) -> dict[str, float]:
+def agreement_accuracy(claims: ClaimSet, truths: Mapping[Task, str]) -> dict[str, float]:
     hits: dict[str, list[int]] = {}
     for c in claims.claims:
         if c.task in truths:
@@ -73,7 +72,7 @@ def estimator_truths(claims: ClaimSet, name: str) -> TruthOutput:
     product's claim-level estimation runs take)."""
     from core.engine.claims.resolve import resolve_claims
 
-    resolution = resolve_claims([(c.source, c.task, c.value) for c in claims.claims], name)  # type: ignore[misc]  # ClaimSet tasks are Hashable; these datasets' are (subject, attribute) pairs
+    resolution = resolve_claims([(c.source, c.task, c.value) for c in claims.claims], name)
     truths = {(r.subject, r.attribute): r.value for r in resolution.items}
     return TruthOutput(truths, {s: rel.accuracy for s, rel in resolution.sources.items()})
 
@@ -90,7 +89,7 @@ def _crowdkit_frame(claims: ClaimSet):  # type: ignore[no-untyped-def]  # return
 def dawid_skene(claims: ClaimSet) -> TruthOutput:
     frame, tasks, values = _crowdkit_frame(claims)
     probas = dawid_skene_probas(frame)
-    truths: dict[str, str] = {}
+    truths: dict[Task, str] = {}
     for t, row in probas.iterrows():
         task = tasks[int(t)]
         # The label space is global: keep only the codes this task's claims actually use.
@@ -110,7 +109,7 @@ def wawa(claims: ClaimSet) -> TruthOutput:
 def truthfinder_truths(claims: ClaimSet) -> TruthOutput:
     # Flights: near times are often different wrong values, so only equal times imply each other.
     similarity = {"books": set_similarity}.get(claims.name, exact_similarity)
-    result = truthfinder([(c.task, c.source, c.value) for c in claims.claims], similarity=similarity)  # type: ignore[type-var]  # ClaimSet tasks are Hashable; truthfinder's T is ordered
+    result = truthfinder([(c.task, c.source, c.value) for c in claims.claims], similarity=similarity)
     return TruthOutput(result.truths, result.trust)
 
 

@@ -14,9 +14,12 @@ import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
+
+from core.engine.types import JSONObject, JSONValue
 
 P = TypeVar("P", bound="ParamSet")
+T = TypeVar("T")
 
 
 class ParamError(ValueError):
@@ -28,13 +31,13 @@ class ParamError(ValueError):
 
 
 def param(
-    default: Any,
+    default: T,
     *,
     low: float | None = None,
     high: float | None = None,
     choices: tuple[str, ...] | None = None,
     help: str = "",
-) -> Any:
+) -> T:
     """A dataclass field with bounds (inclusive) or choices, and a one-line explanation."""
     return dataclasses.field(default=default, metadata={"low": low, "high": high, "choices": choices, "help": help})
 
@@ -43,8 +46,8 @@ def param(
 class ParamSet:
     """Base of every parameter set; subclasses are frozen dataclasses of plain values."""
 
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def as_dict(self) -> JSONObject:
+        return dataclasses.asdict(self)  # plain values (bool, int, float, str, None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,16 +55,28 @@ class NoParams(ParamSet):
     """A strategy with nothing to tune."""
 
 
-def describe(cls: type[ParamSet]) -> list[dict[str, Any]]:
+class ParamInfo(TypedDict):
+    """One parameter as :func:`describe` tells it."""
+
+    name: str
+    type: str  # bool, int, float or str
+    default: JSONValue
+    low: float | None
+    high: float | None
+    choices: list[str] | None
+    help: str
+
+
+def describe(cls: type[ParamSet]) -> list[ParamInfo]:
     """Name, type, default, bounds and help of every field (for forms, the API and docs)."""
     hints = typing.get_type_hints(cls)
-    out = []
+    out: list[ParamInfo] = []
     for f in dataclasses.fields(cls):
         out.append(
             {
                 "name": f.name,
                 "type": _base_type(hints[f.name]).__name__,
-                "default": f.default,
+                "default": typing.cast(JSONValue, f.default),  # a plain value: param() always gives one
                 "low": f.metadata.get("low"),
                 "high": f.metadata.get("high"),
                 "choices": list(f.metadata["choices"]) if f.metadata.get("choices") else None,
@@ -71,7 +86,7 @@ def describe(cls: type[ParamSet]) -> list[dict[str, Any]]:
     return out
 
 
-def _base_type(hint: Any) -> type:
+def _base_type(hint: object) -> type:
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         return _base_type(args[0])
@@ -80,7 +95,7 @@ def _base_type(hint: Any) -> type:
     raise TypeError(f"unsupported parameter type {hint!r}")
 
 
-def _coerce(name: str, value: Any, kind: type) -> Any:
+def _coerce(name: str, value: object, kind: type) -> bool | int | float | str:
     if kind is bool:
         if isinstance(value, bool):
             return value
@@ -100,7 +115,7 @@ def _coerce(name: str, value: Any, kind: type) -> Any:
     raise ValueError(f"{name} has an unsupported type.")
 
 
-def parse_params(cls: type[P], raw: Mapping[str, Any] | None, defaults: Mapping[str, Any] | None = None) -> P:
+def parse_params(cls: type[P], raw: Mapping[str, object] | None, defaults: Mapping[str, object] | None = None) -> P:
     """Validate ``raw`` against ``cls``; ``defaults`` (e.g. from settings) fill fields the
     user did not send and that ``cls`` has (others are ignored). Raises ParamError."""
     raw = dict(raw or {})
@@ -111,7 +126,7 @@ def parse_params(cls: type[P], raw: Mapping[str, Any] | None, defaults: Mapping[
     if unknown:
         known = ", ".join(sorted(fields)) or "none"
         errors["params"] = f"Unknown parameter(s): {', '.join(unknown)} (this strategy takes: {known})."
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for name, f in fields.items():
         if name in raw and raw[name] is not None:
             value = raw[name]
@@ -138,11 +153,11 @@ def parse_params(cls: type[P], raw: Mapping[str, Any] | None, defaults: Mapping[
     return cls(**values)
 
 
-def parse_assignments(pairs: Iterable[str]) -> dict[str, Any]:
+def parse_assignments(pairs: Iterable[str]) -> dict[str, JSONValue]:
     """NAME=VALUE pairs as raw parameters for parse_params (the ask command's --param, the
     benchmark's method parameters): VALUE as JSON reads it (5, 0.2, true), a bare word as text.
     Raises ValueError naming the first pair that is not NAME=VALUE."""
-    params: dict[str, Any] = {}
+    params: dict[str, JSONValue] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from core.engine.types import JSONObject
+
 FloatMatrix = npt.NDArray[np.float64]
 
 MAX_TOPICS = 6  # a handful per corpus: more would leave each too few answers to estimate
@@ -98,7 +100,7 @@ class TopicModel:
             return np.ones((matrix.shape[0], len(self.topics)))
         return _softmax(_closest(matrix, self.topics) / max(self.temperature, 1e-6))
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> JSONObject:
         return {
             "source": self.source,
             "temperature": self.temperature,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -78,8 +78,9 @@ JSONScalar: TypeAlias = str | int | float | bool | None
 JSONValue: TypeAlias = JSONScalar | list["JSONValue"] | dict[str, "JSONValue"]
 JSONObject: TypeAlias = dict[str, JSONValue]
 
-JSON = dict[str, Any]
-Params = Mapping[str, Any]
+# Older names, kept for outside callers: a JSON object, and raw parameters as a user sent them.
+JSON = JSONObject
+Params = Mapping[str, JSONValue]
 
 
 @dataclass
@@ -89,7 +90,7 @@ class CallStats:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    extra: JSON = field(default_factory=dict)
+    extra: JSONObject = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:

@@ -19,9 +19,9 @@ from core.engine.params import ParamError, describe, parse_params
 from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE
 from core.engine.steps.followup import Rewrite, Turn, rewrite_follow_up, rule_rewrite
 from core.engine.strategies import (
-    AnswerStrategy,
     SourceEvent,
     SourceVote,
+    Strategy,
     StrategyResult,
     available_strategies,
     ensure_runnable,
@@ -219,7 +219,7 @@ def _passages_json(vote: SourceVote) -> list[JSONValue]:
     ]
 
 
-def _notes(result: StrategyResult, strategy: AnswerStrategy, n_sources: int) -> list[str]:
+def _notes(result: StrategyResult, strategy: Strategy, n_sources: int) -> list[str]:
     notes: list[str] = []
     if n_sources == 0 and strategy.uses_sources:
         notes.append("No active source holds documents yet: nothing to retrieve from.")
@@ -284,7 +284,7 @@ def answer_question(question: Question, progress: Progress | None = None) -> Que
     )
     rewrite = _rewrite(question, ctx.generator)
     progress.advance(1, f"Answering with {question.strategy} over {len(ctx.sources)} source(s)")
-    result = strategy.answer(question.asked_as, ctx, params)
+    result = strategy.answer_checked(question.asked_as, ctx, params)
     seconds = time.perf_counter() - started
     accuracy = {s.id: s.accuracy for s in ctx.sources}
 

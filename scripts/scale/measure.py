@@ -6,15 +6,22 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import scratch_db
 
 from scale.corpus import DIM
 
+if TYPE_CHECKING:
+    from core.engine.types import Passage
 
-def recall(results: list[dict[int, list[Any]]], exact: list[dict[int, list[Any]]], k: int) -> tuple[float, int]:
+R = TypeVar("R")
+
+
+def recall(results: list[dict[int, list[Passage]]], exact: list[dict[int, list[Passage]]], k: int) -> tuple[float, int]:
     """(recall@k against the exact results, sources that got fewer than the exact search did)."""
     hits = total = short = 0
     for got, want in zip(results, exact, strict=True):
@@ -26,7 +33,7 @@ def recall(results: list[dict[int, list[Any]]], exact: list[dict[int, list[Any]]
     return hits / total, short
 
 
-def timed(fn: Any, queries: np.ndarray) -> tuple[list[float], list[Any]]:
+def timed(fn: Callable[[np.ndarray], R], queries: np.ndarray) -> tuple[list[float], list[R]]:
     for q in queries[:5]:  # warm the caches this path reads
         fn(q)
     times, results = [], []
@@ -61,7 +68,7 @@ def measure(
     for ef, fanout in ((ef, fanout) for ef in ef_values for fanout in fanouts):
         retriever = PgRetriever(ef_search=ef, fanout=fanout)
         shares = len(retriever.shares(ids))
-        times, results = timed(lambda q, r=retriever: r.top_k_per_source(q, ids, k), queries)
+        times, results = timed(partial(retriever.top_k_per_source, sources=ids, k=k), queries)
         loads.append(os.getloadavg()[0])
         found, short = recall(results, exact_results, k)
         configs.append(

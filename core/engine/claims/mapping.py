@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from core.engine.claims.normalize import NORMALIZERS, get_normalizer
 from core.engine.claims.types import (
@@ -36,6 +35,7 @@ from core.engine.claims.types import (
     ExtractedClaim,
     too_long,
 )
+from core.engine.types import JSONObject, JSONValue
 
 MAX_ATTRIBUTES = 200
 MAPPING_KEYS = {"subject", "subject_normalizer", "source", "attributes", "columns", "records"}
@@ -69,7 +69,7 @@ class ClaimMapping:
     # -- parsing -------------------------------------------------------------------------
 
     @classmethod
-    def from_json(cls, data: Any) -> ClaimMapping:
+    def from_json(cls, data: object) -> ClaimMapping:
         """Validate a mapping given as parsed JSON; MappingError names the key at fault."""
         if not isinstance(data, Mapping):
             raise MappingError("a claim mapping is a JSON object", field="mapping")
@@ -99,8 +99,8 @@ class ClaimMapping:
             records=records,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {
             "subject": list(self.subject) if len(self.subject) > 1 else self.subject[0],
             "attributes": {
                 a.name: a.normalizer if a.field == a.name else {"field": a.field, "normalizer": a.normalizer}
@@ -131,7 +131,7 @@ class ClaimMapping:
 
     # -- extraction ----------------------------------------------------------------------
 
-    def extract(self, record: Any, provenance: Mapping[str, Any]) -> list[ExtractedClaim]:
+    def extract(self, record: object, provenance: Mapping[str, JSONValue]) -> list[ExtractedClaim]:
         """The claims of one record; MappingError (with the field) when it cannot be read."""
         if not isinstance(record, Mapping):
             raise MappingError(f"expected an object, got {type(record).__name__}")
@@ -176,10 +176,10 @@ class ClaimMapping:
         return claims
 
 
-def _lookup(record: Mapping[str, Any], path: str) -> Any:
+def _lookup(record: Mapping[str, object], path: str) -> object:
     if path in record:
         return record[path]
-    node: Any = record
+    node: object = record
     for part in path.split("."):
         if not isinstance(node, Mapping) or part not in node:
             return None
@@ -187,7 +187,7 @@ def _lookup(record: Mapping[str, Any], path: str) -> Any:
     return node
 
 
-def _scalar(value: Any, field: str) -> str | None:
+def _scalar(value: object, field: str) -> str | None:
     """A record value as text: strings, numbers and booleans; a list of those joined by "; "."""
     if value is None:
         return None
@@ -209,7 +209,7 @@ def _bounded(text: str, limit: int, field: str) -> None:
         raise MappingError(f"longer than {limit} characters", field=field)
 
 
-def _field_name(value: Any, key: str) -> str:
+def _field_name(value: object, key: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise MappingError("expected a non-empty field name", field=key)
     if reason := too_long(value, MAX_ATTRIBUTE_CHARS, MAX_ATTRIBUTE_BYTES):
@@ -217,7 +217,7 @@ def _field_name(value: Any, key: str) -> str:
     return value.strip()
 
 
-def _field_list(value: Any, key: str) -> list[str]:
+def _field_list(value: object, key: str) -> list[str]:
     if isinstance(value, str):
         return [_field_name(value, key)]
     if isinstance(value, list) and value:
@@ -225,13 +225,13 @@ def _field_list(value: Any, key: str) -> list[str]:
     raise MappingError("expected a field name or a non-empty list of them", field=key)
 
 
-def _normalizer_name(value: Any, key: str) -> str:
+def _normalizer_name(value: object, key: str) -> str:
     if not isinstance(value, str) or value not in NORMALIZERS:
         raise MappingError(f"unknown normaliser {value!r}; known: {', '.join(NORMALIZERS)}", field=key)
     return value
 
 
-def _attributes(value: Any) -> list[AttributeSpec]:
+def _attributes(value: object) -> list[AttributeSpec]:
     if not isinstance(value, Mapping) or not value:
         raise MappingError("expected a non-empty object of attribute -> normaliser", field="attributes")
     if len(value) > MAX_ATTRIBUTES:

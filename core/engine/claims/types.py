@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from core.engine.types import JSONObject
 
 MAX_SUBJECT_CHARS = 500
 MAX_ATTRIBUTE_CHARS = 200
@@ -38,7 +39,7 @@ class ExtractedClaim:
     value: str  # normalised
     raw_value: str
     source: str | None = None
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: JSONObject = field(default_factory=dict)
     method: str = "mapping"  # "mapping" (structured) or "model" (extracted from text by an LLM)
 
     @property

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from core.engine.steps.voting import answer_probability, candidate_weights, weighted_vote
+from core.engine.types import JSONObject
 
 # Gaussian prior of the MAP fit: standard deviations of the slope around 1 and of the
 # intercept around 0 (in log-odds).
@@ -68,7 +69,7 @@ class Calibration:
         z = self.slope * _logit(probability) + self.intercept
         return _sigmoid(z)
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> JSONObject:
         return {
             "slope": self.slope,
             "intercept": self.intercept,

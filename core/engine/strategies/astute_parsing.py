@@ -18,10 +18,10 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from core.engine.strategies.astute_prompts import EXTERNAL, MEMORY, ContextDocument
 from core.engine.text import IDK, bound, is_idk, normalize_answer
+from core.engine.types import JSONObject
 
 MAX_INTERNAL_CHARS = 1000  # an internal passage is cut here
 MAX_GROUP_CHARS = 800  # a consolidated group's summary is cut here
@@ -128,8 +128,8 @@ class Group:
     confidence: float | None = None
     chosen: bool = False
 
-    def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def as_json(self) -> JSONObject:
+        return dataclasses.asdict(self)  # the fields are JSON values
 
 
 def parse_groups(output: str, initial: Sequence[ContextDocument]) -> tuple[list[Group], int]:

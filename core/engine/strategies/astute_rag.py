@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.params import ParamSet, param
@@ -68,7 +68,7 @@ from core.engine.strategies.base import Answering, AnswerStrategy, EngineContext
 from core.engine.strategies.pipeline import caveat_from_evidence
 from core.engine.strategies.registry import register
 from core.engine.text import IDK, bound, is_idk, normalize_answer
-from core.engine.types import Passage
+from core.engine.types import JSONObject, Passage
 
 # A self-reported confidence is missing: an unscored answer is worth a coin flip, the
 # accuracy the product assumes for an unchecked source.
@@ -141,7 +141,16 @@ class _Consolidation:
 
     last: list[ContextDocument] | None = None
     groups: list[Group] = field(default_factory=list)
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[JSONObject] = field(default_factory=list)
+
+
+class _RawOutputs(TypedDict):
+    """Each raw model output of one answer (bounded), None where the step did not run."""
+
+    generate: str | None
+    consolidate: list[str]
+    answer: str | None
+    plain: str | None
 
 
 @dataclass
@@ -150,8 +159,8 @@ class _Transcript:
     (bounded) for the trace."""
 
     notes: list[str] = field(default_factory=list)
-    raw: dict[str, Any] = field(
-        default_factory=lambda: {"generate": None, "consolidate": [], "answer": None, "plain": None}
+    raw: _RawOutputs = field(
+        default_factory=lambda: _RawOutputs(generate=None, consolidate=[], answer=None, plain=None)
     )
 
 
@@ -162,7 +171,7 @@ def _ask(run: Answering, prompt: str, max_tokens: int) -> str:
 
 
 @register("astute-rag")
-class AstuteRagStrategy(AnswerStrategy):
+class AstuteRagStrategy(AnswerStrategy[AstuteRagParams]):
     description = (
         "Astute RAG: the model's own passages beside the pooled retrieved ones, source-aware consolidation, "
         "then the most reliable group's answer with the model's confidence"

@@ -7,7 +7,10 @@ A strategy turns a question into a :class:`StrategyResult` using the engine cont
   that writes free text, white-box token scores, a claim store, oracle reliabilities). The
   product hides or refuses, with :func:`missing_requirements`' message, what it cannot run.
 - ``Params``: a frozen dataclass of its parameters (core.engine.params), validated at the
-  edge with ``parse_params`` instead of one shared bag.
+  edge with ``parse_params`` instead of one shared bag. The base is generic over it:
+  ``class RaRag(AnswerStrategy[RaRagParams])`` checks that ``Params`` and ``answer``'s
+  ``params`` agree. A caller holding a strategy by name (the registry's :class:`Strategy`,
+  whose parameter type it cannot name) answers through :meth:`Strategy.answer_checked`.
 
 The result carries per-source votes and answer clusters (RA-RAG family), per-document
 evidence with credibility and provenance (the chunks read), an optional graph (claims,
@@ -21,7 +24,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
+
+from typing_extensions import TypeVar
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator
 from core.engine.backends.nli import NLI
@@ -30,8 +35,7 @@ from core.engine.params import NoParams, ParamSet
 from core.engine.steps.calibration import IDENTITY, Calibration
 from core.engine.topics import TopicModel
 from core.engine.types import CallStats, Embedder, Passage, Retriever, SourceInfo
-
-JSONValue = Any  # str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]
+from core.engine.types import JSONValue as JSONValue  # re-exported (its home is core.engine.types)
 
 
 class Requirement(StrEnum):
@@ -225,7 +229,9 @@ class StrategyResult:
     evidence: list[Evidence] = field(default_factory=list)
     graph: AnswerGraph | None = None
     notes: list[str] = field(default_factory=list)  # plain-language remarks for the reader
-    trace: dict[str, JSONValue] = field(default_factory=dict)  # how the answer was reached (visit order, keywords)
+    # How the answer was reached (visit order, keywords): any values; stored through
+    # codec.jsonable, which makes them plain JSON.
+    trace: dict[str, object] = field(default_factory=dict)
     stats: CallStats = field(default_factory=CallStats)
 
     @property
@@ -275,7 +281,7 @@ class Answering:
         evidence: list[Evidence] | None = None,
         graph: AnswerGraph | None = None,
         notes: list[str] | None = None,
-        trace: dict[str, JSONValue] | None = None,
+        trace: Mapping[str, object] | None = None,
     ) -> StrategyResult:
         return StrategyResult(
             answer=answer,
@@ -287,14 +293,19 @@ class Answering:
             evidence=evidence if evidence is not None else [],
             graph=graph,
             notes=notes if notes is not None else [],
-            trace=trace if trace is not None else {},
+            trace=dict(trace) if trace is not None else {},
             stats=self.stats,
         )
 
 
-class AnswerStrategy(ABC):
-    """Subclass, set ``description``, ``requires`` and ``Params``, implement ``answer``
-    (usually opening with ``run = self.begin(question, ctx)``: see :class:`Answering`)."""
+# A strategy's parameter type. The default (Any) is for a subclass that names none (a bare
+# ``AnswerStrategy``): its ``answer`` keeps the unchecked contract of before the base was generic.
+P = TypeVar("P", bound=ParamSet, default=Any)
+
+
+class Strategy(ABC):
+    """A strategy as the registry hands it out: its parameter type unnamed. Read its
+    ``Params`` to parse parameters, answer with :meth:`answer_checked`."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -309,18 +320,35 @@ class AnswerStrategy(ABC):
     # The fewest sources it can answer from when a user limits the sources it may read
     # (the product refuses a narrower choice, naming the field).
     min_sources: ClassVar[int] = 1
-    Params: ClassVar[type[ParamSet]] = NoParams
+    Params: type[ParamSet] = NoParams
 
     @abstractmethod
-    def answer(self, question: str, ctx: EngineContext, params: Any) -> StrategyResult:
+    def answer_checked(self, question: str, ctx: EngineContext, params: ParamSet) -> StrategyResult:
+        """Answer ``question`` with ``params``, which must be an instance of ``self.Params``."""
+
+
+class AnswerStrategy(Strategy, Generic[P]):
+    """Subclass as ``AnswerStrategy[MyParams]``, set ``description``, ``requires`` and
+    ``Params = MyParams``, implement ``answer`` (usually opening with
+    ``run = self.begin(question, ctx)``: see :class:`Answering`)."""
+
+    Params: type[P]
+
+    @abstractmethod
+    def answer(self, question: str, ctx: EngineContext, params: P) -> StrategyResult:
         """Answer ``question``; ``params`` is an instance of ``self.Params``."""
+
+    def answer_checked(self, question: str, ctx: EngineContext, params: ParamSet) -> StrategyResult:
+        if not isinstance(params, self.Params):
+            raise TypeError(f"{self.name} takes {self.Params.__name__}, not {type(params).__name__}")
+        return self.answer(question, ctx, params)
 
     def begin(self, question: str, ctx: EngineContext) -> Answering:
         """The shared state and steps of one answer (call statistics, pooled retrieval, the result)."""
         return Answering(self.name, question, ctx)
 
 
-def missing_requirements(strategy: AnswerStrategy | type[AnswerStrategy], offers: frozenset[Requirement]) -> list[str]:
+def missing_requirements(strategy: Strategy | type[Strategy], offers: frozenset[Requirement]) -> list[str]:
     """Plain-language reasons the strategy cannot run with what is offered (empty: it can)."""
     return [
         f"{strategy.name} needs {REQUIREMENT_HELP[r]}."
@@ -332,7 +360,7 @@ class StrategyUnavailable(RuntimeError):
     """The configured backends cannot run the strategy (message says why)."""
 
 
-def ensure_runnable(strategy: AnswerStrategy, ctx: EngineContext) -> None:
+def ensure_runnable(strategy: Strategy, ctx: EngineContext) -> None:
     reasons = missing_requirements(strategy, ctx.offers())
     if reasons:
         raise StrategyUnavailable(" ".join(reasons))

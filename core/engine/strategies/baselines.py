@@ -41,7 +41,7 @@ def _final(run: Answering, answer: str, confidence: float) -> StrategyResult:
 
 
 @register("vanilla-rag")
-class VanillaRag(AnswerStrategy):
+class VanillaRag(AnswerStrategy[PooledParams]):
     description = "top-10 passages pooled over all sources, one generator call"
     Params = PooledParams
 
@@ -56,7 +56,7 @@ class VanillaRag(AnswerStrategy):
 
 
 @register("vanilla-llm")
-class VanillaLlm(AnswerStrategy):
+class VanillaLlm(AnswerStrategy[NoParams]):
     description = "the language model alone, from its own knowledge (no retrieval)"
     requires = frozenset({Requirement.FREE_TEXT})
     uses_sources = False
@@ -75,7 +75,7 @@ def _phrases(answer: str, max_len: int = 3) -> set[str]:
 
 
 @register("robust-rag")
-class RobustRag(AnswerStrategy):
+class RobustRag(AnswerStrategy[RobustRagParams]):
     """RobustRAG keyword aggregation (Xiang et al., 2024).
 
     Answer each pooled passage in isolation, keep phrases that appear in at least

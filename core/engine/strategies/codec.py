@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
 
 from core.engine.strategies.base import AnswerGraph, Evidence, GraphEdge, GraphNode
+from core.engine.types import JSONObject, JSONValue
 
 
 class ResultSchemaError(ValueError):
@@ -16,29 +16,44 @@ class ResultSchemaError(ValueError):
 
 
 def _number(
-    value: Any, where: str, *, optional: bool = False, low: float | None = None, high: float | None = None
-) -> None:
+    value: object, where: str, *, optional: bool = False, low: float | None = None, high: float | None = None
+) -> float | None:
     if value is None and optional:
-        return
+        return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
         raise ResultSchemaError(f"{where} must be a finite number")
     if (low is not None and value < low) or (high is not None and value > high):
         raise ResultSchemaError(f"{where} must lie in [{low}, {high}]")
+    return value
 
 
-def _integer(value: Any, where: str, *, optional: bool = False) -> None:
+def _required_number(value: object, where: str) -> float:
+    number = _number(value, where)
+    assert number is not None  # not optional: _number raised on None
+    return number
+
+
+def _integer(value: object, where: str, *, optional: bool = False) -> int | None:
     if value is None and optional:
-        return
+        return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ResultSchemaError(f"{where} must be a whole number")
+    return value
 
 
-def _text(value: Any, where: str) -> None:
+def _required_integer(value: object, where: str) -> int:
+    number = _integer(value, where)
+    assert number is not None  # not optional: _integer raised on None
+    return number
+
+
+def _text(value: object, where: str) -> str:
     if not isinstance(value, str):
         raise ResultSchemaError(f"{where} must be text")
+    return value
 
 
-def _keys(item: Any, where: str, required: set[str], optional: set[str]) -> Mapping[str, Any]:
+def _keys(item: object, where: str, required: set[str], optional: set[str]) -> Mapping[str, object]:
     if not isinstance(item, Mapping):
         raise ResultSchemaError(f"{where} must be an object")
     missing = required - set(item)
@@ -52,45 +67,53 @@ EVIDENCE_KEYS = {"chunk_id", "source_id", "document_id", "distance", "used", "cr
 EVIDENCE_OPTIONAL_KEYS = {"claim_id"}  # absent in JSON stored before claims (and for chunk evidence)
 
 
-def _evidence_json(e: Evidence) -> dict[str, Any]:
-    item = asdict(e)
+def _evidence_json(e: Evidence) -> JSONObject:
+    item: JSONObject = asdict(e)  # the fields are JSON scalars
     if item["claim_id"] is None:
         del item["claim_id"]  # chunk evidence keeps the JSON shape it always had
     return item
 
 
-def evidence_to_json(evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
+def evidence_to_json(evidence: Sequence[Evidence]) -> list[JSONObject]:
     out = [_evidence_json(e) for e in evidence]
     validate_evidence(out)
     return out
 
 
-def validate_evidence(value: Any) -> None:
+def _decode_evidence(value: object) -> list[Evidence]:
+    """The evidence in ``value`` (stored or received JSON), checked item by item."""
     if not isinstance(value, list):
         raise ResultSchemaError("evidence must be a list")
-    for i, item in enumerate(value):
+    out = []
+    for i, raw in enumerate(value):
         where = f"evidence[{i}]"
-        item = _keys(item, where, EVIDENCE_KEYS, EVIDENCE_OPTIONAL_KEYS)
-        _integer(item["chunk_id"], f"{where}.chunk_id")
-        _integer(item["source_id"], f"{where}.source_id")
-        _integer(item["document_id"], f"{where}.document_id", optional=True)
-        _number(item["distance"], f"{where}.distance")
-        if not isinstance(item["used"], bool):
+        item = _keys(raw, where, EVIDENCE_KEYS, EVIDENCE_OPTIONAL_KEYS)
+        chunk_id = _required_integer(item["chunk_id"], f"{where}.chunk_id")
+        source_id = _required_integer(item["source_id"], f"{where}.source_id")
+        document_id = _integer(item["document_id"], f"{where}.document_id", optional=True)
+        distance = _required_number(item["distance"], f"{where}.distance")
+        used = item["used"]
+        if not isinstance(used, bool):
             raise ResultSchemaError(f"{where}.used must be true or false")
-        _number(item["credibility"], f"{where}.credibility", optional=True, low=0.0, high=1.0)
-        _integer(item.get("claim_id"), f"{where}.claim_id", optional=True)
+        credibility = _number(item["credibility"], f"{where}.credibility", optional=True, low=0.0, high=1.0)
+        claim_id = _integer(item.get("claim_id"), f"{where}.claim_id", optional=True)
+        out.append(Evidence(chunk_id, source_id, document_id, distance, used, credibility, claim_id))
+    return out
 
 
-def evidence_from_json(value: Any) -> list[Evidence]:
-    validate_evidence(value)
-    return [Evidence(**item) for item in value]
+def validate_evidence(value: object) -> None:
+    _decode_evidence(value)
 
 
-def graph_to_json(graph: AnswerGraph | None) -> dict[str, Any] | None:
+def evidence_from_json(value: object) -> list[Evidence]:
+    return _decode_evidence(value)
+
+
+def graph_to_json(graph: AnswerGraph | None) -> JSONObject | None:
     if graph is None:
         return None
-    out = {
-        "nodes": [asdict(n) for n in graph.nodes],
+    out: JSONObject = {
+        "nodes": [asdict(n) for n in graph.nodes],  # the fields are JSON scalars
         "edges": [asdict(e) for e in graph.edges],
         "confidence": graph.confidence,
     }
@@ -98,44 +121,46 @@ def graph_to_json(graph: AnswerGraph | None) -> dict[str, Any] | None:
     return out
 
 
-def validate_graph(value: Any) -> None:
-    if value is None:
-        return
-    value = _keys(value, "graph", {"nodes", "edges", "confidence"}, set())
-    _number(value["confidence"], "graph.confidence", optional=True, low=0.0, high=1.0)
-    if not isinstance(value["nodes"], list) or not isinstance(value["edges"], list):
-        raise ResultSchemaError("graph.nodes and graph.edges must be lists")
-    ids = set()
-    for i, node in enumerate(value["nodes"]):
-        where = f"graph.nodes[{i}]"
-        node = _keys(node, where, {"id", "kind", "label", "source_id", "confidence"}, set())
-        for key in ("id", "kind", "label"):
-            _text(node[key], f"{where}.{key}")
-        _integer(node["source_id"], f"{where}.source_id", optional=True)
-        _number(node["confidence"], f"{where}.confidence", optional=True, low=0.0, high=1.0)
-        ids.add(node["id"])
-    for i, edge in enumerate(value["edges"]):
-        where = f"graph.edges[{i}]"
-        edge = _keys(edge, where, {"a", "b", "kind", "weight"}, set())
-        for key in ("a", "b", "kind"):
-            _text(edge[key], f"{where}.{key}")
-        if edge["a"] not in ids or edge["b"] not in ids:
-            raise ResultSchemaError(f"{where} joins a node that is not in the graph")
-        _number(edge["weight"], f"{where}.weight")
-
-
-def graph_from_json(value: Any) -> AnswerGraph | None:
-    validate_graph(value)
+def _decode_graph(value: object) -> AnswerGraph | None:
+    """The graph in ``value`` (stored or received JSON, None: no graph), checked."""
     if value is None:
         return None
-    return AnswerGraph(
-        nodes=tuple(GraphNode(**n) for n in value["nodes"]),
-        edges=tuple(GraphEdge(**e) for e in value["edges"]),
-        confidence=value["confidence"],
-    )
+    graph = _keys(value, "graph", {"nodes", "edges", "confidence"}, set())
+    confidence = _number(graph["confidence"], "graph.confidence", optional=True, low=0.0, high=1.0)
+    raw_nodes, raw_edges = graph["nodes"], graph["edges"]
+    if not isinstance(raw_nodes, list) or not isinstance(raw_edges, list):
+        raise ResultSchemaError("graph.nodes and graph.edges must be lists")
+    ids = set()
+    nodes = []
+    for i, raw in enumerate(raw_nodes):
+        where = f"graph.nodes[{i}]"
+        node = _keys(raw, where, {"id", "kind", "label", "source_id", "confidence"}, set())
+        node_id, kind, label = (_text(node[key], f"{where}.{key}") for key in ("id", "kind", "label"))
+        source_id = _integer(node["source_id"], f"{where}.source_id", optional=True)
+        node_confidence = _number(node["confidence"], f"{where}.confidence", optional=True, low=0.0, high=1.0)
+        ids.add(node_id)
+        nodes.append(GraphNode(node_id, kind, label, source_id, node_confidence))
+    edges = []
+    for i, raw in enumerate(raw_edges):
+        where = f"graph.edges[{i}]"
+        edge = _keys(raw, where, {"a", "b", "kind", "weight"}, set())
+        a, b, kind = (_text(edge[key], f"{where}.{key}") for key in ("a", "b", "kind"))
+        if a not in ids or b not in ids:
+            raise ResultSchemaError(f"{where} joins a node that is not in the graph")
+        weight = _required_number(edge["weight"], f"{where}.weight")
+        edges.append(GraphEdge(a, b, kind, weight))
+    return AnswerGraph(nodes=tuple(nodes), edges=tuple(edges), confidence=confidence)
 
 
-def jsonable(value: Any) -> Any:
+def validate_graph(value: object) -> None:
+    _decode_graph(value)
+
+
+def graph_from_json(value: object) -> AnswerGraph | None:
+    return _decode_graph(value)
+
+
+def jsonable(value: object) -> JSONValue:
     """Plain JSON values for a trace (tuples and sets become lists, other objects text)."""
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}

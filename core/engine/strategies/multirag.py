@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from core.engine.backends.generation.base import Capability, GenerationRequest
 from core.engine.claims.multirag import (
@@ -61,7 +60,7 @@ from core.engine.strategies.base import (
 from core.engine.strategies.pipeline import evidence_caveat
 from core.engine.strategies.registry import register
 from core.engine.text import IDK
-from core.engine.types import SourceInfo
+from core.engine.types import JSONObject, SourceInfo
 
 MAX_LLM_NODES = 64  # a larger group gets no LLM judgement (one generator request per node)
 MAX_GRAPH_NODES = 200  # claims shown in the answer graph (the answer's group first)
@@ -132,7 +131,7 @@ def _provenance(
 
 
 def _llm_scores(
-    run: Answering, groups: Sequence[list[ClaimRecord]], names: dict[int, str], trace: dict[str, Any]
+    run: Answering, groups: Sequence[list[ClaimRecord]], names: dict[int, str], trace: dict[str, object]
 ) -> dict[int, float]:
     """C_LLM of every claim of the groups small enough and in conflict, in one batched
     generator call. A group whose claims all give one value answers directly: asking a model
@@ -162,7 +161,7 @@ def _llm_scores(
     return scores
 
 
-def _group_trace(match: KeyMatch, group: GroupConfidence) -> dict[str, Any]:
+def _group_trace(match: KeyMatch, group: GroupConfidence) -> JSONObject:
     kept = sum(n.kept for n in group.nodes)
     return {
         "subject": group.subject,
@@ -280,7 +279,7 @@ def _graph(
 
 
 @register("multirag")
-class MultiRagStrategy(AnswerStrategy):
+class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
     description = (
         "MultiRAG over claims: match the question to subjects and attributes, score each homologous group "
         "(graph- and node-level confidence), prune, answer with the resolved value"
@@ -295,7 +294,7 @@ class MultiRagStrategy(AnswerStrategy):
         if store is None:  # the registry checks Requirement.CLAIMS before a strategy is asked
             raise RuntimeError("multirag needs a claim store; this context has none")
         thresholds = {"node": params.node_threshold, "graph": params.graph_threshold}
-        trace: dict[str, Any] = {"thresholds": thresholds, "alpha": params.alpha, "beta": params.beta}
+        trace: dict[str, object] = {"thresholds": thresholds, "alpha": params.alpha, "beta": params.beta}
         pool = ctx.claim_sources or ctx.sources
         source_ids = [s.id for s in pool]
         names = {s.id: s.name for s in pool}
@@ -344,7 +343,7 @@ class MultiRagStrategy(AnswerStrategy):
 
     @staticmethod
     def match_items(
-        run: Answering, store: ClaimStore, source_ids: list[int], params: MultiRagParams, trace: dict[str, Any]
+        run: Answering, store: ClaimStore, source_ids: list[int], params: MultiRagParams, trace: dict[str, object]
     ) -> list[tuple[KeyMatch, list[ClaimRecord]]]:
         """Step 1: the items (subject, attribute) the question matches closely enough, best
         first, each with its homologous group (the claims of ``source_ids``); items without
@@ -367,7 +366,7 @@ class MultiRagStrategy(AnswerStrategy):
         pool: Sequence[SourceInfo],
         names: dict[int, str],
         params: MultiRagParams,
-        trace: dict[str, Any],
+        trace: dict[str, object],
     ) -> list[GroupConfidence]:
         """Step 2: each group's graph- and node-level confidence, with the sources' historical
         authority and, when the generator writes free text, the LLM's authority judgement."""
@@ -398,7 +397,7 @@ class MultiRagStrategy(AnswerStrategy):
         scored: Sequence[GroupConfidence],
         params: MultiRagParams,
         notes: list[str],
-        trace: dict[str, Any],
+        trace: dict[str, object],
     ) -> int:
         """Step 3: the index of the item that answers: the first one as relevant as the best
         match (RELEVANCE_TIE) whose group survives pruning, else the best match (low confidence)."""

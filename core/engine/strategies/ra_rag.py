@@ -59,10 +59,10 @@ class RaRagParams(SourceVotingParams):
     kappa: int = param(4, low=1, high=MAX_KAPPA, help="how many reliable sources with a relevant answer to consult")
 
 
-class _Voting(AnswerStrategy):
+class _Voting(AnswerStrategy[SourceVotingParams]):
     """Every source (after ``weights``) answers; the votes are clustered and weighed."""
 
-    Params: ClassVar[type[ParamSet]] = SourceVotingParams
+    Params = SourceVotingParams
     use_filter: ClassVar[bool] = True
     estimated: ClassVar[bool] = True  # the votes weigh with the estimate (not MV's ones, not the oracle's)
     # Weigh each source by its reliability on the question's topics (steps.topic_weights)

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from core.engine.strategies.base import AnswerStrategy, Requirement, missing_requirements
+from core.engine.strategies.base import Requirement, Strategy, missing_requirements
 
-S = TypeVar("S", bound=type[AnswerStrategy])
+S = TypeVar("S", bound=type[Strategy])
 
 BUILTIN_MODULES: list[str] = [
     "core.engine.strategies.ra_rag",
@@ -26,7 +26,7 @@ BUILTIN_MODULES: list[str] = [
     "core.engine.strategies.crest",
 ]
 
-_registry: dict[str, type[AnswerStrategy]] = {}
+_registry: dict[str, type[Strategy]] = {}
 _loaded: set[str] = set()
 
 
@@ -51,7 +51,7 @@ def _load_builtins() -> None:
             _loaded.add(module)
 
 
-def get_strategy(name: str) -> AnswerStrategy:
+def get_strategy(name: str) -> Strategy:
     _load_builtins()
     try:
         return _registry[name]()
@@ -59,7 +59,7 @@ def get_strategy(name: str) -> AnswerStrategy:
         raise KeyError(f"unknown strategy {name!r}; available: {available_strategies()}") from None
 
 
-def strategy_class(name: str) -> type[AnswerStrategy]:
+def strategy_class(name: str) -> type[Strategy]:
     _load_builtins()
     try:
         return _registry[name]
