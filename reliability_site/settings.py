@@ -226,7 +226,7 @@ CHUNK_MAX_CHARS = env_int("CHUNK_MAX_CHARS", 2000, minimum=100)
 # JSON deeper than this (API bodies, uploaded .json/.jsonl/.jsonld) is refused, never parsed.
 JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 64, minimum=2)
 UPLOAD_DIR = DATA_DIR / "uploads"
-# Claims (sources.claims): a structured file giving more claims than this is refused whole;
+# Claims (sources.claim_loading): a structured file giving more claims than this is refused whole;
 # claim keys (subject, attribute) embedded on demand per question when the background
 # job (tasks.embed_claim_keys) has not embedded them yet (about 10 ms each on a CPU).
 CLAIMS_MAX_PER_FILE = env_int("CLAIMS_MAX_PER_FILE", 2_000_000, minimum=1)

@@ -6,8 +6,8 @@ In a scratch database ``screenshots_claims`` on the embedded PostgreSQL (dropped
 first; the main database is never touched), or the one named by BENCH_DATABASE_URL, it loads
 the first ``--flights`` flights of the public Flights data set (../shared/data/flights/dirty.csv,
 Li, Dong et al., VLDB 2012; Apache-2.0) through the product's own claim loader
-(sources.claims.load_claims with the benchmark's FLIGHTS_MAPPING), runs a claim-level
-estimation run in-process (core.services.estimation.claims.run_claim_estimation with the
+(sources.claim_loading.load_claims with the benchmark's FLIGHTS_MAPPING), runs a claim-level
+estimation run in-process (core.services.estimation.claim_runs.run_claim_estimation with the
 configured estimator), serves the site from a thread and takes full-page screenshots with
 headless Chromium (Debian's chromium + chromedriver, as the browser tests use), checking that
 the browser reports no Content-Security-Policy violation on any of them, of:
@@ -73,8 +73,8 @@ def load_world(n_flights: int) -> dict[str, Any]:
     from core.bench.truth import FLIGHTS_MAPPING
     from core.models import ClaimResolution, EstimationRun
     from core.roles import ANALYST
-    from core.services.estimation.claims import run_claim_estimation
-    from sources.claims import load_claims
+    from core.services.estimation.claim_runs import run_claim_estimation
+    from sources.claim_loading import load_claims
     from sources.models import Claim, Source
 
     loaded = load_claims([("flights.csv", flights_slice(n_flights))], FLIGHTS_MAPPING)

@@ -15,7 +15,7 @@ from core.forms import JSON_FORMFIELD_OVERRIDES
 from core.roles import is_curator
 from core.services.estimation import start_estimation_run
 from runtime.jobs import dispatch_job
-from sources.claims import ClaimExtractionUnavailable, start_claim_load, start_text_claim_extraction
+from sources.claim_loading import ClaimExtractionUnavailable, start_claim_load, start_text_claim_extraction
 from sources.forms import ClaimLoadForm, DocumentAdminForm, UploadDocumentsForm
 from sources.links import http_url
 from sources.models import Claim, Document, Source

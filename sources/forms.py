@@ -12,10 +12,10 @@ from django.contrib.admin.widgets import AdminURLFieldWidget
 from core.engine.claims.mapping import ClaimMapping, MappingError
 from core.engine.claims.normalize import NORMALIZER_HELP
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
-from sources.claims import validate_claim_uploads
+from sources.claim_loading import validate_claim_uploads
 from sources.ingest import SUPPORTED_EXTENSIONS, IngestError
 from sources.ingest.base import ParsedDocument
-from sources.ingest.claims import CLAIM_EXTENSIONS, CLAIM_FORMATS
+from sources.ingest.claim_formats import CLAIM_EXTENSIONS, CLAIM_FORMATS
 from sources.links import HTTP_URL_MESSAGE, MAX_URL_CHARS, is_http_url
 from sources.models import Document, Source
 from sources.services import validate_uploads

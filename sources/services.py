@@ -13,9 +13,9 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 
 from core.engine.chunking import chunk_text
+from core.engine.json_values import as_int, as_list
 from core.engine.types import Embedder, JSONObject
 from runtime.jobs import JobRecord, Progress, dispatch_job
-from runtime.json_values import as_int, as_list
 from runtime.users import Actor
 from sources.ingest import IngestError, ParsedDocument, expand_paths, parse_bytes, read_limited
 from sources.models import Chunk, Document, Source, content_hash

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from core.engine.json_values import as_int
 from core.engine.types import JSONObject
 from core.models import EstimationRun, Question
 from core.services.asking import answer_question as answer
@@ -24,7 +25,6 @@ from core.services.estimation import (
 )
 from core.services.estimation import generate_batch as generate
 from reliability_site.celery import app
-from runtime.json_values import as_int
 from tasks.progress import JobProgress
 from tasks.runner import Done, JobFailed, JobOutcome, Reschedule, job_task
 

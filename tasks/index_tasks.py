@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from core.engine.json_values import as_int
 from core.engine.types import JSONObject
-from runtime.json_values import as_int
 from sources import vector_index
 from tasks.progress import JobProgress
 from tasks.runner import Done, JobFailed, job_task

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.engine.claims.mapping import ClaimMapping, MappingError
+from core.engine.json_values import as_int, as_list, as_object, as_str_list
 from core.engine.types import JSONObject, JSONValue
 from reliability_site.celery import app
 from runtime.backends import configured_embedder
-from runtime.json_values import as_int, as_list, as_object, as_str_list
+from sources.claim_loading import ClaimExtractionUnavailable, start_claim_key_embedding
+from sources.claim_loading import extract_text_claims as extract_claims
+from sources.claim_loading import load_claims as load
 from sources.claim_store import embed_claim_keys as embed_keys
-from sources.claims import ClaimExtractionUnavailable, start_claim_key_embedding
-from sources.claims import extract_text_claims as extract_claims
-from sources.claims import load_claims as load
 from sources.ingest import IngestError, expand_paths
 from sources.models import Source
 from sources.services import FileOutcome, IngestInterrupted, ingest_headline, reembed
@@ -101,7 +101,7 @@ class StoredFile:
 
 
 def _stored_files(value: JSONValue) -> list[StoredFile]:
-    """The params' "files" ([{"name", "path"}], sources.claims.parse_claim_files); KeyError or
+    """The params' "files" ([{"name", "path"}], sources.claim_loading.parse_claim_files); KeyError or
     ValueError for anything else (the job fails)."""
     files = []
     for entry in as_list(value):

@@ -17,10 +17,10 @@ from typing import TypedDict
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
+from core.engine.json_values import as_int, as_list, as_object
 from core.engine.strategies import Requirement, available_strategies, strategy_class
 from core.engine.types import JSONObject, JSONValue
 from core.models import SourceGroup
-from runtime.json_values import as_int, as_list, as_object
 from runtime.users import Viewer
 from sources.models import Claim, Source
 

@@ -1,6 +1,6 @@
 """Ingestion: one reader per file format (sources.ingest.readers), and two mappings over
-the records it gives: documents (sources.ingest.documents, the Adapter contract of
-sources.ingest.base) and claims (sources.ingest.claims)."""
+the records it gives: documents (sources.ingest.document_formats, the Adapter contract of
+sources.ingest.base) and claims (sources.ingest.claim_formats)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
-from sources.ingest import documents  # noqa: F401  (registers the document formats)
+from sources.ingest import document_formats  # noqa: F401  (registers the document formats)
 from sources.ingest.base import DOCUMENT_ADAPTERS, Adapter, IngestError, ParsedDocument
 from sources.ingest.readers import check_size, decode_text, decode_utf8
 

@@ -174,5 +174,5 @@ def _is_document_adapter(item: object) -> TypeGuard[type[Adapter]]:
     return isinstance(item, type) and callable(getattr(item, "parse", None))
 
 
-# The document formats (sources.ingest.documents registers each).
+# The document formats (sources.ingest.document_formats registers each).
 DOCUMENT_ADAPTERS: Formats[Adapter] = Formats("format", _is_document_adapter)

@@ -1,6 +1,6 @@
 """One reader per file format: the file's records, each a (Location, mapping) Record.
 
-Documents (sources.ingest.documents) and claims (sources.ingest.claims) are two mappings
+Documents (sources.ingest.document_formats) and claims (sources.ingest.claim_formats) are two mappings
 over the records these readers give; neither parses a file itself. A reader checks what
 makes a file unreadable as a whole (malformed CSV, JSON or XML, unsafe XML, too deep, no
 rows) and raises IngestError naming the line, record or element; a Location names where a

@@ -20,7 +20,7 @@ from core.bench.truth import load_flights_gold
 from core.engine.claims.mapping import ClaimMapping
 from core.models import EstimationRun
 from core.services.estimation import start_claim_run
-from sources.claims import load_claims
+from sources.claim_loading import load_claims
 from sources.models import Source
 from tests.browser.helpers import WAIT, log_in, screenshot
 
@@ -75,13 +75,20 @@ def test_a_curator_settles_the_demo_flights_with_three_checks_and_the_run_names_
         buttons[0].find_element(By.TAG_NAME, "button").click()
         # The check is recorded and the run re-estimated under a new job: wait for that job
         # (the checks page itself is on screen before and after the click).
-        WebDriverWait(browser, WAIT).until(lambda _, job=before: EstimationRun.objects.get(pk=run.pk).job_id != job)
+
+        def re_estimating(_: object, job: int | None = before) -> bool:
+            return EstimationRun.objects.get(pk=run.pk).job_id != job
+
+        WebDriverWait(browser, WAIT).until(re_estimating)
         _wait_until_run_ends(browser, base, run.pk)
 
     assert not browser.find_elements(By.CSS_SELECTOR, "#run-identification.warning")
     copying = browser.find_element(By.ID, "run-copying").text
     assert all(name in copying for name in COPIERS)
     assert not any(re.search(rf"\b{name}\b", copying) for name in TRACKERS)
-    reliability = dict(Source.objects.filter(name__in=(*COPIERS, *TRACKERS)).values_list("name", "reliability"))
+    reliability: dict[str, float] = {}
+    for name, estimate in Source.objects.filter(name__in=(*COPIERS, *TRACKERS)).values_list("name", "reliability"):
+        assert estimate is not None, f"the run estimated {name}"
+        reliability[name] = estimate
     assert min(reliability[n] for n in TRACKERS) > max(reliability[n] for n in COPIERS)
     screenshot(browser, "claims_run_settled")

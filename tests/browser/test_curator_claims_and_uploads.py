@@ -15,7 +15,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from sources.claims import load_claims
+from sources.claim_loading import load_claims
 from sources.models import Claim, Document, Source
 from tests.browser.helpers import WAIT, log_in, screenshot
 from tests.corpus import DEPARTURES_CSV, DEPARTURES_MAPPING
@@ -117,7 +117,7 @@ def test_a_claims_run_starts_from_the_runs_page_and_multirag_answers_from_the_cl
     rumours = Source.objects.get(name="rumours").reliability
     assert rumours is not None
     assert all(
-        rumours < reliability
+        reliability is not None and rumours < reliability
         for reliability in Source.objects.filter(name__in=["airline", "airport", "tracker"]).values_list(
             "reliability", flat=True
         )

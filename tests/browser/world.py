@@ -234,7 +234,7 @@ def _question(sources: list[Source], user: Any, text: str, answer: str, wrong: s
 
 def _claims(sources: list[Source], user: Any) -> Any:
     """Claims about the same facts and a finished claims run, resolved by the product."""
-    from core.services.estimation.claims import run_claim_estimation
+    from core.services.estimation.claim_runs import run_claim_estimation
 
     for source, (_, _, reliable) in zip(sources, SOURCES, strict=True):
         facts = {

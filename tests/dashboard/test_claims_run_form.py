@@ -14,7 +14,7 @@ from tests.factories import ClaimFactory, JobFactory, SourceFactory
 def test_a_curator_resolves_the_claims_from_the_run_list(curator_client: Any, db: Any, monkeypatch: Any) -> None:
     sent: list[str] = []
     monkeypatch.setattr(
-        "core.services.estimation.claims.dispatch_job",
+        "core.services.estimation.claim_runs.dispatch_job",
         lambda **kwargs: sent.append(kwargs["task_name"]) or JobFactory(),
     )
     site_a, site_b = SourceFactory(name="site-a", chunk_count=0), SourceFactory(name="site-b", chunk_count=0)

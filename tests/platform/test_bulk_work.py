@@ -19,13 +19,14 @@ from django.utils import timezone
 
 from core.engine.claims.mapping import ClaimMapping
 from runtime.locks import lock_key
-from sources import claims as claim_service
+from sources import claim_loading as claim_service
 from sources.claim_store import EMBED_CLAIM, embed_claim_keys
 from sources.models import ClaimKey, Source
 from tasks.jobs import reap_stale_jobs
 from tasks.models import Job
 from tasks.progress import JobProgress
 from tests.factories import ClaimFactory, QuestionFactory
+from tests.helpers import must_search
 
 ROOT = Path(__file__).resolve().parents[2]
 MAPPING = ClaimMapping.from_json({"subject": "flight", "source": "src", "attributes": {"gate": "text"}})
@@ -120,7 +121,8 @@ def test_a_second_embedding_job_leaves_the_keys_to_the_one_already_embedding(db,
     try:
         assert held.wait(10)
         outcome = embed_claim_keys(embedder, exclusive=True)
-        assert outcome["keys"] == 0 and "another job is embedding" in outcome["skipped"]
+        skipped = outcome["skipped"]
+        assert outcome["keys"] == 0 and isinstance(skipped, str) and "another job is embedding" in skipped
         assert not ClaimKey.objects.exists()
     finally:
         release.set()
@@ -169,14 +171,13 @@ def test_a_waiting_question_says_how_many_are_ahead_and_what_the_question_worker
     assert "No question worker has taken this question in 3" in page and "is the question worker running?" in page
 
 
-def test_run_sh_gives_questions_a_worker_of_their_own_that_no_bulk_queue_reaches():
+def test_run_sh_gives_questions_a_worker_of_their_own_that_no_bulk_queue_reaches() -> None:
     script = (ROOT / "scripts" / "run.sh").read_text()
     starts = re.findall(r"celery (?:-A|--app) reliability_site worker[^&]*&", script)
     assert len(starts) == 2
     queues = {}
     for command in starts:
-        match = re.search(r"(?:-Q|--queues) (\S+)", command)
-        queues[command] = match.group(1).strip('"')
+        queues[command] = must_search(r"(?:-Q|--queues) (\S+)", command).group(1).strip('"')
     question_worker = next(c for c, q in queues.items() if q == "default")
     bulk = next(c for c in starts if c != question_worker)
     assert "--concurrency 1" in question_worker and " -B " not in question_worker

@@ -10,8 +10,8 @@ import pytest
 
 from core.engine.claims.mapping import ClaimMapping
 from sources.ingest import IngestError, parse_bytes
-from sources.ingest.claims import parse_claim_bytes
-from sources.ingest.documents import field_mapping, record_to_document
+from sources.ingest.claim_formats import parse_claim_bytes
+from sources.ingest.document_formats import field_mapping, record_to_document
 from sources.ingest.readers import (
     MAX_RECORD_ELEMENTS,
     Location,

@@ -10,7 +10,7 @@ import pytest
 
 from sources import services
 from sources.ingest import IngestError, parse_bytes
-from sources.ingest.documents import XmlAdapter
+from sources.ingest.document_formats import XmlAdapter
 from sources.models import Document
 from sources.services import ingest_files
 from tests.factories import SourceFactory

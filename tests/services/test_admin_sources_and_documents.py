@@ -113,7 +113,7 @@ def test_curators_start_claim_extraction_from_text_on_selected_sources_with_hist
 ):
     from django.contrib.admin.models import CHANGE, LogEntry
 
-    from sources import claims as claim_service
+    from sources import claim_loading as claim_service
     from tasks.models import Job
     from tests.services.helpers import ScriptedModel
 

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from core.bench import truth
 from core.bench.paths import default_data_dir
 from core.engine.claims.mapping import ClaimMapping, MappingError
-from sources.claims import (
+from sources.claim_loading import (
     load_claims,
     start_claim_load,
 )

@@ -9,7 +9,7 @@ import pytest
 
 from core.engine.claims.mapping import ClaimMapping
 from sources.ingest import IngestError
-from sources.ingest.claims import XmlClaims, parse_claim_bytes
+from sources.ingest.claim_formats import XmlClaims, parse_claim_bytes
 from tests.services.helpers import FLIGHT_CSV, FLIGHT_MAPPING, triples
 
 # --- adapters: happy paths ------------------------------------------------------------
@@ -189,7 +189,7 @@ def test_jsonld_nodes_unwrap_value_and_id_objects():
 
 def test_documents_and_claims_look_formats_up_the_same_way() -> None:
     from sources.ingest import adapter_for
-    from sources.ingest.claims import claim_adapter_for
+    from sources.ingest.claim_formats import claim_adapter_for
 
     assert adapter_for("feed.XML").name == "xml" and claim_adapter_for("feed.XML").name == "xml"
     assert claim_adapter_for("data.txt", "tsv").name == "tsv"  # a named format wins over the extension

@@ -8,7 +8,7 @@ from typing import Any
 from core.engine.strategies import Requirement
 from core.services.asking import ask_now
 from core.services.engine_context import build_context, configured_offers
-from sources.claims import load_claims
+from sources.claim_loading import load_claims
 from sources.models import Claim, Source
 from tests.corpus import DEPARTURES_CSV, DEPARTURES_MAPPING
 

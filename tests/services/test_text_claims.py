@@ -9,8 +9,8 @@ import pytest
 
 from core.engine.claims.extraction import DOCUMENT_END, DOCUMENT_START, parse_triples, triple_prompt
 from runtime.jobs import NullProgress
-from sources import claims as claim_service
-from sources.claims import (
+from sources import claim_loading as claim_service
+from sources.claim_loading import (
     ClaimExtractionUnavailable,
     extract_text_claims,
     start_text_claim_extraction,

@@ -9,7 +9,7 @@ from core.api.fields import MAX_ID, StrictSerializer, Text
 from core.api.serializers.runs import RunSerializer
 from core.engine.reliability import available_estimators
 from core.models import ClaimResolution
-from sources.ingest.claims import CLAIM_FORMATS
+from sources.ingest.claim_formats import CLAIM_FORMATS
 from sources.models import Claim
 
 # --- Claims ---------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from core.engine.jsondepth import JsonTooDeep, loads_bounded
 from core.models import ClaimResolution, EstimationRun
 from core.services.estimation import TooManyRuns, start_claim_run
 from core.services.pages.claim_scoring import item_rows, multirag_answer, score_rows
-from sources.claims import start_claim_load
+from sources.claim_loading import start_claim_load
 from sources.ingest import IngestError
 from sources.models import Claim
 

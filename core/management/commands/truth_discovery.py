@@ -1,7 +1,7 @@
 """python manage.py truth_discovery {flights,books} [--estimator NAME] [--data-dir DIR] [--json]
 
 Truth discovery through the product itself: load a public data set's file as claims with the
-product's claim loading (``sources.claims.load_claims``, the data set's mapping from
+product's claim loading (``sources.claim_loading.load_claims``, the data set's mapping from
 ``core.bench.truth``; idempotent), start a claim-level estimation run over the data set's
 sources and attributes and run its job to completion in this process (the Job record is
 stored and shows the run's progress, as a worker's would), then score the resolved values
@@ -32,7 +32,7 @@ from core.services.estimation import start_claim_run
 from core.services.pages.copying import dependence_groups
 from runtime.jobs import set_dispatcher
 from runtime.users import Actor, signed_in
-from sources.claims import load_claims
+from sources.claim_loading import load_claims
 from sources.models import Claim, Source
 from tasks.engine_tasks import claim_estimation
 from tasks.models import Job

@@ -43,7 +43,7 @@ every (subject, attribute) of the stored claims and estimate the sources from th
 from __future__ import annotations
 
 from core.services.estimation.batch import generate_batch
-from core.services.estimation.claims import (
+from core.services.estimation.claim_runs import (
     claim_run_message,
     refuse_gold_update,
     resume_claim_run,

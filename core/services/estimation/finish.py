@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.engine.estimation import ResponseRecord, TopicInput, calibration_from_records, estimate_from_records
+from core.engine.json_values import as_list
 from core.engine.params import parse_params
 from core.engine.reliability import ReliabilityResult, get_estimator
 from core.engine.reliability.topical import TopicalReliability
@@ -34,7 +35,6 @@ from core.services.estimation.locks import finish_claim_name
 from core.services.topics import latest_topics
 from runtime.backends import configured_nli
 from runtime.jobs import NullProgress, Progress
-from runtime.json_values import as_list
 from runtime.locks import claim
 from sources.models import Source
 

@@ -44,16 +44,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.engine.estimation import ResponseRecord, gold_label
+from core.engine.json_values import as_list, as_object
 from core.engine.reliability import get_estimator, interval_holding, wilson_interval
 from core.engine.reliability.base import GOLD_WEIGHT
 from core.engine.reliability.topical import STRENGTH
 from core.engine.reliability.weights import voting_weight
 from core.engine.types import JSONObject
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunResponse
-from core.services.estimation.claims import refuse_gold_update
+from core.services.estimation.claim_runs import refuse_gold_update
 from core.services.estimation.finish import reference_answers
 from core.services.topics import topic_cell
-from runtime.json_values import as_list, as_object
 from runtime.users import Actor, signed_in
 from sources.models import Source
 

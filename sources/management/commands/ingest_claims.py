@@ -18,9 +18,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.engine.claims.mapping import ClaimMapping, MappingError
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
-from sources.claims import load_claims, start_claim_key_embedding, start_claim_load
+from sources.claim_loading import load_claims, start_claim_key_embedding, start_claim_load
 from sources.ingest import IngestError, read_limited
-from sources.ingest.claims import CLAIM_EXTENSIONS, CLAIM_FORMATS
+from sources.ingest.claim_formats import CLAIM_EXTENSIONS, CLAIM_FORMATS
 
 MAX_MAPPING_BYTES = 1024 * 1024
 

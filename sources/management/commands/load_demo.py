@@ -13,7 +13,7 @@ from django.db import transaction
 from core.engine.claims.mapping import ClaimMapping
 from core.models import FactQuery, QueryCollection
 from runtime.jobs import wait_for
-from sources.claims import load_claims, start_claim_key_embedding
+from sources.claim_loading import load_claims, start_claim_key_embedding
 from sources.models import Claim, Source
 from sources.services import start_ingest_job
 

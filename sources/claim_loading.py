@@ -30,7 +30,7 @@ from runtime.backends import configured_generator
 from runtime.jobs import JobRecord, KeepAlive, NullProgress, Progress, dispatch_job, heartbeat_interval
 from runtime.users import Actor
 from sources.ingest import IngestError
-from sources.ingest.claims import parse_claim_bytes
+from sources.ingest.claim_formats import parse_claim_bytes
 from sources.models import Chunk, Claim, Document, Source
 from sources.uploads import keep_uploads
 
