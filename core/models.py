@@ -333,7 +333,7 @@ class Question(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         # The same question asked again, case and spaces aside: the history groups by it and
-        # an answer looks up its earlier answer by it (core.views.ask), so neither scans the table.
+        # an answer looks up its earlier answer by it (core.services.pages.earlier_answers), so neither scans the table.
         # A follow-up is the same question as another when it was asked as the same: two "When
         # was he born?" about different people are not; "When was Bram Stoker born?" asked
         # plainly and as a follow-up are. The lookups use question_norm_asked_as (asked_as_norm);

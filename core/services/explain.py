@@ -5,7 +5,7 @@ The ask page shows numbers (weights, alignment scores) that mean nothing to a fi
 analyst; these functions turn a question's votes into one sentence a person can act on
 ("3 reliable sources agree; 2 low-reliability sources say Lyon") and pick, for each cited
 passage, the sentence to highlight. They take plain values (no queries), so they are unit
-tested without a database; core.views.ask gathers the values.
+tested without a database; core.services.pages.answer_panel gathers the values.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from core.forms.feedback import FeedbackForm
 from core.models import MAX_CORRECTED_ANSWER_CHARS, MAX_FEEDBACK_COMMENT_CHARS, AnswerFeedback, Question, Vote
 from core.roles import analyst_required, is_analyst
 from core.services.feedback import FEEDBACK_QUERY_SET, FeedbackState, feedback_state, record_feedback
-from core.services.pages.answer_panel import Viewer
 from core.views.htmx import HtmxHttpRequest
+from runtime.users import Actor
 from sources.models import Source
 
 Kind = AnswerFeedback.Kind
@@ -50,7 +50,7 @@ def status_text(feedback: AnswerFeedback | None) -> str:
     return "A curator confirmed this; it is kept as a known wrong answer."
 
 
-def _state(question: Question, user: Viewer) -> FeedbackState:
+def _state(question: Question, user: Actor) -> FeedbackState:
     """The user's feedback on the question, read once per request (the answer box and every
     vote row ask for it)."""
     cache: dict[int, FeedbackState] = question.__dict__.setdefault("_feedback_states", {})
@@ -60,7 +60,7 @@ def _state(question: Question, user: Viewer) -> FeedbackState:
     return cache[key]
 
 
-def answer_feedback_context(question: Question, user: Viewer, csrf_token: object, error: str = "") -> dict[str, Any]:
+def answer_feedback_context(question: Question, user: Actor, csrf_token: object, error: str = "") -> dict[str, Any]:
     verdict = _state(question, user).verdict
     return {
         "question": question,
@@ -76,7 +76,7 @@ def answer_feedback_context(question: Question, user: Viewer, csrf_token: object
 
 
 def source_feedback_context(
-    question: Question, vote: Vote, user: Viewer, csrf_token: object, error: str = ""
+    question: Question, vote: Vote, user: Actor, csrf_token: object, error: str = ""
 ) -> dict[str, Any]:
     flag = _state(question, user).by_source.get(vote.source_id)
     return {

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
-
 from core.engine.graphs.conflict import cluster_graph
 from core.models import Question, Vote
 from core.services.asking import MAX_QUESTION_CHARS, conversation, waiting_reason
@@ -17,10 +15,10 @@ from core.services.pages.citations import citations
 from core.services.pages.earlier_answers import earlier_answer
 from core.services.pages.question import question_clusters
 from core.services.source_selection import describe_selection, selection_seen_by
+from runtime.users import Actor
 from sources.models import Source
 
 # Who looks at a page: a page's request.user (the signed-in user, or an anonymous visitor).
-Viewer = User | AnonymousUser
 
 # How the running panel words each source's state (core.engine.strategies.SourceState).
 PART_STATES = {
@@ -89,7 +87,7 @@ def follow_up_sources(selection: dict[str, Any]) -> list[tuple[str, Any]] | None
     return fields
 
 
-def answer_panel(question: Question, user: Viewer) -> dict[str, Any]:
+def answer_panel(question: Question, user: Actor) -> dict[str, Any]:
     """What the question's panel and permalink show to ``user`` (a private source group's name
     and sources only to those who may see it: selection_seen_by)."""
     selection = selection_seen_by(question.source_selection, user, asked_by_id=question.asked_by_id)
@@ -147,6 +145,6 @@ def answer_panel(question: Question, user: Viewer) -> dict[str, Any]:
     return context
 
 
-def conversation_page(question: Question, user: Viewer, **extra: Any) -> dict[str, Any]:
+def conversation_page(question: Question, user: Actor, **extra: Any) -> dict[str, Any]:
     """A question's page: its panel and, for a follow-up, the earlier turns of its conversation."""
     return {**answer_panel(question, user), "turns": conversation(question), **extra}

@@ -13,8 +13,8 @@ from core.engine.strategies import Requirement, runnable_strategies, strategy_cl
 from core.forms.ask import DEFAULT_STRATEGY, SOURCE_ERROR_FIELDS, AskValues
 from core.models import Question, SourceGroup
 from core.services.engine_context import configured_offers
-from core.services.pages.answer_panel import Viewer
 from core.services.source_selection import visible_groups
+from runtime.users import Actor
 from sources.models import Source
 
 RECENT_QUESTIONS = 8
@@ -70,7 +70,7 @@ def strategy_groups(
     return product, research
 
 
-def source_picker(user: Viewer, values: AskValues, errors: dict[str, list[str]]) -> SourcePicker:
+def source_picker(user: Actor, values: AskValues, errors: dict[str, list[str]]) -> SourcePicker:
     """What the Sources section offers: the active sources, most reliable first, the groups
     open to the user, and whether the section starts open (a choice made, or an error in it)."""
     sources = list(
@@ -90,7 +90,7 @@ def source_picker(user: Viewer, values: AskValues, errors: dict[str, list[str]])
     }
 
 
-def recent_questions(user: Viewer) -> QuerySet[Question]:
+def recent_questions(user: Actor) -> QuerySet[Question]:
     """The user's latest questions, newest first (the ask page's side list)."""
     if not user.is_authenticated:
         return Question.objects.none()
