@@ -59,7 +59,7 @@ def _raw_forms(hhmm: str) -> list[str]:
     return [f"{twelve}:{minute:02d} {half}", f"{twelve}:{minute:02d} {half[0].upper()}M", hhmm]
 
 
-def build(n_sources: int, n_flights: int, seed: int = 7) -> dict[str, Any]:
+def build(n_sources: int, n_flights: int, seed: int = 7) -> dict[str, object]:
     """Sources, claims and a claims run with its resolutions; returns counts."""
     from django.utils import timezone
 
@@ -134,7 +134,7 @@ def build(n_sources: int, n_flights: int, seed: int = 7) -> dict[str, Any]:
     return {"sources": len(sources), "claims": len(claims), "items": len(resolutions)}
 
 
-def timed(client: Client, url: str, repeat: int) -> dict[str, Any]:
+def timed(client: Client, url: str, repeat: int) -> dict[str, object]:
     """Median, min and max wall milliseconds of ``repeat`` requests after three warm-ups, and
     the SQL queries of one request."""
     from django.db import connection

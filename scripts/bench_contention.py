@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from multiprocessing.synchronize import Event
 
 # The tokenizer (transformers) and the model (ctranslate2.Generator) are third-party objects
-# without type stubs here: Any is their type.
+# without type stubs here: they stay untyped.
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = (

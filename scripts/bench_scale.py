@@ -40,7 +40,6 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -63,7 +62,7 @@ from scale.measure import compare_partial_indexes, measure, measure_first_round,
 from scale.report import plot, report  # noqa: E402
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace) -> dict[str, object]:
     began = time.perf_counter()
     loads = [os.getloadavg()[0]]
     setup(args)
@@ -80,9 +79,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = ClusteredCorpus(args.sources, seed=args.seed)
     load_s: float | None = None
     global_s = None
-    build: dict[str, Any] | None = None
+    build: dict[str, object] | None = None
     build_id: str | None = None
-    reused: dict[str, Any] | None = None
+    reused: dict[str, object] | None = None
     if args.reuse:
         reused, ids = kept_build(args, sizes)
         args.global_index = reused["global_index"]  # the pooled search is timed only where its index exists

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 # Frames, Series and fitted models here are pandas and crowd-kit objects, which have no type
-# stubs in this environment: Any is their type at this boundary.
+# stubs in this environment: they stay untyped at this boundary.
 
 
 def wawa_fit_predict(frame: Any) -> tuple[Any, Any]:

@@ -9,7 +9,6 @@ import os
 import statistics
 import time
 from pathlib import Path
-from typing import Any
 
 import scratch_db
 
@@ -85,7 +84,7 @@ def load(corpus: ClusteredCorpus, sizes: list[int]) -> list[int]:
     return ids
 
 
-def build_identity(args: argparse.Namespace, build_id: str) -> dict[str, Any]:
+def build_identity(args: argparse.Namespace, build_id: str) -> dict[str, object]:
     """What a --reuse run must match: the corpus and how its graphs were built."""
     from sources import vector_index
 
@@ -99,7 +98,7 @@ def build_identity(args: argparse.Namespace, build_id: str) -> dict[str, Any]:
     }
 
 
-def remember_build(identity: dict[str, Any]) -> None:
+def remember_build(identity: dict[str, object]) -> None:
     """Record a kept database's identity on the database itself (its comment)."""
     from django.db import connection
 
@@ -107,7 +106,7 @@ def remember_build(identity: dict[str, Any]) -> None:
         cursor.execute(f"COMMENT ON DATABASE {BENCH_DB} IS %s", [json.dumps(identity)])
 
 
-def kept_build(args: argparse.Namespace, sizes: list[int]) -> tuple[dict[str, Any], list[int]]:
+def kept_build(args: argparse.Namespace, sizes: list[int]) -> tuple[dict[str, object], list[int]]:
     """The identity and source ids of the database an earlier --keep run left, checked against
     this run's arguments (corpus, seed, graph degree) and the sources' sizes, so --reuse never
     times a different corpus than it reports."""
@@ -154,7 +153,7 @@ def build_global_index() -> float:
     return time.perf_counter() - start
 
 
-def build_source_indexes(ids: list[int], sizes: list[int]) -> dict[str, Any]:
+def build_source_indexes(ids: list[int], sizes: list[int]) -> dict[str, object]:
     from sources import vector_index
 
     times, copies, indexes, built = [], [], [], 0

@@ -8,7 +8,7 @@ import statistics
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import scratch_db
@@ -46,7 +46,7 @@ def timed(fn: Callable[[np.ndarray], R], queries: np.ndarray) -> tuple[list[floa
 
 def measure(
     queries: np.ndarray, ids: list[int], k: int, ef_values: list[int], loads: list[float], fanouts: list[int]
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Exact search over every query first, then each ef_search value (the product's default
     first), each with every fan-out (connections the search is split across; 1: one
     statement). Not interleaved query by query: at 1,000,000 chunks an exact search reads the
@@ -93,7 +93,7 @@ def measure(
     }
 
 
-def measure_first_round(queries: np.ndarray, ids: list[int], k: int, count: int) -> dict[str, Any]:
+def measure_first_round(queries: np.ndarray, ids: list[int], k: int, count: int) -> dict[str, object]:
     """One search over ``count`` of the sources, spread over the corpus (the 4-chunk one
     left out): what a ra-rag ask searches in its first κ-RRSS round (twice κ; most asks need
     no other), where it searched every source before (pipeline.PassagesAhead). Product
@@ -122,7 +122,9 @@ def measure_pooled(queries: np.ndarray, k: int = 10) -> dict[str, float]:
     return {"k": k, "median_ms": round(1000 * statistics.median(times), 2)}
 
 
-def compare_partial_indexes(queries: np.ndarray, ids: list[int], sizes: list[int], k: int, ef: int) -> dict[str, Any]:
+def compare_partial_indexes(
+    queries: np.ndarray, ids: list[int], sizes: list[int], k: int, ef: int
+) -> dict[str, object]:
     """The design not taken: partial HNSW indexes on sources_chunk (WHERE source_id = s), one
     UNION ALL branch per source with its id written in. Measures its planning time and latency
     on the same data, then drops the indexes."""
