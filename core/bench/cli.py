@@ -226,7 +226,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
     started = time.perf_counter()
     if options.get("sweep"):
         values_text = options.get("sweep_values") or ("1-7" if options["sweep"] == "adversaries" else "4-9")
-        values: list[Any] = (
+        values: list[float] | list[int] = (
             [float(v) for v in values_text.split(",")] if options["sweep"] == "coverage" else _ints(values_text)
         )
         result = run_sweep(config, options["sweep"], values, seeds, embedder, data_dir, log)

@@ -157,7 +157,7 @@ def run_sweep(
     points = []
     for value in values:
         log(f"{parameter} = {value}")
-        changes: dict[str, Any] = {parameter: value}
+        changes: dict[str, Any] = {parameter: value}  # the swept field, named at run time: replace() cannot check it
         summary = run_qa(replace(config, **changes), seeds, embedder, data_dir, log)
         points.append({"value": value, **summary})
     return {
