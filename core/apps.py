@@ -7,6 +7,7 @@ class CoreConfig(AppConfig):
 
     def ready(self) -> None:
         from core import checks  # noqa: F401  (registers the settings checks)
+        from core.services import job_titles  # noqa: F401  (how questions' and runs' jobs read)
 
         # CrEst's extra ensemble embedders (CREST_EXTRA_EMBEDDERS): lazy factories, nothing
         # loads here; an unknown or uninstalled one stops the start with the fix.

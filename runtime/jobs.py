@@ -13,10 +13,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeGuard, TypeVar
 
+from core.engine.registry import Registry
 from core.engine.types import JSONObject, JSONValue
 from runtime.users import Actor
 
@@ -130,6 +132,9 @@ class JobRecord(Protocol):
     def id(self) -> int: ...
 
     @property
+    def kind(self) -> str: ...
+
+    @property
     def state(self) -> str: ...
 
     @property
@@ -203,3 +208,35 @@ def wait_for(job: J, timeout: float | None = None, poll: float = 0.5) -> J:
         if job.finished or (deadline is not None and time.monotonic() >= deadline):
             return job
         time.sleep(poll)
+
+
+# --- how a job reads on the job pages ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobLink:
+    label: str
+    url: str
+
+
+@dataclass(frozen=True)
+class JobTitle:
+    """What the job pages say a job was about: its title, links to what it worked on, and
+    (None: the job's own message) the line that sums it up."""
+
+    title: str
+    links: tuple[JobLink, ...] = ()
+    headline: str | None = None
+
+
+JobTitles = Callable[[Sequence[JobRecord]], dict[int, JobTitle]]
+
+
+def _is_job_titles(item: object) -> TypeGuard[JobTitles]:
+    return callable(item)
+
+
+# The app that owns a kind of job says how its jobs read, for a whole page of them at once
+# (one query per kind of related object): ``@JOB_TITLES.register("ask")`` in that app, so the
+# tasks app, which shows every job, needs to know none of the apps' models.
+JOB_TITLES: Registry[JobTitles] = Registry("job kind", _is_job_titles)

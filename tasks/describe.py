@@ -5,8 +5,10 @@ A job's record is written for the worker (ids, counters, nested dicts); the job 
 `describe_jobs(jobs)` instead: a title such as "Question #15: Who wrote Dracula?" (the question's
 number, never the job's), "Estimation run #3" or "Ingestion into wiki", links to the objects
 the job worked on, and `readable(...)` lines ("New documents: 0", "Files: notes.csv: 0 new,
-3 already held") instead of a Python dict. Related objects are read in one query per kind for
-a whole page of jobs.
+3 already held") instead of a Python dict. The titles, links and headlines come from the app
+that owns each kind of job (runtime.jobs.JOB_TITLES: core's questions and runs, the sources
+app's ingestions), so this module knows no app's models; related objects are read in one
+query per kind for a whole page of jobs.
 """
 
 from __future__ import annotations
@@ -14,12 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.urls import reverse
-from django.utils.text import Truncator
 
 from core.engine.types import JSONObject, JSONValue
-from core.models import EstimationRun, Question
-from sources.models import Source
-from sources.services import ingest_headline
+from runtime.jobs import JOB_TITLES, JobTitle
 from tasks.models import Job
 
 # Keys of a job's params that only the worker needs (the coordinator's dispatch state).
@@ -187,71 +186,6 @@ def param_lines(job: Job) -> list[Line]:
     return readable({k: v for k, v in params.items() if k not in HIDDEN_PARAMS}, str(job.kind))
 
 
-def is_file_ingestion(params: JSONObject) -> bool:
-    """Documents from files (tasks.ingest_files): raw params name `paths`, public ones `files` (names)."""
-    files = params.get("files")
-    return "paths" in params or (isinstance(files, list) and all(isinstance(f, str) for f in files))
-
-
-def is_claim_load(params: JSONObject) -> bool:
-    return "mapping" in params
-
-
-@dataclass
-class Related:
-    """The objects a page of jobs refers to, read in one query per kind."""
-
-    questions: dict[int, Question] = field(default_factory=dict)
-    runs: dict[int, EstimationRun] = field(default_factory=dict)
-    sources: dict[int, Source] = field(default_factory=dict)
-
-
-def _ids(values: list[JSONValue]) -> set[int]:
-    return {int(v) for v in values if isinstance(v, int) or (isinstance(v, str) and v.isdigit())}
-
-
-def related_objects(jobs: list[Job]) -> Related:
-    question_ids: set[int] = set()
-    run_ids: set[int] = set()
-    source_ids: set[int] = set()
-    for job in jobs:
-        params = job.params if isinstance(job.params, dict) else {}
-        question_ids |= _ids([params.get("question_id")])
-        run_ids |= _ids([params.get("run_id")])
-        source_ids |= _ids([params.get("source_id")])
-        if isinstance(params.get("source_ids"), list):
-            source_ids |= _ids(params["source_ids"])
-    related = Related()
-    if question_ids:
-        related.questions = {q.pk: q for q in Question.objects.filter(pk__in=question_ids).only("id", "text")}
-    if run_ids:
-        related.runs = {
-            r.pk: r for r in EstimationRun.objects.filter(pk__in=run_ids).only("id", "kind", "parent_id", "job_id")
-        }
-    if source_ids:
-        related.sources = {s.pk: s for s in Source.objects.filter(pk__in=source_ids).only("id", "name")}
-    return related
-
-
-def _run_title(run: EstimationRun | None, run_id: JSONValue) -> str:
-    if run is None:
-        return f"Estimation run #{run_id} (deleted)" if run_id else "Estimation run"
-    if run.kind == EstimationRun.Kind.CLAIMS:
-        return f"Claim-level estimation run #{run.pk}"
-    if run.kind == EstimationRun.Kind.UPDATE:
-        return f"Incremental update run #{run.pk}"
-    return f"Estimation run #{run.pk}"
-
-
-def _source(params: JSONObject, related: Related) -> tuple[str, Link | None]:
-    """The name of the job's source and a link to its page (none once it is deleted)."""
-    source_id = params.get("source_id")
-    found = related.sources.get(source_id) if isinstance(source_id, int) else None
-    if found is not None:
-        return found.name, Link(f"Source {found.name}", reverse("source-detail", args=[found.pk]))
-    return str(params.get("source") or "a source"), None
-
-
 @dataclass
 class JobView:
     """What the job pages show of a job (itself a display-only copy: tasks.public.public_job)."""
@@ -262,71 +196,39 @@ class JobView:
     links: list[Link]
 
 
-def describe(job: Job, related: Related) -> JobView:
-    """The title, the headline and the links of one job."""
-    params = job.params if isinstance(job.params, dict) else {}
-    links: list[Link] = []
-    title = f"{job.get_kind_display()} job"
-    if job.kind == Job.Kind.ASK:
-        qid = params.get("question_id")
-        question = related.questions.get(qid) if isinstance(qid, int) else None
-        if question is not None:
-            title = f"Question #{question.pk}: {Truncator(question.text).chars(90)}"
-            links.append(Link(f"Question #{question.pk}", reverse("question-detail", args=[question.pk])))
-        else:
-            title = f"Question #{qid} (deleted)" if qid else "Question"
-    elif job.kind == Job.Kind.ESTIMATE:
-        rid = params.get("run_id")
-        run = related.runs.get(rid) if isinstance(rid, int) else None
-        title = _run_title(run, rid)
-        if run is not None:
-            links.append(Link(f"Run #{run.pk}", reverse("run-detail", args=[run.pk])))
-            if run.job_id and run.job_id != job.pk:
-                title += " (an earlier attempt: the run was resumed)"
-    elif job.kind == Job.Kind.INGEST:
-        name, link = _source(params, related)
-        if is_claim_load(params):
-            title = f"Claim load into {name}" if params.get("source") or params.get("source_id") else "Claim load"
-        elif is_file_ingestion(params):
-            title = f"Ingestion into {name}"
-        elif params.get("source_id") or params.get("source"):
-            title = f"Claim extraction from {name}"
-        else:
-            title = "Claim key embedding"
-        if link is not None:
-            links.append(link)
-    elif job.kind == Job.Kind.REEMBED:
-        listed = params.get("source_ids")
-        ids = listed if isinstance(listed, list) else []
-        found = [related.sources[i] for i in ids if isinstance(i, int) and i in related.sources]
-        title = "Re-embedding " + (", ".join(s.name for s in found) if found else f"{len(ids)} source(s)")
-        links.extend(Link(f"Source {s.name}", reverse("source-detail", args=[s.pk])) for s in found)
-    elif job.kind == Job.Kind.DEMO:
-        title = "Demo corpus"
-    result = job.result if isinstance(job.result, dict) else {}
-    if isinstance(result.get("embed_job"), int):
-        links.append(
-            Link(f"Key embedding job #{result['embed_job']}", reverse("job-detail", args=[result["embed_job"]]))
-        )
-    return JobView(job=job, title=title, headline=headline(job), links=links)
-
-
-def headline(job: Job) -> str:
-    """The line that sums the job up: a finished ingestion's new and held counts (whatever its
-    stored message said), otherwise its message."""
-    result = job.result if isinstance(job.result, dict) else {}
-    params = job.params if isinstance(job.params, dict) else {}
-    if (
-        job.kind == Job.Kind.INGEST
-        and job.succeeded
-        and is_file_ingestion(params)
-        and isinstance(result.get("files"), list)
-    ):
-        return ingest_headline(result)
-    return job.message
-
-
 def describe_jobs(jobs: list[Job]) -> list[JobView]:
-    """Every job of a page with its title, headline and links (one query per related kind)."""
-    related = related_objects(jobs)
-    return [describe(job, related) for job in jobs]
+    """Every job of a page with its title, headline and links: the app that owns each kind
+    of job says how its jobs read (runtime.jobs.JOB_TITLES, one query per related kind);
+    a kind no app describes reads as "<kind> job" with its own message."""
+    by_kind: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_kind.setdefault(str(job.kind), []).append(job)
+    titles: dict[int, JobTitle] = {}
+    for kind, of_kind in by_kind.items():
+        if kind in JOB_TITLES:
+            titles.update(JOB_TITLES.get(kind)(of_kind))
+    return [_view(job, titles.get(job.pk)) for job in jobs]
+
+
+def _view(job: Job, described: JobTitle | None) -> JobView:
+    links = [Link(link.label, link.url) for link in described.links] if described else []
+    result = job.result if isinstance(job.result, dict) else {}
+    embed_job = result.get("embed_job")
+    if isinstance(embed_job, int):
+        links.append(Link(f"Key embedding job #{embed_job}", reverse("job-detail", args=[embed_job])))
+    return JobView(
+        job=job,
+        title=described.title if described else f"{job.get_kind_display()} job",
+        headline=headline(job, described),
+        links=links,
+    )
+
+
+def headline(job: Job, described: JobTitle | None = None) -> str:
+    """The line that sums the job up: what the job's app says (a finished ingestion's new
+    and held counts, whatever its stored message said), otherwise its message."""
+    if described is None and str(job.kind) in JOB_TITLES:
+        described = JOB_TITLES.get(str(job.kind))([job]).get(job.pk)
+    if described is not None and described.headline is not None:
+        return described.headline
+    return job.message
