@@ -298,7 +298,7 @@ class Answering:
         )
 
 
-# A strategy's parameter type. The default (Any) is for a subclass that names none (a bare
+# A strategy's parameter type. The default (unchecked) is for a subclass that names none (a bare
 # ``AnswerStrategy``): its ``answer`` keeps the unchecked contract of before the base was generic.
 P = TypeVar("P", bound=ParamSet, default=Any)
 
