@@ -15,6 +15,7 @@ register leaks into another test.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Generic, TypeGuard, TypeVar
@@ -35,9 +36,9 @@ class Registry(Generic[T]):
     ) -> None:
         self.kind = kind
         self._accepts = accepts
-        self._builtin_modules = tuple(builtin_modules)
+        self.builtin_modules = list(builtin_modules)
         self._items: dict[str, T] = {}
-        self._loaded = False
+        self._loaded: set[str] = set()
 
     def register(self, name: str) -> Callable[[V], V]:
         """Decorator: make the decorated plug-in available under ``name``. A name is taken
@@ -58,9 +59,9 @@ class Registry(Generic[T]):
         self._items[name] = item
 
     def _load(self) -> None:
-        if not self._loaded:
-            self._loaded = True
-            for module in self._builtin_modules:
+        for module in self.builtin_modules:
+            if module not in self._loaded:
+                self._loaded.add(module)
                 importlib.import_module(module)  # runs its registrations
 
     def get(self, name: str) -> T:
@@ -84,15 +85,22 @@ class Registry(Generic[T]):
         return list(self._items.items())
 
     @contextmanager
-    def isolated(self) -> Iterator[None]:
-        """Whatever is registered inside the block is gone after it."""
+    def isolated(self) -> Iterator[list[str]]:
+        """Whatever is registered inside the block is gone after it. Yields the list of
+        built-in modules: a module appended to it is imported on the next lookup, and
+        forgotten on exit (so a later import registers it afresh)."""
         self._load()
-        saved = dict(self._items)
+        saved, saved_loaded, saved_modules = dict(self._items), set(self._loaded), list(self.builtin_modules)
         try:
-            yield
+            yield self.builtin_modules
         finally:
+            for module in set(self.builtin_modules) - set(saved_modules):
+                sys.modules.pop(module, None)
             self._items.clear()
             self._items.update(saved)
+            self._loaded.clear()
+            self._loaded.update(saved_loaded)
+            self.builtin_modules[:] = saved_modules
 
 
 def _qualname(item: object) -> str:

@@ -164,9 +164,9 @@ class _Transcript:
     )
 
 
-def _ask(run: Answering, prompt: str, max_tokens: int) -> str:
+def _ask(answering: Answering, prompt: str, max_tokens: int) -> str:
     """One prompt to the generator with its output budget; the text it writes."""
-    generations = run.generate([GenerationRequest(run.question, (), prompt=prompt, max_tokens=max_tokens)])
+    generations = answering.generate([GenerationRequest(answering.question, (), prompt=prompt, max_tokens=max_tokens)])
     return generations[0].text if generations else ""
 
 
@@ -181,29 +181,29 @@ class AstuteRagStrategy(AnswerStrategy[AstuteRagParams]):
     Params = AstuteRagParams
 
     def answer(self, question: str, ctx: EngineContext, params: AstuteRagParams) -> StrategyResult:
-        run = self.begin(question, ctx)
+        answering = self.begin(question, ctx)
         transcript = _Transcript()
-        internal = self.internal_passages(run, params, transcript)
-        passages = run.pooled_passages(params.pooled_k)
+        internal = self.internal_passages(answering, params, transcript)
+        passages = answering.pooled_passages(params.pooled_k)
         initial = _documents(passages, internal, {s.id: s.name for s in ctx.sources})
         groups: list[Group] = []
         proposals: dict[int, tuple[str, float | None]] = {}
         if params.prompt == "compact":
             consolidation = _Consolidation()
-            final = self.compact_answer(run, initial, params, transcript)
+            final = self.compact_answer(answering, initial, params, transcript)
         else:
-            consolidation = self.consolidate(run, initial, params, transcript)
-            output = self.finalise(run, initial, consolidation.last, params, transcript)
+            consolidation = self.consolidate(answering, initial, params, transcript)
+            output = self.finalise(answering, initial, consolidation.last, params, transcript)
             groups, _ = parse_groups(output, initial) if params.t > 0 else ([], 0)
             proposals = parse_proposals(output)
-            final = self.final_answer(run, output, proposals, initial, params, transcript)
+            final = self.final_answer(answering, output, proposals, initial, params, transcript)
         answer = IDK if is_idk(final.answer) else final.answer
 
         shown = groups or consolidation.groups  # the answer's own groups, else the last consolidation's
         confidence = self.choose_groups(answer, final.confidence, shown, proposals)
         used = self._used(answer, initial, shown)
         evidence = self.evidence(passages, used)
-        result = run.result(
+        result = answering.result(
             answer,
             0.0 if is_idk(answer) else float(confidence if confidence is not None else DEFAULT_CONFIDENCE),
             evidence=evidence,
@@ -243,24 +243,28 @@ class AstuteRagStrategy(AnswerStrategy[AstuteRagParams]):
         return result
 
     @staticmethod
-    def internal_passages(run: Answering, params: AstuteRagParams, transcript: _Transcript) -> list[str]:
+    def internal_passages(answering: Answering, params: AstuteRagParams, transcript: _Transcript) -> list[str]:
         """Step 1 (p_gen): at most m_hat passages from the model's own memory (none for m_hat = 0)."""
         if params.m_hat <= 0:
             return []
-        output = _ask(run, generation_prompt(run.question, params.m_hat), GEN_TOKENS_PER_PASSAGE * params.m_hat)
+        output = _ask(
+            answering, generation_prompt(answering.question, params.m_hat), GEN_TOKENS_PER_PASSAGE * params.m_hat
+        )
         transcript.raw["generate"] = bound(output, MAX_RAW_CHARS)
         return parse_internal_passages(output, params.m_hat)
 
     @staticmethod
     def consolidate(
-        run: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
+        answering: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
     ) -> _Consolidation:
         """Step 3 (p_con), t - 1 rounds: each usable output's groups become the last context; an
         unusable one keeps the previous context (with a note)."""
         done = _Consolidation()
         for iteration in range(1, params.t):
             output = _ask(
-                run, consolidation_prompt(run.question, initial, done.last, params.passage_chars), CONSOLIDATION_TOKENS
+                answering,
+                consolidation_prompt(answering.question, initial, done.last, params.passage_chars),
+                CONSOLIDATION_TOKENS,
             )
             transcript.raw["consolidate"].append(bound(output, MAX_RAW_CHARS))
             groups, rejected = parse_groups(output, initial)
@@ -280,7 +284,7 @@ class AstuteRagStrategy(AnswerStrategy[AstuteRagParams]):
 
     @staticmethod
     def finalise(
-        run: Answering,
+        answering: Answering,
         initial: Sequence[ContextDocument],
         last: Sequence[ContextDocument] | None,
         params: AstuteRagParams,
@@ -288,35 +292,37 @@ class AstuteRagStrategy(AnswerStrategy[AstuteRagParams]):
     ) -> str:
         """Step 4 (p_ans): consolidate once more (unless t = 0), one answer per group, the final
         answer between tags; the model's output."""
-        prompt = answer_prompt(run.question, initial, last, consolidate=params.t > 0, limit=params.passage_chars)
-        output = _ask(run, prompt, ANSWER_TOKENS)
+        prompt = answer_prompt(answering.question, initial, last, consolidate=params.t > 0, limit=params.passage_chars)
+        output = _ask(answering, prompt, ANSWER_TOKENS)
         transcript.raw["answer"] = bound(output, MAX_RAW_CHARS)
         return output
 
     def compact_answer(
-        self, run: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
+        self, answering: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
     ) -> FinalAnswer:
         """The compact variant's one answer call (instead of p_con and p_ans); a reply with no
         usable answer line goes to the same plain fallback as the paper's format, with a note."""
-        output = _ask(run, compact_answer_prompt(run.question, initial, limit=params.passage_chars), COMPACT_TOKENS)
+        output = _ask(
+            answering, compact_answer_prompt(answering.question, initial, limit=params.passage_chars), COMPACT_TOKENS
+        )
         transcript.raw["answer"] = bound(output, MAX_RAW_CHARS)
         final = parse_compact(output)
         if final.tagged or final.how:
             return final
         if params.plain_fallback:
-            final = self.plain_answer(run, initial, params, transcript) or final
+            final = self.plain_answer(answering, initial, params, transcript) or final
         taken = f"the answer was taken from {final.how}" if final.how else "the strategy abstained"
         transcript.notes.append(f"The model's reply to the compact prompt held no usable answer line: {taken}.")
         return final
 
     @staticmethod
     def plain_answer(
-        run: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
+        answering: Answering, initial: Sequence[ContextDocument], params: AstuteRagParams, transcript: _Transcript
     ) -> FinalAnswer | None:
         """The plain answer prompt over the same documents D0 (the format fallback); None when
         it abstains too."""
         texts = [bound(d.text, params.passage_chars) for d in initial]
-        generations = run.generate([GenerationRequest(run.question, texts)])
+        generations = answering.generate([GenerationRequest(answering.question, texts)])
         plain = generations[0].text if generations else ""
         transcript.raw["plain"] = bound(plain, MAX_RAW_CHARS)
         first = next((line for line in plain.splitlines() if line.strip()), "")
@@ -325,7 +331,7 @@ class AstuteRagStrategy(AnswerStrategy[AstuteRagParams]):
 
     def final_answer(
         self,
-        run: Answering,
+        answering: Answering,
         output: str,
         proposals: dict[int, tuple[str, float | None]],
         initial: Sequence[ContextDocument],
@@ -337,7 +343,7 @@ class AstuteRagStrategy(AnswerStrategy[AstuteRagParams]):
         answer without tags is said in a note."""
         final = parse_final(output, proposals)
         if not final.tagged and not final.how and params.plain_fallback:
-            final = self.plain_answer(run, initial, params, transcript) or final
+            final = self.plain_answer(answering, initial, params, transcript) or final
         if not final.tagged:
             taken = f"the answer was taken from {final.how}" if final.how else "the strategy abstained"
             transcript.notes.append(f"The model did not mark its final answer with <<<ANSWER>>> tags: {taken}.")

@@ -24,9 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Generic
-
-from typing_extensions import TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator
 from core.engine.backends.nli import NLI
@@ -298,9 +296,9 @@ class Answering:
         )
 
 
-# A strategy's parameter type. The default (unchecked) is for a subclass that names none (a bare
-# ``AnswerStrategy``): its ``answer`` keeps the unchecked contract of before the base was generic.
-P = TypeVar("P", bound=ParamSet, default=Any)
+# A strategy's parameter type: each strategy names its ParamSet (``AnswerStrategy[PooledParams]``),
+# so mypy checks its ``answer`` against it.
+P = TypeVar("P", bound=ParamSet)
 
 
 class Strategy(ABC):
@@ -330,7 +328,7 @@ class Strategy(ABC):
 class AnswerStrategy(Strategy, Generic[P]):
     """Subclass as ``AnswerStrategy[MyParams]``, set ``description``, ``requires`` and
     ``Params = MyParams``, implement ``answer`` (usually opening with
-    ``run = self.begin(question, ctx)``: see :class:`Answering`)."""
+    ``answering = self.begin(question, ctx)``: see :class:`Answering`)."""
 
     Params: type[P]
 

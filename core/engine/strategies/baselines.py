@@ -33,11 +33,11 @@ class RobustRagParams(PooledParams):
     beta: int = param(3, low=1, high=100, help="... or in at least this many of them")
 
 
-def _final(run: Answering, answer: str, confidence: float) -> StrategyResult:
+def _final(answering: Answering, answer: str, confidence: float) -> StrategyResult:
     """The result of a single answer: an abstention carries no confidence."""
     if is_idk(answer):
-        return run.result(IDK, 0.0)
-    return run.result(answer, confidence)
+        return answering.result(IDK, 0.0)
+    return answering.result(answer, confidence)
 
 
 @register("vanilla-rag")
@@ -46,10 +46,10 @@ class VanillaRag(AnswerStrategy[PooledParams]):
     Params = PooledParams
 
     def answer(self, question: str, ctx: EngineContext, params: PooledParams) -> StrategyResult:
-        run = self.begin(question, ctx)
-        passages = run.pooled_passages(params.pooled_k)
-        generations = run.generate([GenerationRequest(question, [p.text for p in passages])])
-        result = _final(run, generations[0].text, 1.0)
+        answering = self.begin(question, ctx)
+        passages = answering.pooled_passages(params.pooled_k)
+        generations = answering.generate([GenerationRequest(question, [p.text for p in passages])])
+        result = _final(answering, generations[0].text, 1.0)
         result.evidence = passage_evidence(passages, used=True)
         caveat_from_evidence(result, ctx.sources)
         return result
@@ -63,9 +63,9 @@ class VanillaLlm(AnswerStrategy[NoParams]):
     Params = NoParams
 
     def answer(self, question: str, ctx: EngineContext, params: NoParams) -> StrategyResult:
-        run = self.begin(question, ctx)
-        generations = run.generate([GenerationRequest(question, [])])
-        return _final(run, generations[0].text, 1.0)
+        answering = self.begin(question, ctx)
+        generations = answering.generate([GenerationRequest(question, [])])
+        return _final(answering, generations[0].text, 1.0)
 
 
 def _phrases(answer: str, max_len: int = 3) -> set[str]:
@@ -88,12 +88,12 @@ class RobustRag(AnswerStrategy[RobustRagParams]):
     Params = RobustRagParams
 
     def answer(self, question: str, ctx: EngineContext, params: RobustRagParams) -> StrategyResult:
-        run = self.begin(question, ctx)
-        passages = run.pooled_passages(params.pooled_k)
-        isolated = [g.text for g in run.generate([GenerationRequest(question, [p.text]) for p in passages])]
+        answering = self.begin(question, ctx)
+        passages = answering.pooled_passages(params.pooled_k)
+        isolated = [g.text for g in answering.generate([GenerationRequest(question, [p.text]) for p in passages])]
         answers = [text for text in isolated if not is_idk(text)]
         kept = self.keywords(answers, params)
-        result = self.aggregate(run, kept, answers) if kept else _final(run, IDK, 0.0)
+        result = self.aggregate(answering, kept, answers) if kept else _final(answering, IDK, 0.0)
         result.evidence = self.evidence(passages, isolated, {p for p, _ in kept})
         result.trace = {"keywords": [p for p, _ in kept]}
         caveat_from_evidence(result, ctx.sources)
@@ -119,22 +119,22 @@ class RobustRag(AnswerStrategy[RobustRagParams]):
         return evidence
 
     @staticmethod
-    def aggregate(run: Answering, kept: list[tuple[str, int]], answers: list[str]) -> StrategyResult:
+    def aggregate(answering: Answering, kept: list[tuple[str, int]], answers: list[str]) -> StrategyResult:
         """The answer from the kept keywords: a span reader returns the best-supported phrase
         (longest on ties) as an answer wrote it; a free-text model answers once more with the
         keywords as hints."""
         best, support = max(kept, key=lambda pc: (pc[1], len(pc[0].split())))
         confidence = support / len(answers)
-        if Capability.FREE_TEXT not in run.ctx.generator.capabilities:
+        if Capability.FREE_TEXT not in answering.ctx.generator.capabilities:
             # Return the original surface form of the best phrase.
             surface = next((a for a in answers if best in " ".join(content_words(a))), best)
-            return _final(run, surface if normalize_answer(surface) else best, confidence)
+            return _final(answering, surface if normalize_answer(surface) else best, confidence)
         hints = ", ".join(p for p, _ in sorted(kept, key=lambda pc: -pc[1]))
         prompt = (
             "Answer the question with a few words, using these keywords gathered from "
             f"several independent passages as hints: {hints}.\n"
             'If they do not answer the question, say "I don\'t know".\n'
-            f"Question: {run.question.strip()}\nAnswer:"
+            f"Question: {answering.question.strip()}\nAnswer:"
         )
-        final = run.generate([GenerationRequest(run.question, [], prompt=prompt)])
-        return _final(run, final[0].text, confidence)
+        final = answering.generate([GenerationRequest(answering.question, [], prompt=prompt)])
+        return _final(answering, final[0].text, confidence)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Protocol
 
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.backends.generation.prompts import clean_completion
@@ -85,6 +85,16 @@ class RaRagCrestParams(RaRagParams):
     method: str = param("distance", choices=METHODS, help=METHOD_HELP)
 
 
+class CredibilityParams(Protocol):
+    """What credibility estimation reads of a strategy's parameters (CrEst's and ra-rag-crest's)."""
+
+    @property
+    def ensemble(self) -> str: ...
+
+    @property
+    def method(self) -> str: ...
+
+
 def _method(name: str) -> Method:
     for method in METHODS:
         if method == name:
@@ -92,7 +102,9 @@ def _method(name: str) -> Method:
     raise ValueError(f"unknown credibility method {name!r}")
 
 
-def passage_credibility(passages: Sequence[Passage], ctx: EngineContext, params: Any) -> CredibilityEstimate:
+def passage_credibility(
+    passages: Sequence[Passage], ctx: EngineContext, params: CredibilityParams
+) -> CredibilityEstimate:
     """Credibility of each passage (in order) with the ensemble and method of ``params``."""
     embedders = ensemble_embedders(ctx.embedder, params.ensemble)
     return estimate_credibility([p.text for p in passages], embedders, _method(params.method))
@@ -108,8 +120,8 @@ MAX_TRACE_TEXT = 400  # each passage's text kept in the trace (for the ask page)
 
 
 def credibility_trace(
-    passages: Sequence[Passage], estimate: CredibilityEstimate, params: Any, ctx: EngineContext
-) -> dict[str, Any]:
+    passages: Sequence[Passage], estimate: CredibilityEstimate, params: CredibilityParams, ctx: EngineContext
+) -> dict[str, object]:
     """What the ask page shows (templates/core/_crest_evidence.html): how credibility was
     estimated (a fallback is said there, not as a note: a note marks the answer as resting
     on low evidence) and, per passage, its source, provenance, text, score and label."""
@@ -190,22 +202,22 @@ def _score_sets(estimate: CredibilityEstimate) -> list[tuple[str, tuple[float, .
 
 
 @register("crest-bbx")
-class CrestBlackBox(AnswerStrategy):
+class CrestBlackBox(AnswerStrategy[CrestBbxParams]):
     description = "CrEst black-box: credibility-labelled prompts, the output the others agree with most"
     requires = frozenset({Requirement.FREE_TEXT})
     product = True
     Params = CrestBbxParams
 
     def answer(self, question: str, ctx: EngineContext, params: CrestBbxParams) -> StrategyResult:
-        run = self.begin(question, ctx)
-        passages = run.pooled_passages(params.pooled_k)
+        answering = self.begin(question, ctx)
+        passages = answering.pooled_passages(params.pooled_k)
         estimate = passage_credibility(passages, ctx, params)
         variants = self.variants(estimate, params.prompts)
-        outputs = self.prompt_variants(run, passages, variants)
+        outputs = self.prompt_variants(answering, passages, variants)
         agreement, best = self.most_agreed(outputs, ctx, params)
         chosen = IDK if is_idk(outputs[best]) else outputs[best]
         support = sum(1 for o in outputs if not is_idk(o) and same_answer_text(o, chosen)) / len(outputs)
-        result = run.result(
+        result = answering.result(
             chosen,
             0.0 if is_idk(chosen) else support,
             evidence=credible_evidence(passages, estimate),
@@ -234,16 +246,16 @@ class CrestBlackBox(AnswerStrategy):
 
     @staticmethod
     def prompt_variants(
-        run: Answering, passages: Sequence[Passage], variants: Sequence[tuple[str, tuple[float, ...]]]
+        answering: Answering, passages: Sequence[Passage], variants: Sequence[tuple[str, tuple[float, ...]]]
     ) -> list[str]:
         """The paper's multiple prompting: one generation per labelled prompt variant, in one
         batched call; an empty output counts as "I don't know"."""
         texts = [p.text for p in passages]
         labelled = [
-            labelled_prompt(run.question, texts, [credibility_label(s) for s in scores], i)
+            labelled_prompt(answering.question, texts, [credibility_label(s) for s in scores], i)
             for i, (_, scores) in enumerate(variants)
         ]
-        generations = run.generate([GenerationRequest(run.question, texts, prompt=p) for p in labelled])
+        generations = answering.generate([GenerationRequest(answering.question, texts, prompt=p) for p in labelled])
         return [clean_completion(g.text) or IDK for g in generations]
 
     @staticmethod
@@ -260,7 +272,7 @@ class CrestBlackBox(AnswerStrategy):
 
 
 @register("crest-wbx")
-class CrestWhiteBox(AnswerStrategy):
+class CrestWhiteBox(AnswerStrategy[CrestWbxParams]):
     description = "CrEst white-box: attention to each passage scaled by its credibility (local model)"
     requires = frozenset({Requirement.TOKEN_SCORES})
     Params = CrestWbxParams
@@ -270,22 +282,26 @@ class CrestWhiteBox(AnswerStrategy):
         if lent is None:
             raise StrategyUnavailable(f"crest-wbx needs a local transformers model; {ctx.generator.name} lends none")
         tokenizer, model = lent
-        run = self.begin(question, ctx)
-        passages = run.pooled_passages(params.pooled_k)
+        answering = self.begin(question, ctx)
+        passages = answering.pooled_passages(params.pooled_k)
         estimate = passage_credibility(passages, ctx, params)
         texts = [p.text for p in passages]
         rendered = rendered_prompt(ctx.generator, tokenizer, GenerationRequest(question, texts))
         text, prompt_tokens, completion_tokens, spans = generate_with_credibility(
             tokenizer, model, rendered, texts, estimate.scores, params.max_new_tokens
         )
-        run.stats.calls, run.stats.prompt_tokens, run.stats.completion_tokens = 1, prompt_tokens, completion_tokens
+        answering.stats.calls, answering.stats.prompt_tokens, answering.stats.completion_tokens = (
+            1,
+            prompt_tokens,
+            completion_tokens,
+        )
         answer = clean_completion(text)
         idk = is_idk(answer) or not answer
         trace = {
             "credibility": credibility_trace(passages, estimate, params, ctx),
             "token_spans": [list(s) for s in spans],
         }
-        result = run.result(
+        result = answering.result(
             IDK if idk else answer,
             0.0 if idk else 1.0,
             evidence=credible_evidence(passages, estimate),
@@ -304,22 +320,23 @@ class RaRagCrest(RaRag):
     product = False  # a research combination
     Params = RaRagCrestParams
 
-    def choose(self, run: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
+    def choose(self, answering: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         assert isinstance(params, RaRagCrestParams)
-        votes = super().choose(run, params, trace)
+        votes = super().choose(answering, params, trace)
         passages = list({p.chunk_id: p for v in votes for p in v.passages}.values())
-        estimate = passage_credibility(passages, run.ctx, params)
+        estimate = passage_credibility(passages, answering.ctx, params)
         by_chunk = {p.chunk_id: s for p, s in zip(passages, estimate.scores, strict=True)}
         for vote in votes:
             if vote.passages:
                 vote.factor = sum(by_chunk[p.chunk_id] for p in vote.passages) / len(vote.passages)
                 vote.weight *= vote.factor
-        trace["credibility"] = credibility_trace(passages, estimate, params, run.ctx)
+        trace["credibility"] = credibility_trace(passages, estimate, params, answering.ctx)
         return votes
 
     def answer(self, question: str, ctx: EngineContext, params: SourceVotingParams) -> StrategyResult:
         result = super().answer(question, ctx, params)
-        info: Any = result.trace.get("credibility", {})
-        by_chunk = {p["chunk_id"]: p["credibility"] for p in info.get("passages", [])}
+        info = result.trace.get("credibility")
+        rows = info.get("passages", []) if isinstance(info, dict) else []
+        by_chunk = {p["chunk_id"]: p["credibility"] for p in rows if isinstance(p, dict)}
         result.evidence = [replace(e, credibility=by_chunk.get(e.chunk_id)) for e in result.evidence]
         return result

@@ -131,7 +131,7 @@ def _provenance(
 
 
 def _llm_scores(
-    run: Answering, groups: Sequence[list[ClaimRecord]], names: dict[int, str], trace: dict[str, object]
+    answering: Answering, groups: Sequence[list[ClaimRecord]], names: dict[int, str], trace: dict[str, object]
 ) -> dict[int, float]:
     """C_LLM of every claim of the groups small enough and in conflict, in one batched
     generator call. A group whose claims all give one value answers directly: asking a model
@@ -145,12 +145,12 @@ def _llm_scores(
         return {}
     requests = [
         GenerationRequest(
-            question=run.question,
+            question=answering.question,
             prompt=llm_authority_prompt(c.subject, c.attribute, c.raw_value or c.value, names.get(c.source_id, "")),
         )
         for c in claims
     ]
-    generations = run.generate(requests)
+    generations = answering.generate(requests)
     scores: dict[int, float] = {}
     for claim, generation in zip(claims, generations, strict=True):
         try:
@@ -289,7 +289,7 @@ class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
     Params = MultiRagParams
 
     def answer(self, question: str, ctx: EngineContext, params: MultiRagParams) -> StrategyResult:
-        run = self.begin(question, ctx)
+        answering = self.begin(question, ctx)
         store = ctx.claims
         if store is None:  # the registry checks Requirement.CLAIMS before a strategy is asked
             raise RuntimeError("multirag needs a claim store; this context has none")
@@ -299,9 +299,9 @@ class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
         source_ids = [s.id for s in pool]
         names = {s.id: s.name for s in pool}
 
-        items = self.match_items(run, store, source_ids, params, trace)
+        items = self.match_items(answering, store, source_ids, params, trace)
         if not items:
-            return run.result(
+            return answering.result(
                 IDK,
                 0.0,
                 notes=[
@@ -311,7 +311,7 @@ class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
                 trace=trace,
             )
         notes: list[str] = []
-        scored = self.score_items(run, items, pool, names, params, trace)
+        scored = self.score_items(answering, items, pool, names, params, trace)
         chosen = self.prune(items, scored, params, notes, trace)
         answer_group, match = scored[chosen], items[chosen][0]
         claims = {c.id: c for c in items[chosen][1]}
@@ -330,7 +330,7 @@ class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
                 "llm_used": answer_group.llm_used,
             }
         )
-        return run.result(
+        return answering.result(
             _display(behind),
             float(min(1.0, max(0.0, confidence))),
             votes=votes,
@@ -343,13 +343,15 @@ class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
 
     @staticmethod
     def match_items(
-        run: Answering, store: ClaimStore, source_ids: list[int], params: MultiRagParams, trace: dict[str, object]
+        answering: Answering, store: ClaimStore, source_ids: list[int], params: MultiRagParams, trace: dict[str, object]
     ) -> list[tuple[KeyMatch, list[ClaimRecord]]]:
         """Step 1: the items (subject, attribute) the question matches closely enough, best
         first, each with its homologous group (the claims of ``source_ids``); items without
         claims are dropped."""
-        vector = run.ctx.embedder.encode([run.question])[0]
-        matches = [m for m in store.match_keys(run.question, vector, params.max_items) if m.score >= params.min_match]
+        vector = answering.ctx.embedder.encode([answering.question])[0]
+        matches = [
+            m for m in store.match_keys(answering.question, vector, params.max_items) if m.score >= params.min_match
+        ]
         trace["matched"] = [
             {"subject": m.subject, "attribute": m.attribute, "score": round(m.score, 6)} for m in matches
         ]
@@ -361,7 +363,7 @@ class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
 
     @staticmethod
     def score_items(
-        run: Answering,
+        answering: Answering,
         items: Sequence[tuple[KeyMatch, list[ClaimRecord]]],
         pool: Sequence[SourceInfo],
         names: dict[int, str],
@@ -371,8 +373,8 @@ class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
         """Step 2: each group's graph- and node-level confidence, with the sources' historical
         authority and, when the generator writes free text, the LLM's authority judgement."""
         llm_scores: dict[int, float] = {}
-        if Capability.FREE_TEXT in run.ctx.generator.capabilities:
-            llm_scores = _llm_scores(run, [g for _, g in items], names, trace)
+        if Capability.FREE_TEXT in answering.ctx.generator.capabilities:
+            llm_scores = _llm_scores(answering, [g for _, g in items], names, trace)
         reliability = {s.id: s.accuracy for s in pool}
         history = {s.id: s.answers_count for s in pool}
         scored = [

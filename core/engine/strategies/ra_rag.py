@@ -72,15 +72,15 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
     def weights(self, ctx: EngineContext, sources: list[SourceInfo]) -> list[SourceInfo]:
         return sources
 
-    def choose(self, run: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
+    def choose(self, answering: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         """The votes: each chosen source answers from its own passages (f_align filtered)."""
-        sources = self.weights(run.ctx, list(run.ctx.sources))
-        passages = retrieve_per_source(run.question, run.ctx, params.k, sources)
-        return self.vote(run, sources, passages, params)
+        sources = self.weights(answering.ctx, list(answering.ctx.sources))
+        passages = retrieve_per_source(answering.question, answering.ctx, params.k, sources)
+        return self.vote(answering, sources, passages, params)
 
     def vote(
         self,
-        run: Answering,
+        answering: Answering,
         sources: Sequence[SourceInfo],
         passages: Mapping[int, list[Passage]],
         params: SourceVotingParams,
@@ -89,11 +89,11 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
     ) -> list[SourceVote]:
         """These sources answer from their passages, with the strategy's filter and parameters."""
         return answer_sources(
-            run.question,
-            run.ctx,
+            answering.question,
+            answering.ctx,
             sources,
             passages,
-            run.stats,
+            answering.stats,
             params.tau,
             self.use_filter,
             lazy=lazy,
@@ -107,10 +107,10 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
             if topic is not None:
                 ctx = replace(ctx, sources=sources)
                 trace["topic"] = topic
-        run = self.begin(question, ctx)
+        answering = self.begin(question, ctx)
         listed = by_reliability(ctx.sources)  # the order kappa-RRSS and kappa-RSS ask them in
         report_waiting(ctx, listed)
-        votes = self.choose(run, params, trace)
+        votes = self.choose(answering, params, trace)
         report_skipped(ctx, listed, (v.source_id for v in votes))
         outcome, clusters, answer = cluster_and_vote(
             question, ctx, votes, params.strict_clustering, estimated=self.estimated
@@ -122,8 +122,8 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
         candidates = candidate_count([v.cluster for v in votes])
         # Every source that answered, not only the winner's backers: a reliable source that
         # answered and lost is a contest, not an abstention.
-        answering = [v.source_id for v in votes if v.cluster is not None]
-        unreliable = unreliable_only(answering, ctx.sources, candidates) if self.estimated else None
+        answered = [v.source_id for v in votes if v.cluster is not None]
+        unreliable = unreliable_only(answered, ctx.sources, candidates) if self.estimated else None
         if unreliable:
             # Only sources estimated worse than a coin answered: abstain, and say what they said.
             notes = [f"{unreliable} They said “{answer}”."]
@@ -131,7 +131,7 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
         else:
             contested = contested_note(clusters, answer, ctx.sources) if winner is not None else None
             notes += [contested] if contested else []
-        return run.result(
+        return answering.result(
             answer,
             confidence,
             votes=votes,
@@ -156,13 +156,13 @@ class RaRag(_Voting):
     product = True
     Params = RaRagParams
 
-    def choose(self, run: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
+    def choose(self, answering: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         assert isinstance(params, RaRagParams)
-        ahead = PassagesAhead(run.question, run.ctx, params.k, by_reliability(run.ctx.sources))
+        ahead = PassagesAhead(answering.question, answering.ctx, params.k, by_reliability(answering.ctx.sources))
         selection, results = kappa_rrss(
-            run.ctx.sources,
+            answering.ctx.sources,
             params.kappa,
-            lambda batch: self.answer_batch(run, batch, ahead.cover(batch), params),
+            lambda batch: self.answer_batch(answering, batch, ahead.cover(batch), params),
             lambda vote: is_idk(vote.response),
         )
         trace["searched"] = ahead.searched()
@@ -171,22 +171,22 @@ class RaRag(_Voting):
         trace["selected"] = selection.selected
         # Only the selected sources vote; visited abstainers are kept for display (IDK).
         votes = [results[sid] for sid in selection.visited]
-        self.settle(run, votes)
+        self.settle(answering, votes)
         return votes
 
     def answer_batch(
         self,
-        run: Answering,
+        answering: Answering,
         batch: Sequence[SourceInfo],
         passages: Mapping[int, list[Passage]],
         params: SourceVotingParams,
     ) -> list[SourceVote]:
         """One κ-RRSS batch answers; its filter decides from the NLI's bounds where it can."""
-        return self.vote(run, batch, passages, params, lazy=True)
+        return self.vote(answering, batch, passages, params, lazy=True)
 
-    def settle(self, run: Answering, votes: list[SourceVote]) -> None:
+    def settle(self, answering: Answering, votes: list[SourceVote]) -> None:
         """One batched encoding gives every vote its exact score and the clustering its texts."""
-        settle_scores(run.question, run.ctx, votes, self.use_filter)
+        settle_scores(answering.question, answering.ctx, votes, self.use_filter)
 
 
 @register("ra-rag-global")
@@ -201,11 +201,11 @@ class RaRagRss(_Voting):
     description = "the kappa most reliable sources (no relevance check), filter, WMV"
     Params = RaRagParams
 
-    def choose(self, run: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
+    def choose(self, answering: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         assert isinstance(params, RaRagParams)
-        sources = kappa_rss(list(run.ctx.sources), params.kappa)
-        passages = retrieve_per_source(run.question, run.ctx, params.k, sources)
-        return self.vote(run, sources, passages, params)
+        sources = kappa_rss(list(answering.ctx.sources), params.kappa)
+        passages = retrieve_per_source(answering.question, answering.ctx, params.k, sources)
+        return self.vote(answering, sources, passages, params)
 
 
 @register("ra-rag-all")
