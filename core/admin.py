@@ -74,7 +74,7 @@ class GoldCheckedFilter(admin.SimpleListFilter):
 
 
 @admin.register(QueryCollection)
-class QuerySetAdmin(admin.ModelAdmin[QueryCollection]):
+class QueryCollectionAdmin(admin.ModelAdmin[QueryCollection]):
     list_display = ("name", "query_count", "run_count", "created_at")
     search_fields = ("name", "description", "queries__question")
     inlines = [FactQueryInline]

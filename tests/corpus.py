@@ -11,7 +11,7 @@ from core.models import QueryCollection
 from sources.ingest.base import ParsedDocument
 from sources.models import Source
 from sources.services import FileOutcome, store_documents
-from tests.factories import FactQueryFactory, QuerySetFactory, SourceFactory
+from tests.factories import FactQueryFactory, QueryCollectionFactory, SourceFactory
 
 FACTS = [
     ("What is the capital of France?", "Paris", "The capital of France is Paris.", "The capital of France is Lyon."),
@@ -62,7 +62,7 @@ def build_corpus(embedder: Any, reliable: int = 3) -> tuple[list[Source], Source
         good.append(source)
     bad = SourceFactory(name="misinformer")
     store(bad, [wrong for _, _, _, wrong in FACTS], embedder)
-    query_set = QuerySetFactory(name="demo")
+    query_set = QueryCollectionFactory(name="demo")
     for question, answer, _, _ in FACTS:
         FactQueryFactory(query_set=query_set, question=question, reference_answers=[answer])
     return good, bad, query_set

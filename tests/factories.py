@@ -72,11 +72,35 @@ class GroupFactory(ModelFactory[Group]):
     name = ANALYST
 
 
-def add_roles(user: Any, roles: list[str] | tuple[str, ...]) -> Any:
+def add_roles(user: User, roles: list[str] | tuple[str, ...]) -> User:
     """Put an account in the groups named (core.roles.ANALYST, CURATOR)."""
     if roles:
         user.groups.add(*(GroupFactory(name=role) for role in roles))
     return user
+
+
+# Post-generation hooks: factory_boy calls them with the account built (not the factory).
+
+
+def _set_password(user: User, create: bool, extracted: str | None, **kwargs: Any) -> None:
+    user.set_password(extracted or PASSWORD)
+    if create:
+        user.save(update_fields=["password"])
+
+
+def _add_given_roles(user: User, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
+    if create:
+        add_roles(user, extracted or [])
+
+
+def _add_analyst_roles(user: User, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
+    if create:
+        add_roles(user, [ANALYST] if extracted is None else extracted)
+
+
+def _add_curator_roles(user: User, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
+    if create:
+        add_roles(user, [CURATOR] if extracted is None else extracted)
 
 
 class UserFactory(ModelFactory[User]):
@@ -90,34 +114,20 @@ class UserFactory(ModelFactory[User]):
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
 
-    @factory.post_generation
-    def password(self, create: bool, extracted: str | None, **kwargs: Any) -> None:
-        self.set_password(extracted or PASSWORD)
-        if create:
-            self.save(update_fields=["password"])
-
-    @factory.post_generation
-    def roles(self, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
-        if create:
-            add_roles(self, extracted or [])
+    password = factory.PostGeneration(_set_password)
+    roles = factory.PostGeneration(_add_given_roles)
 
 
 class AnalystFactory(UserFactory):
     username = factory.Sequence(lambda n: f"analyst{n}")
 
-    @factory.post_generation
-    def roles(self, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
-        if create:
-            add_roles(self, [ANALYST] if extracted is None else extracted)
+    roles = factory.PostGeneration(_add_analyst_roles)
 
 
 class CuratorFactory(UserFactory):
     username = factory.Sequence(lambda n: f"curator{n}")
 
-    @factory.post_generation
-    def roles(self, create: bool, extracted: list[str] | None, **kwargs: Any) -> None:
-        if create:
-            add_roles(self, [CURATOR] if extracted is None else extracted)
+    roles = factory.PostGeneration(_add_curator_roles)
 
 
 # --- Jobs -----------------------------------------------------------------------------
@@ -172,7 +182,7 @@ class ChunkFactory(ModelFactory[Chunk]):
 # --- Fact-checking queries and estimation runs ----------------------------------------
 
 
-class QuerySetFactory(ModelFactory[QueryCollection]):
+class QueryCollectionFactory(ModelFactory[QueryCollection]):
     class Meta:
         model = QueryCollection
         django_get_or_create = ("name",)
@@ -184,7 +194,7 @@ class FactQueryFactory(ModelFactory[FactQuery]):
     class Meta:
         model = FactQuery
 
-    query_set = factory.SubFactory(QuerySetFactory)
+    query_set = factory.SubFactory(QueryCollectionFactory)
     question = factory.Sequence(lambda n: f"Question {n}?")
 
 
@@ -203,7 +213,7 @@ class EstimationRunFactory(ModelFactory[EstimationRun]):
             finished_at=factory.LazyFunction(timezone.now),
         )
 
-    query_set = factory.SubFactory(QuerySetFactory)
+    query_set = factory.SubFactory(QueryCollectionFactory)
     state = EstimationRun.State.PENDING
 
     @factory.post_generation
@@ -214,7 +224,7 @@ class EstimationRunFactory(ModelFactory[EstimationRun]):
 
 def _query_of_the_run(query: Any) -> QueryCollection:
     """The run's own query set, so that a response's query belongs to the run."""
-    return query.factory_parent.run.query_set or QuerySetFactory()
+    return query.factory_parent.run.query_set or QueryCollectionFactory()
 
 
 class RunResponseFactory(ModelFactory[RunResponse]):

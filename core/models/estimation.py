@@ -12,8 +12,10 @@ from sources.models import Document, Source
 
 class QueryCollection(models.Model):
     """A query set: a curated collection of fact-checking queries (admins edit it; runs use
-    it). Called a query set in the API (``query_set``, /api/query-sets/) and on the pages; the
-    model's own name keeps clear of Django's QuerySet."""
+    it). One rule for its two names: "query set" is the product's word, so every field,
+    parameter, URL, label and API name says it (``query_set``, /api/query-sets/,
+    ``--query-set``); only the classes named after the model say QueryCollection (this model,
+    QueryCollectionAdmin, QueryCollectionFactory), because QuerySet is Django's."""
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)

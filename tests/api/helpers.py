@@ -8,7 +8,7 @@ from tests.factories import (
     EstimationRunFactory,
     FactQueryFactory,
     JobFactory,
-    QuerySetFactory,
+    QueryCollectionFactory,
     QuestionFactory,
     ReliabilityScoreFactory,
     SourceFactory,
@@ -49,7 +49,7 @@ def answered_question(text: str = "Where is the Eiffel Tower?", strategy: str = 
 
 def demo_query_set(n: int = 1) -> QueryCollection:
     """The query set "demo" with ``n`` queries ("Question?" when one, "Question 0?", ... else)."""
-    query_set = QuerySetFactory(name="demo")
+    query_set = QueryCollectionFactory(name="demo")
     for i in range(n):
         FactQueryFactory(query_set=query_set, question="Question?" if n == 1 else f"Question {i}?")
     return query_set

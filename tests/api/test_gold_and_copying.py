@@ -10,7 +10,7 @@ from core.models import EstimationRun, FactQuery, QueryCollection
 from tests.factories import (
     EstimationRunFactory,
     FactQueryFactory,
-    QuerySetFactory,
+    QueryCollectionFactory,
     QuestionFactory,
     ReliabilityScoreFactory,
     RunResponseFactory,
@@ -49,7 +49,7 @@ def test_a_curator_creates_a_query_set_with_reference_answers_and_analysts_read_
 
 
 def test_a_query_set_repeating_a_question_or_an_existing_name_is_refused_and_nothing_is_stored(as_curator):
-    QuerySetFactory(name="taken")
+    QueryCollectionFactory(name="taken")
     twice = {"name": "twice", "queries": [{"question": "Same?"}, {"question": "Same?"}]}
     response = as_curator.post("/api/query-sets/", twice, format="json")
     assert response.status_code == 400 and "repeats" in error_of(response)["fields"]["queries"][0]

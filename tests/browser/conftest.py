@@ -65,7 +65,7 @@ def seeded(worker: Any, embedder: Any, curator: Any) -> dict[str, Any]:
     from sources.ingest import ParsedDocument
     from sources.models import Source
     from sources.services import FileOutcome, store_documents
-    from tests.factories import FactQueryFactory, QuerySetFactory, SourceFactory
+    from tests.factories import FactQueryFactory, QueryCollectionFactory, SourceFactory
 
     for name, reliable in FACTS.items():
         source = SourceFactory(name=name, kind=Source.Kind.REFERENCE if reliable else Source.Kind.SOCIAL)
@@ -74,7 +74,7 @@ def seeded(worker: Any, embedder: Any, curator: Any) -> dict[str, Any]:
             for title, text in (TRUE_DOCS if reliable else FALSE_DOCS)
         ]
         store_documents(source, docs, embedder, chunk_size=120, chunk_overlap=20, outcome=FileOutcome(name=name))
-    query_set = QuerySetFactory(name="demo", description="Browser test facts")
+    query_set = QueryCollectionFactory(name="demo", description="Browser test facts")
     for question, answers in QUERIES:
         FactQueryFactory(query_set=query_set, question=question, reference_answers=answers)
     return {"user": curator, "query_set": query_set}

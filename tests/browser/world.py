@@ -29,7 +29,7 @@ from tests.factories import (
     EstimationRunFactory,
     FactQueryFactory,
     JobFactory,
-    QuerySetFactory,
+    QueryCollectionFactory,
     QuestionFactory,
     ReliabilityScoreFactory,
     RunAnswerFactory,
@@ -293,7 +293,7 @@ def build_world(analyst: Any, curator: Any) -> dict[str, str]:
 
     claims_run = _claims(sources, curator)
 
-    query_set = QuerySetFactory(name="demo", description="Browser test facts")
+    query_set = QueryCollectionFactory(name="demo", description="Browser test facts")
     queries = [FactQueryFactory(query_set=query_set, question=q, reference_answers=[a]) for q, a, _ in FACTS]
     # An older run that agreement did not settle: its checks page (curators).
     unsettled = _run(sources, queries, query_set, days_ago=3, shift=0.0, user=curator)

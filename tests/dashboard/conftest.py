@@ -16,7 +16,7 @@ from tests.dashboard.helpers import World, make_run
 from tests.factories import (
     DocumentFactory,
     FactQueryFactory,
-    QuerySetFactory,
+    QueryCollectionFactory,
     QuestionFactory,
     SourceFactory,
     VoteFactory,
@@ -28,7 +28,7 @@ def world(db: Any) -> World:
     sources = [SourceFactory(name=f"src-{i}") for i in range(4)]
     for s in sources:
         DocumentFactory.create_batch(2, source=s)
-    qs = QuerySetFactory(name="facts")
+    qs = QueryCollectionFactory(name="facts")
     queries = [FactQueryFactory(query_set=qs, question=f"Question {i}?") for i in range(3)]
     # Sources 0 and 1 always agree; 2 and 3 collude on a different answer for query 0.
     answers: dict[tuple[int, int], str | None] = {

@@ -22,6 +22,7 @@ from django.test import RequestFactory
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 
+from core.engine.types import JSONObject
 from core.models import EstimationRun, FactQuery
 from core.services.estimation import start_estimation_run
 from core.views.errors import server_error
@@ -32,13 +33,14 @@ from tests.factories import (
     EstimationRunFactory,
     FactQueryFactory,
     JobFactory,
-    QuerySetFactory,
+    QueryCollectionFactory,
     QuestionFactory,
     ReliabilityScoreFactory,
     RunAnswerFactory,
     RunResponseFactory,
     SourceFactory,
 )
+from tests.helpers import must_search
 
 PRODUCT = "Reliability-aware RAG"
 
@@ -64,7 +66,7 @@ def test_a_question_job_is_titled_by_its_question_not_by_the_job_and_links_to_it
     job = JobFactory(kind=Job.Kind.ASK, state=Job.State.SUCCEEDED, params={"question_id": question.pk})
     assert job.pk != question.pk
     detail = page(analyst_client, reverse("job-detail", args=[job.pk]))
-    heading = re.search(r'<h1 id="job-title">(.*?)</h1>', detail).group(1)
+    heading = must_search(r'<h1 id="job-title">(.*?)</h1>', detail).group(1)
     assert heading == f"Question #{question.pk}: Who wrote the novel Dracula?"
     assert f'href="{reverse("question-detail", args=[question.pk])}"' in detail
     listing = page(analyst_client, reverse("job-list"))
@@ -153,7 +155,7 @@ def test_the_ingest_task_ends_with_its_new_and_held_counts(db: Any, tmp_path: Pa
 
 
 def test_the_headline_counts_rejected_files() -> None:
-    result = {
+    result: JSONObject = {
         "source": "wiki",
         "files": [{"file": "a.csv", "documents": 1, "duplicates": 0, "chunks": 2}, {"file": "b.csv", "error": "bad"}],
         "documents": 1,
@@ -196,7 +198,7 @@ def test_the_run_page_shows_reference_answers_beside_the_estimates_and_marks_the
     html = page(analyst_client, reverse("run-detail", args=[world.runs[1].pk]))
     table = html[html.index('id="answer-table"') : html.index("</table>", html.index('id="answer-table"'))]
     rows = re.findall(r"<tr class=\"(\w*)\">(.*?)</tr>", table, re.S)
-    by_question = {re.search(r"<td>(.*?)</td>", body).group(1): (css, body) for css, body in rows}
+    by_question = {must_search(r"<td>(.*?)</td>", body).group(1): (css, body) for css, body in rows}
     css, body = by_question["Question 0?"]
     assert css == "differs" and "lyon" in body and "Paris" in body and "differs from the reference" in body
     css, body = by_question["Question 1?"]
@@ -240,7 +242,7 @@ def test_an_answer_that_matches_the_reference_is_not_shown_as_a_mistake(analyst_
 
 @pytest.fixture
 def demo_set(db: Any) -> Any:
-    query_set = QuerySetFactory(name="demo")
+    query_set = QueryCollectionFactory(name="demo")
     FactQueryFactory(query_set=query_set, question="Question?")
     return query_set
 
@@ -393,7 +395,9 @@ def test_the_server_error_page_renders_even_when_its_request_context_fails(db: A
     def unreachable() -> Any:
         raise RuntimeError("the database is down")
 
-    request.user = SimpleLazyObject(unreachable)  # the context processors cannot build a context
+    # The context processors cannot build a context. (As AuthenticationMiddleware does, a lazy
+    # object stands in for the user; django-stubs types request.user as the resolved user.)
+    request.user = SimpleLazyObject(unreachable)  # type: ignore[assignment]
     fallback = server_error(request)
     assert fallback.status_code == 500
     assert title_of(fallback.content.decode()) == f"Server error · {PRODUCT}"

@@ -23,7 +23,7 @@ from tests import factories as f
         f.SourceFactory,
         f.DocumentFactory,
         f.ChunkFactory,
-        f.QuerySetFactory,
+        f.QueryCollectionFactory,
         f.FactQueryFactory,
         f.EstimationRunFactory,
         f.RunResponseFactory,

@@ -9,7 +9,13 @@ from typing import Any
 
 from core.models import EstimationRun, FactQuery
 from sources.models import Source
-from tests.factories import EstimationRunFactory, FactQueryFactory, QuerySetFactory, RunResponseFactory, SourceFactory
+from tests.factories import (
+    EstimationRunFactory,
+    FactQueryFactory,
+    QueryCollectionFactory,
+    RunResponseFactory,
+    SourceFactory,
+)
 
 FACTS = [
     ("What is the capital of France?", "Paris", "Lyon"),
@@ -30,7 +36,7 @@ COLLUDERS = ("colluder-x", "colluder-y", "colluder-z")
 def collusion_run(*, gold: int = 0, **params: Any) -> tuple[EstimationRun, list[FactQuery], dict[str, Source]]:
     """A running run over the colluding world whose first `gold` queries carry their reference
     answer, with every response stored (not yet estimated)."""
-    query_set = QuerySetFactory(name="collusion")
+    query_set = QueryCollectionFactory(name="collusion")
     queries = [
         FactQueryFactory(query_set=query_set, question=q, reference_answers=[right] if i < gold else [])
         for i, (q, right, _) in enumerate(FACTS)

@@ -15,7 +15,7 @@ from core.models import EstimationRun
 from core.services.estimation import TooManyRuns, start_estimation_run
 from sources.models import Source
 from tasks.models import Job
-from tests.factories import EstimationRunFactory, FactQueryFactory, QuerySetFactory, SourceFactory
+from tests.factories import EstimationRunFactory, FactQueryFactory, QueryCollectionFactory, SourceFactory
 
 
 def test_ingesting_only_rejected_files_creates_no_source_and_no_job(db: Any, tmp_path: Path) -> None:
@@ -52,7 +52,7 @@ def test_estimate_without_sources_asks_explicitly_for_every_active_source(db: An
 
 
 def test_the_service_refuses_a_run_that_names_no_sources_even_when_sources_hold_documents(db: Any) -> None:
-    FactQueryFactory(query_set=QuerySetFactory(name="demo"))
+    FactQueryFactory(query_set=QueryCollectionFactory(name="demo"))
     SourceFactory(name="wire", chunk_count=5)
     with pytest.raises(ValidationError) as caught:
         start_estimation_run()
@@ -62,7 +62,7 @@ def test_the_service_refuses_a_run_that_names_no_sources_even_when_sources_hold_
 
 
 def test_a_user_with_the_maximum_of_runs_in_progress_cannot_start_another(db: Any, curator: Any, settings: Any) -> None:
-    FactQueryFactory(query_set=QuerySetFactory(name="demo"))
+    FactQueryFactory(query_set=QueryCollectionFactory(name="demo"))
     # Three sources: a run needs at least three (reliability comes from agreement between sources).
     sources = [SourceFactory(name=name, chunk_count=5) for name in ("wire", "wiki", "almanac")]
     EstimationRunFactory(created_by=curator, state=EstimationRun.State.RUNNING)

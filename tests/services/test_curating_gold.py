@@ -9,7 +9,7 @@ from pathlib import Path
 from django.core.management import call_command
 
 from core.models import FactQuery
-from tests.factories import FactQueryFactory, QuerySetFactory
+from tests.factories import FactQueryFactory, QueryCollectionFactory
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "sources" / "demo_data" / "queries.json"
 
@@ -39,7 +39,7 @@ def test_a_curator_sets_reference_answers_one_per_line_in_the_admin(db, admin_cl
 
 def test_the_demo_query_set_loads_with_its_reference_answers_and_fills_in_a_set_loaded_without_them(db):
     items = json.loads(DEMO_QUERIES.read_text(encoding="utf-8"))["estimation"]
-    demo = QuerySetFactory(name="demo")
+    demo = QueryCollectionFactory(name="demo")
     bare = FactQueryFactory(query_set=demo, question=items[0]["question"], reference_answers=[])
     curated = FactQueryFactory(query_set=demo, question=items[1]["question"], reference_answers=["a curator's"])
     call_command("load_demo")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -26,13 +27,14 @@ from tests.factories import (
     EstimationRunFactory,
     FactQueryFactory,
     JobFactory,
-    QuerySetFactory,
+    QueryCollectionFactory,
     RunResponseFactory,
     SourceFactory,
 )
 
 
 def run_to_end(run: EstimationRun) -> EstimationRun:
+    assert run.job_id is not None, "the run was queued"
     job = wait_for_job(run.job_id, timeout=240)
     assert job.state == Job.State.SUCCEEDED, job.error
     run.refresh_from_db()
@@ -45,6 +47,7 @@ def test_a_run_scores_the_misinformation_source_below_the_sources_that_agree_and
     assert run.state == EstimationRun.State.SUCCEEDED and run.query_set == query_set
     n_pairs = len(FACTS) * 4
     assert RunResponse.objects.filter(run=run).count() == n_pairs
+    assert run.job is not None
     assert run.job.percent == 100 and run.job.progress_current == run.job.progress_total
     assert run.job.progress_total == RunProgress(n_pairs).total > n_pairs  # preparing, each pair, estimating
     scores = {s.source.name: s for s in ReliabilityScore.objects.filter(run=run).select_related("source")}
@@ -63,7 +66,7 @@ def test_a_run_scores_the_misinformation_source_below_the_sources_that_agree_and
     run = run_to_end(resume_estimation_run(run, reestimate=True))
     assert list(RunResponse.objects.filter(run=run).order_by("id").values_list("id", flat=True)) == before
     assert ReliabilityScore.objects.filter(run=run).count() == 4
-    assert run.job.result["responses"] == n_pairs
+    assert run.job is not None and run.job.result["responses"] == n_pairs
 
 
 def test_a_run_resumes_where_it_stopped_and_only_generates_missing_pairs(worker, embedder):
@@ -94,7 +97,7 @@ def test_a_run_uses_the_estimator_it_names_and_stores_the_chunks_each_source_rea
 
 
 def test_an_unknown_estimator_is_refused_naming_the_choices(db):
-    query_set = QuerySetFactory(name="demo")
+    query_set = QueryCollectionFactory(name="demo")
     FactQueryFactory(query_set=query_set)
     with pytest.raises(ValidationError) as caught:
         start_estimation_run(sources=[SourceFactory(chunk_count=1)], params={"estimator": "astrology"})
@@ -106,7 +109,7 @@ def test_starting_a_run_without_queries_or_with_empty_sources_names_the_fields(d
     with pytest.raises(ValidationError) as caught:
         start_estimation_run()
     assert set(caught.value.message_dict) == {"query_set", "sources"}
-    empty_set = QuerySetFactory(name="empty")
+    empty_set = QueryCollectionFactory(name="empty")
     with pytest.raises(ValidationError) as caught:
         start_estimation_run(
             query_set=empty_set, sources=[SourceFactory(name="nothing")], params={"batch_size": 0, "bogus": 1}
@@ -116,31 +119,34 @@ def test_starting_a_run_without_queries_or_with_empty_sources_names_the_fields(d
 
 
 def test_generating_queries_offline_says_an_llm_backend_is_needed(db):
-    query_set = QuerySetFactory(name="generated")
+    query_set = QueryCollectionFactory(name="generated")
     with pytest.raises(QueryGenerationUnavailable, match="LLM backend"):
         generate_queries([], query_set, ExtractiveReader())
 
 
 def test_generating_queries_with_an_llm_makes_a_question_and_a_yes_no_claim_check(db):
-    from core.engine.backends.generation.base import Generation
+    from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
     from tests.factories import DocumentFactory
 
     class FakeLlm:
         name = "openai:fake"
+        capabilities = frozenset({Capability.FREE_TEXT})
 
-        def generate(self, requests):
-            return [
-                Generation(
+        def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+            outputs = []
+            for r in requests:
+                assert r.prompt is not None, "query generation sends its own prompt"
+                asks_for_a_question = "QUESTION" in r.prompt.upper().split("\n")[0]
+                text = (
                     "Question: What causes COVID-19?\nAnswer: SARS-CoV-2"
-                    if "QUESTION" in r.prompt.upper().split("\n")[0]
-                    else "COVID-19 is caused by SARS-CoV-2",
-                    self.name,
+                    if asks_for_a_question
+                    else "COVID-19 is caused by SARS-CoV-2"
                 )
-                for r in requests
-            ]
+                outputs.append(Generation(text, self.name))
+            return outputs
 
     doc = DocumentFactory(text="COVID-19 is caused by the SARS-CoV-2 virus.")
-    query_set = QuerySetFactory(name="generated")
+    query_set = QueryCollectionFactory(name="generated")
     made = generate_queries([doc], query_set, FakeLlm())
     assert [(q.question, q.origin) for q in made] == [
         ("What causes COVID-19?", "generated"),
@@ -232,19 +238,20 @@ def test_a_models_claim_keeps_its_first_sentence_and_a_run_on_or_a_question_is_r
 
 
 def test_generated_claims_keep_a_leading_name_capitalised(db):
-    from core.engine.backends.generation.base import Generation
+    from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
     from tests.factories import DocumentFactory
 
     class FakeLlm:
         name = "openai:fake"
+        capabilities = frozenset({Capability.FREE_TEXT})
 
-        def generate(self, requests):
+        def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
             return [
                 Generation("Who is Keith Bostic?" if i % 2 == 0 else "Keith Bostic played in the NFL", self.name)
                 for i, _ in enumerate(requests)
             ]
 
-    made = generate_queries([DocumentFactory(text="Keith Bostic played in the NFL.")], QuerySetFactory(), FakeLlm())
+    made = generate_queries([DocumentFactory(text="Keith Bostic played in the NFL.")], QueryCollectionFactory(), FakeLlm())
     assert [q.question for q in made] == ["Who is Keith Bostic?", "Is it true that Keith Bostic played in the NFL?"]
 
 
@@ -265,7 +272,7 @@ def test_a_new_run_reuses_the_responses_whose_inputs_are_unchanged_and_says_how_
     second = run_to_end(start_estimation_run(sources="all"))
     assert second.params["reused_responses"] == n_pairs - len(FACTS)
     assert RunResponse.objects.filter(run=second).count() == n_pairs
-    assert any("reused" in line for line in second.job.log)
+    assert second.job is not None and any("reused" in line for line in second.job.log)
     before = {(r.query_id, r.source_id): (r.response, r.inputs) for r in stored.exclude(source=good[0])}
     after = {
         (r.query_id, r.source_id): (r.response, r.inputs)

@@ -16,7 +16,7 @@ import pytest
 from core.engine.reliability import DEFAULT_ESTIMATOR, voting_weight
 from core.services.engine_context import source_infos
 from core.services.estimation import start_estimation_run
-from tests.factories import FactQueryFactory, QuerySetFactory, SourceFactory
+from tests.factories import FactQueryFactory, QueryCollectionFactory, SourceFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def test_the_setting_defaults_to_the_engine_s_default_estimator() -> None:
 
 def test_a_run_that_names_no_estimator_uses_the_configured_one_and_a_named_one_wins(db: Any, settings: Any) -> None:
     settings.RELIABILITY_ESTIMATOR = "truthfinder"
-    FactQueryFactory(query_set=QuerySetFactory(name="demo"))
+    FactQueryFactory(query_set=QueryCollectionFactory(name="demo"))
     sources = SourceFactory.create_batch(3, chunk_count=1)  # a run needs at least three sources
     assert start_estimation_run(sources=sources).params["estimator"] == "truthfinder"
     named = start_estimation_run(sources=sources, params={"estimator": "onecoin"})
