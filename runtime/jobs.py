@@ -96,7 +96,7 @@ class KeepAlive:
             while not self.stop.wait(self.every):
                 if self.beat is not None:
                     self.beat(self.message)
-        except Exception:  # noqa: BLE001 - a missed heartbeat must not break the work
+        except Exception:
             logger.exception("heartbeat (%s) failed", self.message)
         finally:
             thread_connection.close()

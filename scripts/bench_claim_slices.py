@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.bench.metrics import correlations  # noqa: E402
-from core.bench.paths import default_data_dir  # noqa: E402
-from core.bench.truth import ClaimSet, load_claims  # noqa: E402
-from core.bench.truth_methods import majority_vote  # noqa: E402
-from core.engine.claims.resolve import resolve_claims  # noqa: E402
+from core.bench.metrics import correlations
+from core.bench.paths import default_data_dir
+from core.bench.truth import ClaimSet, load_claims
+from core.bench.truth_methods import majority_vote
+from core.engine.claims.resolve import resolve_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICES = {

@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.engine.backends.embedder_files import EMBEDDERS, load_embedder, prepare  # noqa: E402
-from core.engine.backends.embeddings import get_embedder  # noqa: E402
-from core.engine.types import Embedder  # noqa: E402
+from core.engine.backends.embedder_files import EMBEDDERS, load_embedder, prepare
+from core.engine.backends.embeddings import get_embedder
+from core.engine.types import Embedder
 
 DEMO = Path(__file__).resolve().parents[1] / "sources" / "demo_data"
 

@@ -25,19 +25,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.bench.corpus import build_corpus, make_sources  # noqa: E402
-from core.bench.datasets import BenchQuestion, load_questions  # noqa: E402
-from core.bench.embedding_cache import cached_default_embedder  # noqa: E402
-from core.bench.paths import default_cache_dir, default_data_dir  # noqa: E402
-from core.bench.qa import build_retriever  # noqa: E402
-from core.engine.backends.generation.extractive import ExtractiveReader  # noqa: E402
-from core.engine.backends.nli import EmbeddingLexicalNLI  # noqa: E402
-from core.engine.params import parse_params  # noqa: E402
-from core.engine.reliability import get_estimator  # noqa: E402
-from core.engine.reliability.iwmv import iwmv  # noqa: E402
-from core.engine.reliability.weights import voting_weight  # noqa: E402
-from core.engine.strategies import EngineContext, get_strategy  # noqa: E402
-from core.engine.types import Embedder, SourceInfo  # noqa: E402
+from core.bench.corpus import build_corpus, make_sources
+from core.bench.datasets import BenchQuestion, load_questions
+from core.bench.embedding_cache import cached_default_embedder
+from core.bench.paths import default_cache_dir, default_data_dir
+from core.bench.qa import build_retriever
+from core.engine.backends.generation.extractive import ExtractiveReader
+from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.params import parse_params
+from core.engine.reliability import get_estimator
+from core.engine.reliability.iwmv import iwmv
+from core.engine.reliability.weights import voting_weight
+from core.engine.strategies import EngineContext, get_strategy
+from core.engine.types import Embedder, SourceInfo
 
 
 def context(

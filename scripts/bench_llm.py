@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.engine.backends.generation import GenerationRequest  # noqa: E402
-from core.engine.backends.generation.gguf_files import DEFAULT_MODEL, MODELS  # noqa: E402
-from core.engine.backends.generation.local_transformers import TransformersGenerator  # noqa: E402
-from core.engine.text import answer_contains_gold, is_idk  # noqa: E402
+from core.engine.backends.generation import GenerationRequest
+from core.engine.backends.generation.gguf_files import DEFAULT_MODEL, MODELS
+from core.engine.backends.generation.local_transformers import TransformersGenerator
+from core.engine.text import answer_contains_gold, is_idk
 
 ANSWERABLE = [
     (

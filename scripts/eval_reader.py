@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.engine.backends.generation.extractive import ExtractiveReader  # noqa: E402
-from core.engine.text import answer_contains_gold, is_idk  # noqa: E402
+from core.engine.backends.generation.extractive import ExtractiveReader
+from core.engine.text import answer_contains_gold, is_idk
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "poisonedrag"
 RAMDOCS = Path(__file__).resolve().parents[2] / "shared" / "data" / "ramdocs" / "RAMDocs_test.jsonl"

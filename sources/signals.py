@@ -38,7 +38,7 @@ def request_missing_indexes(sender: object, using: str = "default", **kwargs: ob
         return
     try:
         queued = request_missing_builds()
-    except Exception:  # noqa: BLE001 - e.g. the broker is down: reconcile later
+    except Exception:
         logger.warning("could not queue the missing per-source index builds", exc_info=True)
         return
     if queued:

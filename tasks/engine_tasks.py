@@ -54,7 +54,7 @@ def generate_batch(run_id: int, pairs: list[list[int]]) -> int:
     progress = JobProgress(job_id) if job_id else None
     try:
         return generate(run_id, pairs, progress, heartbeat=progress.heartbeat if progress else None)
-    except Exception as exc:  # noqa: BLE001 - a broken backend must end the run and its job, not hang them
+    except Exception as exc:
         job_id = fail_run(run_id)
         if job_id is not None:
             JobProgress(job_id).fail(exc)

@@ -16,6 +16,6 @@ def build_source_index(progress: JobProgress, params: JSONObject) -> Done:
     progress.set_total(0, f"Building the HNSW index of {params.get('source') or 'a source'}")
     try:
         outcome = vector_index.build(as_int(params["source_id"], "source_id"), heartbeat=progress.heartbeat)
-    except Exception as exc:  # noqa: BLE001 - the entry says failed; the job says why
+    except Exception as exc:
         raise JobFailed(f"The HNSW index of {params.get('source') or 'the source'} failed: {exc}") from exc
     return Done(outcome.as_dict(), message=outcome.message)

@@ -51,7 +51,7 @@ def _retry_while_database_down(write: Callable[[], T], what: str) -> T | None:
             logger.warning("%s: the database is unreachable (%s); trying again in %s s", what, exc, delay)
             try:
                 connection.close()  # the next query opens a fresh connection
-            except Exception:  # noqa: BLE001 - a broken connection may fail to close; it is dropped anyway
+            except Exception:
                 logger.debug("closing the broken database connection failed", exc_info=True)
             time.sleep(delay)
     return None  # not reached

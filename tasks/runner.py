@@ -126,7 +126,7 @@ def job_task(
                 if on_failure is not None:
                     try:
                         on_failure(job_id, job.params, error)
-                    except Exception:  # noqa: BLE001 - the job has failed already; keep its record
+                    except Exception:
                         logger.exception("job %s: the failure hook of %s raised", job_id, name)
 
             if step == 0:  # a rescheduled invocation continues the running job

@@ -83,5 +83,5 @@ def _load_models() -> None:
 
         configured_embedder()
         configured_nli()
-    except Exception:  # noqa: BLE001 - the first task that needs the model loads it (and reports the error)
+    except Exception:
         logger.exception("loading the models in the background failed")

@@ -36,7 +36,7 @@ def param(
     low: float | None = None,
     high: float | None = None,
     choices: tuple[str, ...] | None = None,
-    help: str = "",
+    help: str = "",  # noqa: A002 - the keyword reads as what it is: param(3, help="...")
 ) -> T:
     """A dataclass field with bounds (inclusive) or choices, and a one-line explanation."""
     return dataclasses.field(default=default, metadata={"low": low, "high": high, "choices": choices, "help": help})

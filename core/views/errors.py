@@ -24,15 +24,15 @@ def server_error(request: HttpRequest, template_name: str = "500.html") -> HttpR
         return JsonResponse(error_body("server_error", API_MESSAGE), status=500)
     try:
         template = loader.get_template(template_name)
-    except Exception:  # noqa: BLE001 - a missing or broken template must not hide the error page
+    except Exception:
         logger.exception("the %s template cannot be loaded", template_name)
         return HttpResponseServerError(PLAIN, content_type="text/plain")
     try:
         return HttpResponseServerError(template.render({}, request))
-    except Exception:  # noqa: BLE001 - the context processors need the session and the database
+    except Exception:
         logger.warning("the server-error page is shown without its request context", exc_info=True)
     try:
         return HttpResponseServerError(template.render({}))
-    except Exception:  # noqa: BLE001
+    except Exception:
         logger.exception("the %s template cannot be rendered", template_name)
         return HttpResponseServerError(PLAIN, content_type="text/plain")

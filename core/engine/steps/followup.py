@@ -340,7 +340,7 @@ def rewrite_follow_up(earlier: Turn, follow_up: str, generator: Generator | None
     )
     try:
         generations: Sequence[object] = generator.generate([request])
-    except Exception as exc:  # a failing backend must not lose the question: rules answer
+    except Exception as exc:  # noqa: BLE001 - a failing backend must not lose the question: rules answer
         return Rewrite(rules.text, rules.method, fallback=f"the language model failed ({type(exc).__name__})")
     generation = generations[0] if generations else None
     text = getattr(generation, "text", "") or ""

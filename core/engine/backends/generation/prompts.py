@@ -116,7 +116,7 @@ def render_chat(tokenizer: Any, prompt: str) -> str:
         try:
             rendered: str = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             return rendered
-        except Exception:  # some templates reject a system turn
+        except Exception:  # noqa: BLE001 - some templates reject a system turn, whatever they raise
             rendered = tokenizer.apply_chat_template(messages[1:], tokenize=False, add_generation_prompt=True)
             return rendered
     return prompt
