@@ -20,14 +20,21 @@ import os
 import socket
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
+from pytest_django import DjangoDbBlocker
 from rest_framework.test import APIClient
 
 from tests.factories import AnalystFactory, CuratorFactory, UserFactory
 from tests.helpers import token_client
+
+if TYPE_CHECKING:
+    from celery.worker import WorkController
+
+    from core.engine.types import Embedder
 
 
 def _redis_answers(host: str = "127.0.0.1", port: int = 6379) -> bool:
@@ -39,7 +46,7 @@ def _redis_answers(host: str = "127.0.0.1", port: int = 6379) -> bool:
         return False
 
 
-def pytest_configure(config: Any) -> None:
+def pytest_configure(config: pytest.Config) -> None:
     """Point the Celery app at this session's own broker and give the session its own
     test database, so concurrent runs (and a running dev worker) never share either."""
     from django.conf import settings
@@ -58,10 +65,11 @@ def pytest_configure(config: Any) -> None:
         options = broker_settings("", tempfile.mkdtemp(prefix="rrag-broker-"))
     app.conf.broker_url  # noqa: B018 - load the app's own configuration first, then override it
     app.conf.update(options)
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = f"test_reliability_{os.getpid()}"
+    # DatabaseSettings (reliability_site/dburl.py) does not list Django's TEST key.
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = f"test_reliability_{os.getpid()}"  # type: ignore[typeddict-item]
 
 
-def pytest_collection_modifyitems(items: list[Any]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that uses the real worker (the `worker` fixture or the session worker it
     rests on, directly or through another fixture) carries the `worker` marker, so that
     `-m "not worker"` leaves them all out; browser tests likewise carry `browser`."""
@@ -74,7 +82,7 @@ def pytest_collection_modifyitems(items: list[Any]) -> None:
 
 
 @pytest.fixture(scope="session")
-def celery_worker_session(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Any]:
+def celery_worker_session(django_db_setup: None, django_db_blocker: DjangoDbBlocker) -> Iterator[WorkController]:
     from celery.contrib.testing.worker import start_worker
 
     from reliability_site.celery import app
@@ -95,13 +103,13 @@ def celery_worker_session(django_db_setup: Any, django_db_blocker: Any) -> Itera
 
 
 @pytest.fixture
-def worker(celery_worker_session: Any, transactional_db: Any) -> Any:
+def worker(celery_worker_session: WorkController, transactional_db: None) -> WorkController:
     """A real Celery worker on a real broker, consuming the product's queues."""
     return celery_worker_session
 
 
 @pytest.fixture(scope="session")
-def embedder() -> Any:
+def embedder() -> Embedder:
     """The real offline embedding model (all-MiniLM-L6-v2 from its PyPI package)."""
     from runtime.backends import configured_embedder
 
@@ -112,54 +120,54 @@ def embedder() -> Any:
 
 
 @pytest.fixture
-def analyst(db: Any) -> Any:
+def analyst(db: None) -> User:
     return AnalystFactory(username="alice")
 
 
 @pytest.fixture
-def curator(db: Any) -> Any:
+def curator(db: None) -> User:
     return CuratorFactory(username="carol")
 
 
 @pytest.fixture
-def nobody(db: Any) -> Any:
+def nobody(db: None) -> User:
     """An account in no group: signed in, but with no role."""
     return UserFactory(username="norole")
 
 
-def logged_in_client(user: Any) -> Client:
+def logged_in_client(user: User) -> Client:
     client = Client()
     client.force_login(user)
     return client
 
 
 @pytest.fixture
-def analyst_client(analyst: Any) -> Client:
+def analyst_client(analyst: User) -> Client:
     return logged_in_client(analyst)
 
 
 @pytest.fixture
-def curator_client(curator: Any) -> Client:
+def curator_client(curator: User) -> Client:
     return logged_in_client(curator)
 
 
 @pytest.fixture
-def nobody_client(nobody: Any) -> Client:
+def nobody_client(nobody: User) -> Client:
     return logged_in_client(nobody)
 
 
 @pytest.fixture
-def as_analyst(analyst: Any) -> APIClient:
+def as_analyst(analyst: User) -> APIClient:
     return token_client(analyst)
 
 
 @pytest.fixture
-def as_curator(curator: Any) -> APIClient:
+def as_curator(curator: User) -> APIClient:
     return token_client(curator)
 
 
 @pytest.fixture
-def as_nobody(nobody: Any) -> APIClient:
+def as_nobody(nobody: User) -> APIClient:
     return token_client(nobody)
 
 

@@ -3,6 +3,7 @@ condition, and the worker-fault harness (a broker, the test database's URL, what
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -58,6 +60,7 @@ class Broker:
     def purge(self, queue: str) -> int:
         """Drop the messages waiting in a queue of this namespace; returns how many."""
         from kombu import Connection
+        from kombu.transport.virtual import Channel
 
         from reliability_site.celery import broker_settings
 
@@ -66,7 +69,9 @@ class Broker:
         else:
             options = broker_settings("", self.folder)["broker_transport_options"]
         with Connection(self.url or "filesystem://", transport_options=options) as conn:
-            return int(conn.default_channel.queue_purge(queue) or 0)
+            channel = conn.default_channel
+            assert isinstance(channel, Channel)  # redis and filesystem are both virtual transports
+            return int(channel.queue_purge(queue) or 0)
 
     def clear(self) -> None:
         """Drop what is left under the prefix (messages a killed worker held unacknowledged)."""
@@ -96,9 +101,34 @@ def error_of(response: Any) -> dict[str, Any]:
     return body["error"]
 
 
-def token_client(user: Any) -> APIClient:
+def token_header(user: User) -> str:
+    """The Authorization header value an API client of the account sends."""
+    token, _ = Token.objects.get_or_create(user=user)
+    return f"Token {token.key}"
+
+
+def token_client(user: User) -> APIClient:
     """An API client that authenticates with the account's token."""
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=token_header(user))
     return client
+
+
+def as_list(value: object) -> list[Any]:
+    """A value the code types loosely (a strategy's trace, a stored JSON summary, a view's
+    ``dict[str, object]``) that the test expects to be a list: checked, then readable."""
+    assert isinstance(value, list), f"expected a list, got {value!r}"
+    return value
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """As :func:`as_list`, for a value the test expects to be a JSON object (a dict)."""
+    assert isinstance(value, dict), f"expected a dict, got {value!r}"
+    return value
+
+
+def must_search(pattern: str, text: str) -> re.Match[str]:
+    """``re.search`` for text the test expects to hold the pattern: fails, showing the text, if not."""
+    match = re.search(pattern, text)
+    assert match is not None, f"{pattern!r} not found in {text!r}"
+    return match

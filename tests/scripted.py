@@ -122,7 +122,7 @@ def astute_context(
 def answer_with(ctx: EngineContext, **raw: Any) -> StrategyResult:
     """astute-rag's answer over ``ctx`` with the given parameters (also used by the page test)."""
     strategy = get_strategy("astute-rag")
-    return strategy.answer(QUESTION, ctx, parse_params(strategy.Params, raw))
+    return strategy.answer_checked(QUESTION, ctx, parse_params(strategy.Params, raw))
 
 
 CREST_QUESTION = "who recorded i can't help falling in love with you"

@@ -325,6 +325,7 @@ def test_a_failed_claim_run_is_resumed_through_the_api(as_curator):
     assert response.status_code == 202, response.content
     run.refresh_from_db()
     assert run.state == EstimationRun.State.PENDING and response.json()["job"] == run.job_id
+    assert run.job_id is not None
     assert Job.objects.get(pk=run.job_id).params == {"run_id": run.pk}
 
 

@@ -13,8 +13,8 @@ from tests.factories import DocumentFactory, SourceFactory
 from tests.helpers import error_of
 
 
-def utc(*args: int) -> dt.datetime:
-    return dt.datetime(*args, tzinfo=dt.UTC)
+def utc(year: int, month: int, day: int) -> dt.datetime:
+    return dt.datetime(year, month, day, tzinfo=dt.UTC)
 
 
 def titles(response) -> list[str]:

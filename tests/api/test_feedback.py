@@ -4,12 +4,14 @@ gold-checked query that an estimation run over the "Analyst feedback" set uses."
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from core.models import AnswerFeedback, EstimationRun, FactQuery, ReliabilityScore
+from core.models import AnswerFeedback, EstimationRun, FactQuery, Question, ReliabilityScore
 from core.services.feedback import FEEDBACK_QUERY_SET
+from sources.models import Source
 from tasks.jobs import wait_for_job
 from tasks.models import Job
 from tests.corpus import build_corpus
@@ -19,20 +21,26 @@ from tests.helpers import error_of
 URL = "/api/feedback/"
 
 
+@dataclass
+class Answered:
+    question: Question
+    forum: Source  # answered "Lyon" as the question did
+    wiki: Source  # abstained
+
+
 @pytest.fixture
-def answered(db: Any) -> Any:
+def answered(db: None) -> Answered:
     """A question answered "Lyon" by two sources, one of which ("forum") also said it; "wiki" abstained."""
     question = QuestionFactory(answered=True, text="In which city is the Eiffel Tower?", answer="Lyon")
     forum, blog, wiki = (SourceFactory(name=n) for n in ("forum", "blog", "wiki"))
     VoteFactory(question=question, source=forum, rank=0, response="Lyon")
     VoteFactory(question=question, source=blog, rank=1, response="Lyon")
     VoteFactory(question=question, source=wiki, rank=2, response="I don't know", cluster=None, filtered=True)
-    question.forum, question.wiki = forum, wiki
-    return question
+    return Answered(question, forum, wiki)
 
 
-def test_an_analyst_posts_feedback_and_posting_it_again_updates_it(as_analyst: Any, answered: Any) -> None:
-    created = as_analyst.post(URL, {"question": answered.pk, "kind": "answer_wrong"}, format="json")
+def test_an_analyst_posts_feedback_and_posting_it_again_updates_it(as_analyst: Any, answered: Answered) -> None:
+    created = as_analyst.post(URL, {"question": answered.question.pk, "kind": "answer_wrong"}, format="json")
     assert created.status_code == 201
     body = created.json()
     assert body["kind"] == "answer_wrong" and body["status"] == "pending" and body["answer"] == "Lyon"
@@ -42,7 +50,7 @@ def test_an_analyst_posts_feedback_and_posting_it_again_updates_it(as_analyst: A
     again = as_analyst.post(
         URL,
         {
-            "question": answered.pk,
+            "question": answered.question.pk,
             "kind": "answer_wrong",
             "corrected_answer": "Paris",
             "comment": "On the Champ de Mars.",
@@ -50,13 +58,18 @@ def test_an_analyst_posts_feedback_and_posting_it_again_updates_it(as_analyst: A
         format="json",
     )
     assert again.status_code == 200 and again.json()["id"] == body["id"]
-    kept = as_analyst.post(URL, {"question": answered.pk, "kind": "answer_wrong"}, format="json").json()
+    kept = as_analyst.post(URL, {"question": answered.question.pk, "kind": "answer_wrong"}, format="json").json()
     assert (kept["corrected_answer"], kept["comment"]) == ("Paris", "On the Champ de Mars.")
     assert AnswerFeedback.objects.count() == 1
 
 
-def test_a_source_wrong_here_names_the_source(as_analyst: Any, answered: Any) -> None:
-    body = {"question": answered.pk, "kind": "source_wrong", "source": answered.forum.pk, "corrected_answer": "Paris"}
+def test_a_source_wrong_here_names_the_source(as_analyst: Any, answered: Answered) -> None:
+    body = {
+        "question": answered.question.pk,
+        "kind": "source_wrong",
+        "source": answered.forum.pk,
+        "corrected_answer": "Paris",
+    }
     response = as_analyst.post(URL, body, format="json")
     assert response.status_code == 201
     assert response.json()["source_name"] == "forum" and response.json()["answer"] == "Lyon"
@@ -78,9 +91,9 @@ def test_a_source_wrong_here_names_the_source(as_analyst: Any, answered: Any) ->
     ],
 )
 def test_bad_feedback_is_a_400_naming_the_field_and_stores_nothing(
-    as_analyst: Any, answered: Any, body: dict[str, Any], field: str
+    as_analyst: Any, answered: Answered, body: dict[str, Any], field: str
 ) -> None:
-    body = {"question": answered.pk, **body} if field != "question" else body
+    body = {"question": answered.question.pk, **body} if field != "question" else body
     if body.get("source") == "FORUM":
         body["source"] = answered.forum.pk  # a source, but only source_wrong names one
     response = as_analyst.post(URL, body, format="json")
@@ -89,24 +102,32 @@ def test_bad_feedback_is_a_400_naming_the_field_and_stores_nothing(
     assert not AnswerFeedback.objects.exists()
 
 
-def test_feedback_on_an_unanswered_question_or_an_abstaining_source_is_refused(as_analyst: Any, answered: Any) -> None:
+def test_feedback_on_an_unanswered_question_or_an_abstaining_source_is_refused(
+    as_analyst: Any, answered: Answered
+) -> None:
     pending = QuestionFactory(text="Not yet?")
     response = as_analyst.post(URL, {"question": pending.pk, "kind": "answer_wrong"}, format="json")
     assert response.status_code == 400 and "has no answer yet" in error_of(response)["fields"]["question"][0]
-    silent = {"question": answered.pk, "kind": "source_wrong", "source": answered.wiki.pk}
+    silent = {"question": answered.question.pk, "kind": "source_wrong", "source": answered.wiki.pk}
     response = as_analyst.post(URL, silent, format="json")
     assert response.status_code == 400 and "I don't know" in error_of(response)["fields"]["source"][0]
     assert not AnswerFeedback.objects.exists()
 
 
 def test_roles_analysts_see_their_own_feedback_curators_everyone_s_and_only_curators_review(
-    as_analyst: Any, as_curator: Any, as_nobody: Any, anonymous: Any, answered: Any
+    as_analyst: Any, as_curator: Any, as_nobody: Any, anonymous: Any, answered: Answered
 ) -> None:
-    assert anonymous.post(URL, {"question": answered.pk, "kind": "answer_right"}, format="json").status_code == 401
-    assert as_nobody.post(URL, {"question": answered.pk, "kind": "answer_right"}, format="json").status_code == 403
+    assert (
+        anonymous.post(URL, {"question": answered.question.pk, "kind": "answer_right"}, format="json").status_code
+        == 401
+    )
+    assert (
+        as_nobody.post(URL, {"question": answered.question.pk, "kind": "answer_right"}, format="json").status_code
+        == 403
+    )
     assert as_nobody.get(URL).status_code == 403
-    mine = as_analyst.post(URL, {"question": answered.pk, "kind": "answer_right"}, format="json").json()
-    theirs = as_curator.post(URL, {"question": answered.pk, "kind": "answer_wrong"}, format="json").json()
+    mine = as_analyst.post(URL, {"question": answered.question.pk, "kind": "answer_right"}, format="json").json()
+    theirs = as_curator.post(URL, {"question": answered.question.pk, "kind": "answer_wrong"}, format="json").json()
     assert [f["id"] for f in as_analyst.get(URL).json()["results"]] == [mine["id"]]
     assert as_analyst.get(f"{URL}{theirs['id']}/").status_code == 404
     assert {f["id"] for f in as_curator.get(URL).json()["results"]} == {mine["id"], theirs["id"]}
@@ -117,9 +138,9 @@ def test_roles_analysts_see_their_own_feedback_curators_everyone_s_and_only_cura
 
 
 def test_a_curator_confirms_a_corrected_answer_into_gold_refuses_a_contradiction_and_rejects(
-    as_analyst: Any, as_curator: Any, answered: Any
+    as_analyst: Any, as_curator: Any, answered: Answered
 ) -> None:
-    wrong = {"question": answered.pk, "kind": "answer_wrong", "corrected_answer": "Paris"}
+    wrong = {"question": answered.question.pk, "kind": "answer_wrong", "corrected_answer": "Paris"}
     feedback = as_analyst.post(URL, wrong, format="json").json()
     confirmed = as_curator.post(f"{URL}{feedback['id']}/confirm/", {}, format="json")
     assert confirmed.status_code == 200
@@ -134,7 +155,7 @@ def test_a_curator_confirms_a_corrected_answer_into_gold_refuses_a_contradiction
     gold = as_analyst.get("/api/fact-queries/", {"query_set": query.query_set_id, "gold": "true"}).json()
     assert [q["id"] for q in gold["results"]] == [query.pk]
 
-    right = as_curator.post(URL, {"question": answered.pk, "kind": "answer_right"}, format="json").json()
+    right = as_curator.post(URL, {"question": answered.question.pk, "kind": "answer_right"}, format="json").json()
     conflict = as_curator.post(f"{URL}{right['id']}/confirm/")
     assert conflict.status_code == 409 and error_of(conflict)["code"] == "conflict"
     assert "contradict 'Lyon'" in error_of(conflict)["message"]
@@ -147,9 +168,9 @@ def test_a_curator_confirms_a_corrected_answer_into_gold_refuses_a_contradiction
 
 
 def test_a_wrong_answer_confirmed_without_the_right_one_is_a_known_wrong_answer(
-    as_analyst: Any, as_curator: Any, answered: Any
+    as_analyst: Any, as_curator: Any, answered: Answered
 ) -> None:
-    feedback = as_analyst.post(URL, {"question": answered.pk, "kind": "answer_wrong"}, format="json").json()
+    feedback = as_analyst.post(URL, {"question": answered.question.pk, "kind": "answer_wrong"}, format="json").json()
     body = as_curator.post(f"{URL}{feedback['id']}/confirm/").json()
     assert body["status"] == "confirmed" and body["known_wrong"] is True and body["gold_query"] is None
     assert not FactQuery.objects.filter(query_set__name=FEEDBACK_QUERY_SET).exists()
@@ -192,6 +213,7 @@ def test_an_estimation_run_over_the_feedback_set_is_anchored_by_the_confirmed_an
     )
     assert started.status_code == 202, started.json()
     run = EstimationRun.objects.get(pk=started.json()["run"]["id"])
+    assert run.job_id is not None
     job = wait_for_job(run.job_id, timeout=240)
     assert job.state == Job.State.SUCCEEDED, job.error
     run.refresh_from_db()

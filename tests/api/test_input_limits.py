@@ -95,8 +95,10 @@ def _api_views(patterns: list[Any]) -> list[tuple[str, Any]]:
     for entry in patterns:
         if isinstance(entry, URLResolver):
             found.extend(_api_views(entry.url_patterns))
-        elif isinstance(entry, URLPattern) and getattr(entry.callback, "cls", None) is not None:
-            found.append((str(entry.pattern), entry.callback.cls))
+        elif isinstance(entry, URLPattern):
+            view_class = getattr(entry.callback, "cls", None)  # set by as_view() on an API view
+            if view_class is not None:
+                found.append((str(entry.pattern), view_class))
     return found
 
 

@@ -22,9 +22,8 @@ TOKEN_URL = "/api/token/"
 
 
 def ask_token(username: str, password: str, address: str = "127.0.0.1", **headers: str) -> Any:
-    return APIClient().post(
-        TOKEN_URL, {"username": username, "password": password}, format="json", REMOTE_ADDR=address, **headers
-    )
+    environ: dict[str, Any] = {"REMOTE_ADDR": address, **headers}  # the client's address and its headers
+    return APIClient().post(TOKEN_URL, {"username": username, "password": password}, format="json", **environ)
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ runs in progress."""
 
 from __future__ import annotations
 
+from rest_framework.test import APIClient
+
 from core.models import EstimationRun
 from tasks.models import Job
 from tests.api.helpers import demo_query_set, three_sources
@@ -20,10 +22,11 @@ def test_an_empty_body_starts_nothing_and_asks_for_the_sources(as_curator):
     assert not EstimationRun.objects.exists() and not Job.objects.exists()
 
 
-def test_sources_must_be_a_non_empty_list_of_ids_or_all(as_curator):
+def test_sources_must_be_a_non_empty_list_of_ids_or_all(as_curator: APIClient) -> None:
     demo_query_set()
     SourceFactory(name="wiki", chunk_count=3)
-    for sources in ([], "everything", None, 3):
+    refused: list[object] = [[], "everything", None, 3]
+    for sources in refused:
         response = as_curator.post("/api/estimation-runs/", {"sources": sources}, format="json")
         assert response.status_code == 400, sources
         assert set(error_of(response)["fields"]) == {"sources"}, sources

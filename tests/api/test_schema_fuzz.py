@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import ignored_auth
 from tasks.models import Job
 from tests.api.helpers import answered_question, demo_query_set, finished_run
 from tests.factories import CuratorFactory, DocumentFactory, SourceFactory
-from tests.helpers import token_client
+from tests.helpers import token_header
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_no_operation_gives_a_server_error_or_contradicts_the_schema(case: Any) 
 
     # Looked up first: the factory would hash the password again on every example.
     curator = User.objects.filter(username="fuzz-curator").first() or CuratorFactory(username="fuzz-curator")
-    token = token_client(curator)._credentials["HTTP_AUTHORIZATION"]
+    token = token_header(curator)
     with transaction.atomic():  # each example on its own, as if committed, then undone
         response = case.call_wsgi(headers={"Authorization": token})
         transaction.set_rollback(True)

@@ -26,4 +26,4 @@ class HashingEmbedder:
             for word in re.findall(r"\w+", text.lower()):
                 out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms == 0, 1.0, norms)
+        return (out / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)

@@ -22,7 +22,8 @@ LIE = "I Can't Take My Eyes Off You was sung by Elvis Presley in 1967."
 
 def _corpus(holdings: dict[int, str], reliability: dict[int, float]) -> Corpus:
     sources = [SimSource(i, f"s{i}", reliability[i], 1.0) for i in sorted(reliability)]
-    docs, held = [], {}
+    docs: list[CorpusDoc] = []
+    held: dict[tuple[int, str], Holding] = {}
     for sid in sorted(reliability):
         kind = holdings.get(sid, "none")
         answer = {"factual": "Frankie Valli", "misinfo": "Elvis Presley"}.get(kind, "")

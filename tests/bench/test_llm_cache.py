@@ -68,7 +68,9 @@ def test_the_cache_survives_the_process_and_is_per_model(tmp_path: Path) -> None
 def test_white_box_access_passes_through(tmp_path: Path) -> None:
     cached = cached_generator(ScoringModel(), tmp_path)
     assert isinstance(cached, CachedScoringGenerator) and isinstance(cached, TokenScorer)
-    assert cached.white_box() == ("tokenizer", "model")
+    white_box = cached.white_box  # forwarded to the model
+    assert callable(white_box)
+    assert white_box() == ("tokenizer", "model")
     assert cached.score([GenerationRequest("q")], ["abc"]) == [-3.0]
     assert Capability.TOKEN_SCORES in cached.capabilities
     assert not isinstance(cached_generator(CountingModel(), tmp_path / "x"), CachedScoringGenerator)

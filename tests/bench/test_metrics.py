@@ -5,6 +5,7 @@ import math
 import pytest
 
 from core.bench.metrics import accuracy_interval, correlations, t_interval, wilson_interval
+from tests.helpers import as_list
 
 
 def test_wilson_interval_matches_the_textbook_value() -> None:
@@ -56,7 +57,7 @@ def test_the_expected_calibration_error_is_the_count_weighted_gap_per_bin() -> N
     # Bin [0.9, 1.0]: confidence 0.95 twice, one right -> gap 0.45; bin [0.5, 0.6): 0.5 twice, both right -> 0.5.
     result = calibration([0.95, 0.95, 0.5, 0.5], [True, False, True, True])
     assert result["ece"] == pytest.approx(0.5 * 0.45 + 0.5 * 0.5)
-    assert [b["count"] for b in result["bins"]] == [2, 2]
+    assert [b["count"] for b in as_list(result["bins"])] == [2, 2]
     perfect = calibration([1.0, 1.0, 0.0], [True, True, False])
     assert perfect["ece"] == pytest.approx(0.0)
     with pytest.raises(ValueError):

@@ -8,6 +8,8 @@ from core.engine.claims.normalize import normalize_isbn as isbn10
 from core.engine.claims.normalize import normalize_name_list as normalize_authors
 from core.engine.claims.normalize import normalize_time, set_similarity
 
+TASK = ("t", "authors")  # a toy (subject, attribute)
+
 
 def test_flight_times_in_every_format_normalise_to_a_24_hour_clock() -> None:
     assert normalize_time("7:10 a.m.") == "07:10"
@@ -42,15 +44,15 @@ def test_author_sets_are_similar_by_their_shared_surnames() -> None:
 def test_truthfinder_on_books_lets_overlapping_author_sets_support_each_other() -> None:
     claims = ClaimSet(
         "books",
-        [Claim("s1", "t", "a;b"), Claim("s2", "t", "a;b"), Claim("s3", "t", "a"), Claim("s4", "t", "c")],
-        {"t": "a;b"},
+        [Claim("s1", TASK, "a;b"), Claim("s2", TASK, "a;b"), Claim("s3", TASK, "a"), Claim("s4", TASK, "c")],
+        {TASK: "a;b"},
     )
-    assert truthfinder_truths(claims).truths == {"t": "a;b"}
+    assert truthfinder_truths(claims).truths == {TASK: "a;b"}
 
 
 def test_majority_vote_picks_the_most_claimed_value() -> None:
-    claims = ClaimSet("toy", [Claim("s1", "t", "a"), Claim("s2", "t", "a"), Claim("s3", "t", "b")], {"t": "a"})
-    assert majority_vote(claims).truths == {"t": "a"}
+    claims = ClaimSet("toy", [Claim("s1", TASK, "a"), Claim("s2", TASK, "a"), Claim("s3", TASK, "b")], {TASK: "a"})
+    assert majority_vote(claims).truths == {TASK: "a"}
 
 
 def test_flights_claims_cover_all_sources_and_labelled_tasks(data_dir: Path) -> None:

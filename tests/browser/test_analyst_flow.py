@@ -78,7 +78,9 @@ def ask(driver: Any, text: str) -> int:
     panel = WebDriverWait(driver, WAIT).until(
         ec.presence_of_element_located((By.CSS_SELECTOR, "#question-panel[data-finished='true']"))
     )
-    return int(panel.get_attribute("data-question"))
+    question = panel.get_attribute("data-question")
+    assert question is not None, "the panel names its question"
+    return int(question)
 
 
 def download(driver: Any, href: str) -> dict[str, Any]:
@@ -306,7 +308,9 @@ def test_copy_buttons_answer_the_keyboard_and_the_csv_exports_download(
         ReliabilityScoreFactory(run=run, source=sources[name], reliability=reliability, answers=3, agreements=2)
     browser.get(f"{base}/runs/{run.pk}/")
     link = WebDriverWait(browser, 20).until(ec.presence_of_element_located((By.ID, "run-scores-csv")))
-    got = download(browser, link.get_attribute("href"))
+    href = link.get_attribute("href")
+    assert href is not None, "the CSV link has an address"
+    got = download(browser, href)
     assert got["type"].startswith("text/csv")
     assert got["disposition"] == f'attachment; filename="run-{run.pk}-scores.csv"'
     rows = list(csv.reader(io.StringIO(got["text"])))

@@ -73,6 +73,7 @@ def test_a_source_left_out_is_not_asked_and_is_listed_as_excluded(browser: Any, 
     question = Question.objects.select_related("job").get()
     browser.get(f"{live_server.url}/questions/{question.pk}/")
     assert browser.find_element(By.ID, "excluded-sources").text == LEFT_OUT
+    assert question.job is not None
     labels = {p["label"]: p["state"] for p in question.job.parts.values()}
     assert set(labels) == set(FACTS) - {LEFT_OUT}
     assert set(labels.values()) <= {"answered", "abstained", "filtered"}

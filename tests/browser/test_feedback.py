@@ -39,7 +39,9 @@ def test_an_analyst_calls_an_answer_wrong_and_the_thanks_state_survives_a_reload
     panel = WebDriverWait(browser, WAIT).until(
         ec.presence_of_element_located((By.CSS_SELECTOR, "#question-panel[data-finished='true']"))
     )
-    question = int(panel.get_attribute("data-question"))
+    question_id = panel.get_attribute("data-question")
+    assert question_id is not None, "the panel names its question"
+    question = int(question_id)
     wrong_id = f"feedback-wrong-{question}"
     wrong = WebDriverWait(browser, 30).until(ec.element_to_be_clickable((By.ID, wrong_id)))
     assert pressed(browser, wrong_id) == "false" and status(browser, question) == ""

@@ -40,7 +40,9 @@ def answered_panel(driver: Any, *, other_than: int | None = None) -> int:
     if other_than is not None:
         finished += f":not([data-question='{other_than}'])"
     panel = WebDriverWait(driver, WAIT).until(ec.presence_of_element_located((By.CSS_SELECTOR, finished)))
-    return int(panel.get_attribute("data-question"))
+    question = panel.get_attribute("data-question")
+    assert question is not None, "the panel names its question"
+    return int(question)
 
 
 def check_conversation(driver: Any, base: str, first: int) -> None:

@@ -16,8 +16,8 @@ class World:
     sources: list[Source]
     query_set: QueryCollection
     queries: list[FactQuery]
+    question: Question  # answered "paris" by two sources, "lyon" by one; one abstained
     runs: list[EstimationRun] = field(default_factory=list)
-    question: Question | None = None
 
 
 def make_run(

@@ -226,6 +226,7 @@ def test_the_job_record_keeps_each_sources_latest_state(corpus: Any) -> None:
         "What is the capital of France?", strategy="ra-rag-all", sources=SourceChoice.of(exclude=[bad.pk])
     )
     job = question.job
+    assert job is not None, "the question was queued"
     JobProgress(job.pk).start(message="Started")
     answer_question(question, JobProgress(job.pk))
     job.refresh_from_db()

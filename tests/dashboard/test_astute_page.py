@@ -8,13 +8,15 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from core.engine.strategies.codec import evidence_to_json, jsonable
+from core.models import Question
+from sources.models import Source
 from tests.factories import QuestionFactory, SourceFactory
 from tests.scripted import HAPPY_ANSWER, MEMORY, RecordedGenerator, answer_with, astute_context
 
 HOSTILE_MEMORY = 'Elvis Presley <script>alert("x")</script> recorded it in 1961.'
 
 
-def _answered(memory: str = MEMORY) -> Any:
+def _answered(memory: str = MEMORY) -> tuple[Question, list[Source]]:
     """A question answered by astute-rag, stored from a real strategy result (recorded model outputs)."""
     sources = [SourceFactory(name=f"astute-src-{i}") for i in range(3)]
     result = answer_with(
@@ -31,8 +33,7 @@ def _answered(memory: str = MEMORY) -> Any:
         evidence=evidence_to_json(result.evidence),
         trace=jsonable(result.trace),
     )
-    question.cited_sources = sources
-    return question
+    return question, sources
 
 
 def _section(page: str) -> str:
@@ -41,7 +42,7 @@ def _section(page: str) -> str:
 
 
 def test_an_astute_answer_shows_its_internal_passage_and_groups(analyst_client: Any, db: Any) -> None:
-    question = _answered()
+    question, cited_sources = _answered()
     page = analyst_client.get(reverse("question-detail", args=[question.pk])).content.decode()
     section = _section(page)
     assert escape(MEMORY) in section  # the passage the model wrote from memory
@@ -55,7 +56,7 @@ def test_an_astute_answer_shows_its_internal_passage_and_groups(analyst_client: 
     assert '<span class="tag">memory</span>' not in other
     # The numbered documents the groups cite, linked to their sources.
     assert section.count("<li value=") == 4
-    for source in question.cited_sources:
+    for source in cited_sources:
         assert f'href="{reverse("source-detail", args=[source.pk])}"' in section
     # The panel the ask page polls shows it too.
     panel = analyst_client.get(reverse("question-panel", args=[question.pk])).content.decode()
@@ -63,7 +64,7 @@ def test_an_astute_answer_shows_its_internal_passage_and_groups(analyst_client: 
 
 
 def test_model_text_on_the_page_is_escaped_and_no_inline_script_is_added(analyst_client: Any, db: Any) -> None:
-    question = _answered(HOSTILE_MEMORY)
+    question, _ = _answered(HOSTILE_MEMORY)
     section = _section(analyst_client.get(reverse("question-detail", args=[question.pk])).content.decode())
     assert "&lt;script&gt;" in section and "<script" not in section and "style=" not in section
 

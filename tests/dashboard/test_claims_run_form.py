@@ -8,15 +8,18 @@ from typing import Any
 from django.urls import reverse
 
 from core.models import EstimationRun
+from tasks.models import Job
 from tests.factories import ClaimFactory, JobFactory, SourceFactory
 
 
 def test_a_curator_resolves_the_claims_from_the_run_list(curator_client: Any, db: Any, monkeypatch: Any) -> None:
     sent: list[str] = []
-    monkeypatch.setattr(
-        "core.services.estimation.claim_runs.dispatch_job",
-        lambda **kwargs: sent.append(kwargs["task_name"]) or JobFactory(),
-    )
+
+    def dispatch_job(**kwargs: Any) -> Job:
+        sent.append(kwargs["task_name"])
+        return JobFactory()
+
+    monkeypatch.setattr("core.services.estimation.claim_runs.dispatch_job", dispatch_job)
     site_a, site_b = SourceFactory(name="site-a", chunk_count=0), SourceFactory(name="site-b", chunk_count=0)
     ClaimFactory(source=site_a, subject="AA-1", attribute="actual departure time", value="07:16")
     ClaimFactory(source=site_b, subject="AA-1", attribute="actual departure time", value="07:02")

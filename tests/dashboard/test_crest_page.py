@@ -31,7 +31,7 @@ def _answered(texts: list[str]) -> Any:
     infos = [SourceInfo(s.pk, s.name, answers_count=10, accuracy=0.8) for s in sources]
     ctx = EngineContext(retriever, embedder, ScriptedOutputs(["Elvis Presley"]), EmbeddingLexicalNLI(embedder), infos)
     strategy = get_strategy("crest-bbx")
-    result = strategy.answer(QUESTION, ctx, parse_params(strategy.Params, {"ensemble": "context+lexical"}))
+    result = strategy.answer_checked(QUESTION, ctx, parse_params(strategy.Params, {"ensemble": "context+lexical"}))
     question = QuestionFactory(
         text=QUESTION,
         strategy="crest-bbx",

@@ -17,6 +17,7 @@ from core.models import AnswerFeedback, FactQuery, QueryCollection
 from core.services.feedback import FEEDBACK_QUERY_SET, record_feedback
 from tests.dashboard.helpers import World
 from tests.factories import CuratorFactory, QuestionFactory
+from tests.helpers import must_search
 
 HTMX = {"HX-Request": "true"}
 THANKS = "Thanks — a curator will review this."
@@ -64,7 +65,7 @@ def test_an_answered_question_shows_the_answer_buttons_and_a_wrong_here_button_f
     analyst_client: Client, world: World
 ) -> None:
     page = page_of(analyst_client, world)
-    q = world.question.pk  # type: ignore[union-attr]
+    q = world.question.pk
     assert "Is this answer right?" in page
     right, wrong = element(page, f"feedback-right-{q}"), element(page, f"feedback-wrong-{q}")
     for button in (right, wrong):
@@ -97,7 +98,7 @@ def test_an_unanswered_question_has_no_feedback_buttons_and_an_i_don_t_know_answ
 def test_calling_the_answer_wrong_stores_pending_feedback_and_shows_the_thanks_state_which_a_reload_keeps(
     analyst_client: Client, analyst: Any, world: World
 ) -> None:
-    q = world.question.pk  # type: ignore[union-attr]
+    q = world.question.pk
     response = analyst_client.post(feedback_url(world), {"kind": "answer_wrong"}, headers=HTMX)
     assert response.status_code == 200
     swapped = response.content.decode()
@@ -134,7 +135,7 @@ def test_a_second_click_updates_the_feedback_and_a_bare_click_keeps_the_right_an
     feedback = AnswerFeedback.objects.get()
     assert (feedback.corrected_answer, feedback.comment) == ("Lyon", "The atlas says Lyon.")
     page = page_of(analyst_client, world)
-    assert 'value="Lyon"' in element(page, f"feedback-corrected-{world.question.pk}")  # type: ignore[union-attr]
+    assert 'value="Lyon"' in element(page, f"feedback-corrected-{world.question.pk}")
 
 
 def test_changing_one_s_mind_replaces_the_pending_verdict(analyst_client: Client, world: World) -> None:
@@ -147,7 +148,7 @@ def test_changing_one_s_mind_replaces_the_pending_verdict(analyst_client: Client
 def test_a_source_is_flagged_wrong_in_its_row_and_a_source_that_said_i_don_t_know_cannot_be(
     analyst_client: Client, world: World
 ) -> None:
-    q, lyon, silent = world.question.pk, world.sources[2], world.sources[3]  # type: ignore[union-attr]
+    q, lyon, silent = world.question.pk, world.sources[2], world.sources[3]
     response = analyst_client.post(feedback_url(world), {"kind": "source_wrong", "source": lyon.pk}, headers=HTMX)
     swapped = response.content.decode()
     assert 'aria-pressed="true"' in element(swapped, f"feedback-source-wrong-{q}-{lyon.pk}")
@@ -198,7 +199,7 @@ def test_without_script_the_form_posts_and_comes_back_to_the_question_with_a_mes
     analyst_client: Client, world: World
 ) -> None:
     response = analyst_client.post(feedback_url(world), {"kind": "answer_right"}, follow=True)
-    assert response.redirect_chain[-1][0] == reverse("question-detail", args=[world.question.pk])  # type: ignore[union-attr]
+    assert response.redirect_chain[-1][0] == reverse("question-detail", args=[world.question.pk])
     page = response.content.decode()
     assert THANKS in page and AnswerFeedback.objects.get().kind == "answer_right"
     failed = analyst_client.post(feedback_url(world), {"kind": "answer_right", "corrected_answer": "x"}, follow=True)
@@ -226,8 +227,8 @@ def test_posting_feedback_needs_the_csrf_token(analyst: Any, world: World) -> No
     browser.force_login(analyst)
     assert browser.post(feedback_url(world), {"kind": "answer_wrong"}, headers=HTMX).status_code == 403
     assert not AnswerFeedback.objects.exists()
-    page = browser.get(reverse("question-detail", args=[world.question.pk])).content.decode()  # type: ignore[union-attr]
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    page = browser.get(reverse("question-detail", args=[world.question.pk])).content.decode()
+    token = must_search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
     assert browser.post(feedback_url(world), {"kind": "answer_wrong", "csrfmiddlewaretoken": token}).status_code == 302
     assert AnswerFeedback.objects.count() == 1
 
@@ -235,7 +236,7 @@ def test_posting_feedback_needs_the_csrf_token(analyst: Any, world: World) -> No
 def test_each_user_has_their_own_feedback(analyst_client: Client, curator_client: Client, world: World) -> None:
     curator_client.post(feedback_url(world), {"kind": "answer_right"}, headers=HTMX)
     page = page_of(analyst_client, world)
-    q = world.question.pk  # type: ignore[union-attr]
+    q = world.question.pk
     assert status_line(page, f"feedback-status-{q}") == ""
     assert 'aria-pressed="false"' in element(page, f"feedback-right-{q}")
 
@@ -262,7 +263,7 @@ def feedback_set_queries() -> dict[str, list[str]]:
 def test_the_admin_lists_feedback_and_confirming_a_right_answer_makes_it_a_gold_checked_query(
     staff_curator: Client, analyst: Any, world: World
 ) -> None:
-    feedback, _ = record_feedback(world.question, analyst, "answer_right")  # type: ignore[arg-type]
+    feedback, _ = record_feedback(world.question, analyst, "answer_right")
     listing = staff_curator.get("/admin/core/answerfeedback/").content.decode()
     assert "What is the capital?" in listing and "The answer is right" in listing and "Pending review" in listing
     assert "Answer feedback" in listing  # not "Answer feedbacks"
@@ -281,7 +282,7 @@ def test_the_admin_lists_feedback_and_confirming_a_right_answer_makes_it_a_gold_
 def test_confirming_gold_offers_the_run_that_uses_it_and_the_run_form_opens_on_the_feedback_set(
     staff_curator: Client, analyst: Any, world: World
 ) -> None:
-    feedback, _ = record_feedback(world.question, analyst, "answer_right")  # type: ignore[arg-type]
+    feedback, _ = record_feedback(world.question, analyst, "answer_right")
     page = review(staff_curator, "confirm", feedback)
     feedback_set = QueryCollection.objects.get(name=FEEDBACK_QUERY_SET)
     link = f"/runs/?start=1&amp;query_set={feedback_set.pk}#start-run"
@@ -291,15 +292,15 @@ def test_confirming_gold_offers_the_run_that_uses_it_and_the_run_form_opens_on_t
     assert '<details open id="start-run">' in " ".join(form.split())
     assert f'<option value="{feedback_set.pk}" selected>' in form
     # Rejecting (no new gold) offers nothing.
-    other, _ = record_feedback(world.question, analyst, "answer_wrong")  # type: ignore[arg-type]
+    other, _ = record_feedback(world.question, analyst, "answer_wrong")
     assert "start an estimation run over" not in review(staff_curator, "reject", other)
 
 
 def test_a_corrected_answer_becomes_gold_and_a_wrong_answer_without_one_is_kept_as_known_wrong(
     staff_curator: Client, analyst: Any, curator: Any, world: World
 ) -> None:
-    corrected, _ = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Lyon")  # type: ignore[arg-type]
-    bare, _ = record_feedback(world.question, curator, "answer_wrong")  # type: ignore[arg-type]
+    corrected, _ = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Lyon")
+    bare, _ = record_feedback(world.question, curator, "answer_wrong")
     review(staff_curator, "confirm", corrected, bare)
     assert feedback_set_queries() == {"What is the capital?": ["Lyon"]}
     bare.refresh_from_db()
@@ -312,10 +313,10 @@ def test_a_source_flagged_wrong_becomes_gold_only_with_the_right_answer(
     staff_curator: Client, analyst: Any, curator: Any, world: World
 ) -> None:
     lyon = world.sources[2]
-    without, _ = record_feedback(world.question, analyst, "source_wrong", source=lyon)  # type: ignore[arg-type]
+    without, _ = record_feedback(world.question, analyst, "source_wrong", source=lyon)
     review(staff_curator, "confirm", without)
     assert feedback_set_queries() == {}
-    with_answer, _ = record_feedback(world.question, curator, "source_wrong", source=lyon, corrected_answer="Paris")  # type: ignore[arg-type]
+    with_answer, _ = record_feedback(world.question, curator, "source_wrong", source=lyon, corrected_answer="Paris")
     review(staff_curator, "confirm", with_answer)
     assert feedback_set_queries() == {"What is the capital?": ["Paris"]}
 
@@ -323,9 +324,9 @@ def test_a_source_flagged_wrong_becomes_gold_only_with_the_right_answer(
 def test_confirming_an_answer_that_contradicts_confirmed_gold_is_refused_and_rejecting_takes_gold_back(
     staff_curator: Client, analyst: Any, curator: Any, world: World
 ) -> None:
-    right, _ = record_feedback(world.question, analyst, "answer_right")  # type: ignore[arg-type]
+    right, _ = record_feedback(world.question, analyst, "answer_right")
     review(staff_curator, "confirm", right)
-    contrary, _ = record_feedback(world.question, curator, "answer_wrong", corrected_answer="Lyon")  # type: ignore[arg-type]
+    contrary, _ = record_feedback(world.question, curator, "answer_wrong", corrected_answer="Lyon")
     page = review(staff_curator, "confirm", contrary)
     assert f"Not confirmed, #{contrary.pk}: Fact query #" in page and f"(from feedback #{right.pk})" in page
     contrary.refresh_from_db()
@@ -342,9 +343,9 @@ def test_confirming_an_answer_that_contradicts_confirmed_gold_is_refused_and_rej
 def test_feedback_edited_after_review_goes_back_to_pending_and_its_gold_follows_the_new_confirmation(
     staff_curator: Client, analyst: Any, world: World
 ) -> None:
-    feedback, _ = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Lyon")  # type: ignore[arg-type]
+    feedback, _ = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Lyon")
     review(staff_curator, "confirm", feedback)
-    again, created = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Marseille")  # type: ignore[arg-type]
+    again, created = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Marseille")
     assert not created and again.pk == feedback.pk and again.status == "pending"
     assert feedback_set_queries() == {"What is the capital?": ["Lyon"]}  # until reviewed again
     review(staff_curator, "confirm", again)
@@ -352,7 +353,7 @@ def test_feedback_edited_after_review_goes_back_to_pending_and_its_gold_follows_
 
 
 def test_an_analyst_cannot_review_feedback_in_the_admin(analyst_client: Client, analyst: Any, world: World) -> None:
-    feedback, _ = record_feedback(world.question, analyst, "answer_right")  # type: ignore[arg-type]
+    feedback, _ = record_feedback(world.question, analyst, "answer_right")
     response = analyst_client.post(
         "/admin/core/answerfeedback/", {"action": "confirm", "_selected_action": [feedback.pk]}
     )
@@ -364,9 +365,9 @@ def test_an_analyst_cannot_review_feedback_in_the_admin(analyst_client: Client, 
 def test_the_page_says_what_became_of_reviewed_feedback(
     staff_curator: Client, analyst_client: Client, analyst: Any, world: World
 ) -> None:
-    feedback, _ = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Lyon")  # type: ignore[arg-type]
+    feedback, _ = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Lyon")
     review(staff_curator, "confirm", feedback)
-    q = world.question.pk  # type: ignore[union-attr]
+    q = world.question.pk
     assert status_line(page_of(analyst_client, world), f"feedback-status-{q}").startswith(
         "A curator confirmed this: “Lyon” is now a checked answer"
     )
@@ -395,7 +396,7 @@ def test_two_requests_creating_the_same_feedback_at_once_end_as_one(
         return real(*args)
 
     monkeypatch.setattr(service, "_record", racing)
-    feedback, created = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Lyon")  # type: ignore[arg-type]
+    feedback, created = record_feedback(world.question, analyst, "answer_wrong", corrected_answer="Lyon")
     assert not created and len(calls) == 2
     assert list(AnswerFeedback.objects.values_list("kind", "corrected_answer")) == [("answer_wrong", "Lyon")]
 

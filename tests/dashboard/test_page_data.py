@@ -55,7 +55,11 @@ def test_agreement_matrix_marks_agree_disagree_and_idk(world: Any, django_assert
 def test_run_changes_compare_with_the_previous_finished_run(world: Any) -> None:
     changes = run_changes(world.runs[1])
     assert changes["previous_run_id"] == world.runs[0].pk
-    assert all(abs(c["delta"] - 0.05) < 1e-9 for c in changes["sources"] if c["source_name"] != "src-3")
+    assert all(
+        c["delta"] is not None and abs(c["delta"] - 0.05) < 1e-9
+        for c in changes["sources"]
+        if c["source_name"] != "src-3"
+    )
     first = run_changes(world.runs[0])
     assert first["previous_run_id"] is None and {c["status"] for c in first["sources"]} == {"new"}
 

@@ -48,6 +48,7 @@ def tiny_qwen(attn: str = "eager", vocab_size: int = 100) -> Any:
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=4096,
-        attn_implementation=attn,
+        # Accepted by PretrainedConfig (transformers 5 types the config __init__ without it).
+        attn_implementation=attn,  # type: ignore[call-arg]
     )
     return Qwen2ForCausalLM(config).eval()

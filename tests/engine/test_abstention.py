@@ -25,9 +25,11 @@ def _ask(name: str, sources: list[tuple[str, float, float]]) -> StrategyResult:
     for i, (text, accuracy, weight) in enumerate(sources):
         retriever.add_texts(i, [text], embedder)
         infos.append(SourceInfo(i, f"source {i}", weight=weight, answers_count=40, accuracy=accuracy))
-    ctx = EngineContext(retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), infos)  # type: ignore[arg-type]
+    ctx = EngineContext(retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), infos)
     strategy = get_strategy(name)
-    return strategy.answer(QUESTION, ctx, parse_params(strategy.Params, {"kappa": 3} if name == "ra-rag" else {}))
+    return strategy.answer_checked(
+        QUESTION, ctx, parse_params(strategy.Params, {"kappa": 3} if name == "ra-rag" else {})
+    )
 
 
 def test_an_answer_only_unreliable_sources_give_is_no_reliable_answer() -> None:

@@ -71,7 +71,7 @@ def test_a_calibration_survives_its_round_trip_through_json_and_bad_json_is_the_
 def test_checked_examples_vote_subsets_and_score_them_against_the_checked_cluster() -> None:
     # Three sources: two reliable ones say cluster 0, a bad one says 1; query 1 has no right
     # answer among the clusters; query 2 was not checked; the reliable ones skip query 3.
-    matrix = [[0, 0, 1], [0, 0, 1], [1, 1, 0], [None, None, 1]]
+    matrix: list[list[int | None]] = [[0, 0, 1], [0, 0, 1], [1, 1, 0], [None, None, 1]]
     accuracies = [0.9, 0.8, 0.2]
     weights = [2.2, 1.4, 0.0]
     examples = checked_examples(matrix, {0: 0, 1: None, 3: 0}, accuracies, weights, kappa=2, random_subsets=4)
@@ -108,7 +108,7 @@ def test_an_answer_carries_the_calibrated_probability_of_its_context() -> None:
             retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), sources, calibration=calibration
         )
         strategy = get_strategy("ra-rag")
-        result = strategy.answer(question, ctx, parse_params(strategy.Params, {}))
+        result = strategy.answer_checked(question, ctx, parse_params(strategy.Params, {}))
         return result.answer, result.confidence
 
     raw_answer, raw = answer(IDENTITY)

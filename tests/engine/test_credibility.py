@@ -232,7 +232,7 @@ def test_ensembles_name_their_embedders_and_all_adds_the_registered_extras(no_ex
     assert ensemble_embedders(primary, "context") == [primary]
     assert [e.name for e in ensemble_embedders(primary, "context+lexical")] == ["hash-64", "lexical-hash-512"]
     extra = LexicalEmbedder(dimension=64)
-    extra.name = "extra"  # type: ignore[misc]
+    extra.name = "extra"
     cred.register_ensemble_embedder("extra", lambda: extra)
     assert [e.name for e in ensemble_embedders(primary, "all")] == ["hash-64", "lexical-hash-512", "extra"]
     with pytest.raises(ValueError, match="unknown ensemble"):

@@ -33,6 +33,7 @@ from core.engine.text import is_idk
 from core.engine.types import SourceInfo
 from tests.engine.local_model import tiny_qwen
 from tests.fakes import HashEmbedder
+from tests.helpers import as_dict, as_list
 from tests.scripted import CREST_QUESTION as QUESTION
 from tests.scripted import ELVIS, ScriptedOutputs
 
@@ -52,7 +53,7 @@ def _context(generator: Any, texts: Sequence[str], weights: Sequence[float] | No
 
 def _answer(name: str, ctx: EngineContext, **raw: Any) -> StrategyResult:
     strategy = get_strategy(name)
-    return strategy.answer(QUESTION, ctx, parse_params(strategy.Params, {"ensemble": "context+lexical", **raw}))
+    return strategy.answer_checked(QUESTION, ctx, parse_params(strategy.Params, {"ensemble": "context+lexical", **raw}))
 
 
 # --- black box ---------------------------------------------------------------------------
@@ -64,7 +65,7 @@ def test_crest_bbx_chooses_the_output_the_other_prompts_agree_with() -> None:
     assert len(generator.requests) == 3, "one request per prompt variant, in one batch"
     assert result.answer == "Elvis Presley"
     assert result.trace["chosen"] == 1
-    agreement = [o["agreement"] for o in result.trace["outputs"]]
+    agreement = [o["agreement"] for o in as_list(result.trace["outputs"])]
     assert agreement[0] == min(agreement)
     assert result.confidence == pytest.approx(2 / 3), "two of three outputs give this answer"
     assert result.stats.calls == 3 and result.stats.tokens == 3 * 52
@@ -75,8 +76,10 @@ def test_crest_bbx_stores_each_passages_credibility_and_labels_it_in_the_prompt(
     texts = [*ELVIS, NOISE]
     result = _answer("crest-bbx", _context(generator, texts), pooled_k=4)
     assert len(result.evidence) == 4
-    by_source = {e.source_id: e.credibility for e in result.evidence}
-    assert all(c is not None and 0.0 <= c <= 1.0 for c in by_source.values())
+    by_source: dict[int, float] = {}
+    for e in result.evidence:
+        assert e.credibility is not None and 0.0 <= e.credibility <= 1.0
+        by_source[e.source_id] = e.credibility
     assert by_source[3] == min(by_source.values()), "the passage nobody agrees with is the least credible"
     expected = estimate_credibility(texts, [HashEmbedder(), LexicalEmbedder()])
     assert [by_source[i] for i in range(4)] == pytest.approx(list(expected.scores))
@@ -115,7 +118,7 @@ def test_with_fewer_than_three_passages_every_passage_is_fully_credible_and_the_
     generator = ScriptedOutputs(["Elvis Presley"])
     result = _answer("crest-bbx", _context(generator, ELVIS[:2]))
     assert [e.credibility for e in result.evidence] == [1.0, 1.0]
-    assert "fewer than 3 documents" in result.trace["credibility"]["fallback"]
+    assert "fewer than 3 documents" in as_dict(result.trace["credibility"])["fallback"]
     assert not result.notes, "a fallback is no caveat on the answer"
     assert '(credibility: high) """' in (generator.requests[0].prompt or "")
 
@@ -135,11 +138,13 @@ def test_ra_rag_crest_weighs_each_vote_by_its_passages_credibility() -> None:
     plain = _context(ExtractiveReader(), texts, [2.0, 2.0, 2.0, 2.0])
     # Every passage read (min_relevance 0), the noise among them, to compare credibilities.
     result = _answer("ra-rag-crest", plain, kappa=4, k=1, min_relevance=0.0)
-    assert all(e.credibility is not None for e in result.evidence)
-    credibility = {e.source_id: e.credibility for e in result.evidence}
+    credibility: dict[int, float] = {}
+    for e in result.evidence:
+        assert e.credibility is not None
+        credibility[e.source_id] = e.credibility
     weights = {v.source_id: v.weight for v in result.votes}
     for sid, weight in weights.items():
-        assert weight == pytest.approx(2.0 * (credibility[sid] or 0.0))
+        assert weight == pytest.approx(2.0 * credibility[sid])
     assert credibility[3] == min(credibility.values())
     # By default the noise, about another subject, is not read at all.
     default = _answer("ra-rag-crest", _context(ExtractiveReader(), texts, [2.0, 2.0, 2.0, 2.0]), kappa=4, k=1)
@@ -312,14 +317,14 @@ class TinyWhiteBox:
 
 @pytest.fixture(scope="module")
 def tiny_white_box(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
-    from transformers import BertTokenizerFast
+    from transformers import BertTokenizer  # the fast tokenizer (BertTokenizerFast is its alias)
 
     from core.engine.backends.generation.prompts import answer_prompt
 
     path: Path = tmp_path_factory.mktemp("crest-tokenizer")
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *_words([answer_prompt(QUESTION, [*ELVIS, NOISE])])]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
+    tokenizer = BertTokenizer(vocab_file=str(path / "vocab.txt"))
     tokenizer.eos_token = "[SEP]"
     return tokenizer, tiny_qwen(vocab_size=len(vocab))
 
@@ -344,7 +349,7 @@ def test_crest_wbx_generates_once_with_scaled_attention_over_each_passages_token
     passages = {e.source_id: texts[e.source_id] for e in result.evidence}
     order = [passages[e.source_id] for e in result.evidence]
     encoded = tokenizer(answer_prompt(QUESTION, order))["input_ids"]
-    for (start, end), text in zip(result.trace["token_spans"], order, strict=True):
+    for (start, end), text in zip(as_list(result.trace["token_spans"]), order, strict=True):
         assert tokenizer.decode(encoded[start:end]) == tokenizer.decode(
             tokenizer(text, add_special_tokens=False)["input_ids"]
         )
@@ -418,7 +423,7 @@ def test_the_real_model_attends_less_to_a_poisoned_minority_and_crest_answers_wi
 
     strategy = get_strategy("crest-wbx")
     params = parse_params(strategy.Params, {"pooled_k": 5, "ensemble": "context+lexical"})
-    result = strategy.answer(EIFFEL_QUESTION, _real_context(real_llm, embedder), params)
+    result = strategy.answer_checked(EIFFEL_QUESTION, _real_context(real_llm, embedder), params)
     credibility = {e.source_id: e.credibility or 0.0 for e in result.evidence}
     assert set(sorted(credibility, key=credibility.__getitem__)[:2]) == POISONED, credibility
     assert "Eiffel" in result.answer, result.answer
@@ -430,7 +435,7 @@ def test_the_real_model_attends_less_to_a_poisoned_minority_and_crest_answers_wi
     order = [e.source_id for e in result.evidence]
     rendered = real_llm.render(GenerationRequest(EIFFEL_QUESTION, [EIFFEL[s] for s in order]))
     inputs = tokenizer(rendered, return_tensors="pt")
-    spans = result.trace["token_spans"]
+    spans = as_list(result.trace["token_spans"])
     assert all(
         EIFFEL[s] in tokenizer.decode(inputs["input_ids"][0][a:b]) for s, (a, b) in zip(order, spans, strict=True)
     )
@@ -459,8 +464,8 @@ def test_the_real_model_attends_less_to_a_poisoned_minority_and_crest_answers_wi
 def test_the_real_model_with_crest_bbx_picks_the_answer_most_prompts_agree_on(real_llm: Any, embedder: Any) -> None:
     strategy = get_strategy("crest-bbx")
     params = parse_params(strategy.Params, {"pooled_k": 5, "ensemble": "context+lexical"})
-    result = strategy.answer(EIFFEL_QUESTION, _real_context(real_llm, embedder), params)
-    outputs = [o["output"] for o in result.trace["outputs"]]
+    result = strategy.answer_checked(EIFFEL_QUESTION, _real_context(real_llm, embedder), params)
+    outputs = [o["output"] for o in as_list(result.trace["outputs"])]
     assert result.stats.calls == 3 and len(outputs) == 3
     assert "Eiffel" in result.answer, outputs
     assert sum("Eiffel" in o for o in outputs) >= 2, outputs

@@ -47,6 +47,7 @@ from core.engine.strategies import EngineContext, get_strategy
 from core.engine.types import SourceInfo
 from core.services.crest_embedders import register_extra_embedders
 from tests.engine.local_model import unavailable
+from tests.helpers import as_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = bytes(range(256)) * 40  # stands in for model.safetensors
@@ -455,8 +456,8 @@ def test_the_real_all_mpnet_base_v2_puts_paraphrases_closer_and_joins_the_all_en
         retriever, primary, ExtractiveReader(), EmbeddingLexicalNLI(primary), [SourceInfo(i, f"s{i}") for i in range(4)]
     )
     strategy = get_strategy("ra-rag-crest")
-    result = strategy.answer(ELVIS_QUESTION, ctx, parse_params(strategy.Params, {"k": 1}))
-    trace = result.trace["credibility"]
+    result = strategy.answer_checked(ELVIS_QUESTION, ctx, parse_params(strategy.Params, {"k": 1}))
+    trace = as_dict(result.trace["credibility"])
     assert trace["embedders"] == [primary.name, "lexical-hash-512", "all-mpnet-base-v2"]
     assert len(trace["passages"]) == 4 and all(e.credibility is not None for e in result.evidence)
     assert "Elvis" in result.answer

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
-from core.engine.backends.generation import ExtractiveReader
+from core.engine.backends.generation import ExtractiveReader, Generation, GenerationRequest
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.estimation import answer_pairs, estimate, estimate_from_records
 from core.engine.steps.memory_retriever import InMemoryRetriever
@@ -70,7 +72,7 @@ def test_an_unknown_estimator_fails_before_any_generator_call() -> None:
     before = ctx.generator.generate
     asked: list[object] = []
 
-    def spy(requests):  # type: ignore[no-untyped-def]
+    def spy(requests: Sequence[GenerationRequest]) -> list[Generation]:
         asked.extend(requests)
         return before(requests)
 

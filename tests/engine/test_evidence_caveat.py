@@ -26,12 +26,12 @@ def _context(sources: list[SourceInfo], texts: list[str]) -> EngineContext:
     retriever = InMemoryRetriever()
     for source, text in zip(sources, texts, strict=True):
         retriever.add_texts(source.id, [text], embedder)
-    return EngineContext(retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), sources)  # type: ignore[arg-type]
+    return EngineContext(retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), sources)
 
 
 def _answer(name: str, ctx: EngineContext, **raw: Any) -> StrategyResult:
     strategy = get_strategy(name)
-    return strategy.answer(QUESTION, ctx, parse_params(strategy.Params, raw))
+    return strategy.answer_checked(QUESTION, ctx, parse_params(strategy.Params, raw))
 
 
 def _unchecked(source_id: int, name: str, n: int) -> SourceInfo:

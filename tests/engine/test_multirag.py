@@ -35,6 +35,7 @@ from core.engine.strategies.codec import ResultSchemaError, evidence_from_json, 
 from core.engine.text import IDK
 from core.engine.types import SourceInfo
 from tests.fakes import HashEmbedder
+from tests.helpers import as_dict, as_list
 
 
 def claim(cid: int, source: int, subject: str, attribute: str, value: str, raw: str = "", norm: str = "text"):
@@ -375,7 +376,7 @@ def _ctx(
 
 def _ask(question: str, ctx: EngineContext, **params: object) -> StrategyResult:
     strategy = get_strategy("multirag")
-    return strategy.answer(question, ctx, parse_params(strategy.Params, params))
+    return strategy.answer_checked(question, ctx, parse_params(strategy.Params, params))
 
 
 def test_multirag_kept_claims_elect_the_answer_with_their_sources_voting_weights() -> None:
@@ -421,7 +422,7 @@ def test_multirag_answers_with_the_reliable_majority_and_cites_its_claims() -> N
     assert labels["claim:4"] == "rumours: 9:45 p.m." and all(n.kind == "claim" for n in result.graph.nodes)
     assert set(labels) == {f"claim:{i}" for i in range(1, 7)}  # every claim about the flight
     assert ("claim:1", "claim:2") in {(e.a, e.b) for e in result.graph.edges}
-    assert result.trace["groups"][0]["pruned_claims"] == 1
+    assert as_list(result.trace["groups"])[0]["pruned_claims"] == 1
     assert result.stats.calls == 0  # the offline reader is no judge: no LLM call
 
 
@@ -438,7 +439,8 @@ def test_a_contested_group_still_answers_its_question_with_a_low_confidence_note
     assert result.trace["answer_item"] == {"subject": OTHER, "attribute": "actual arrival"}
     assert result.answer == "10:00"
     assert any(note.startswith("Low confidence") for note in result.notes)
-    assert result.trace["pruned_groups"] >= 1
+    pruned = result.trace["pruned_groups"]
+    assert isinstance(pruned, int) and pruned >= 1
 
 
 def test_a_pruned_group_is_never_swapped_for_a_less_relevant_attribute() -> None:
@@ -448,7 +450,7 @@ def test_a_pruned_group_is_never_swapped_for_a_less_relevant_attribute() -> None
         sources=[SourceInfo(1, "a"), SourceInfo(2, "b"), SourceInfo(4, "rumours", answers_count=50, accuracy=0.1)]
     )
     result = _ask(f"What was the actual departure of flight {FLIGHT}?", ctx)
-    assert result.trace["answer_item"]["attribute"] == "actual departure"
+    assert as_dict(result.trace["answer_item"])["attribute"] == "actual departure"
     assert result.answer == "7:10 a.m."
     assert any(note.startswith("Low confidence") for note in result.notes)
 
@@ -464,7 +466,7 @@ def test_of_two_equally_matching_items_the_one_whose_sources_agree_answers() -> 
     result = _ask("Who is the author of Dune (novel)?", _ctx(claims=claims))
     # Both subjects are named and share the attribute: equal scores. "Dune" (three values,
     # C(G) = 0) is pruned; "Dune (novel)" (unanimous, C(G) = 1) answers.
-    assert [g["confidence"] for g in result.trace["groups"]] == [0.0, 1.0]
+    assert [g["confidence"] for g in as_list(result.trace["groups"])] == [0.0, 1.0]
     assert result.trace["answer_item"] == {"subject": "Dune (novel)", "attribute": "author"}
     assert result.answer == "Frank Herbert"
     assert any(note.startswith("An equally matching item (Dune / author) was pruned") for note in result.notes)

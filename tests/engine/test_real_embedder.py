@@ -7,6 +7,7 @@ import numpy as np
 from core.engine.backends.embeddings import get_embedder
 from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
+from core.engine.params import parse_params
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import EngineContext, get_strategy
 from core.engine.text import answer_contains_gold
@@ -40,12 +41,12 @@ def test_it_answers_through_real_retrieval() -> None:
         retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), [SourceInfo(0, "a"), SourceInfo(1, "b")]
     )
     strategy = get_strategy("ra-rag")
-    result = strategy.answer("who recorded i can't help falling in love with you", ctx, strategy.Params())
+    result = strategy.answer_checked("who recorded i can't help falling in love with you", ctx, strategy.Params())
     assert answer_contains_gold(result.answer, "Elvis Presley")
     # Each source read its passage about the song; the other subject's was set aside.
     assert [len(v.passages) for v in result.votes] == [1, 1]
     assert all("Love" in v.passages[0].text for v in result.votes)
-    unfiltered = strategy.answer(
-        "who recorded i can't help falling in love with you", ctx, strategy.Params(min_relevance=0.0)
+    unfiltered = strategy.answer_checked(
+        "who recorded i can't help falling in love with you", ctx, parse_params(strategy.Params, {"min_relevance": 0.0})
     )
     assert all(v.passages[0].distance < v.passages[-1].distance for v in unfiltered.votes)

@@ -36,13 +36,13 @@ def _context(generator: ScriptedGenerator) -> EngineContext:
     retriever.add_texts(1, [ON_TOPIC], embedder)
     retriever.add_texts(2, [OTHER_SUBJECT], embedder)
     sources = [SourceInfo(i, f"source {i}", weight=1.0, answers_count=20, accuracy=0.9) for i in (1, 2)]
-    return EngineContext(retriever, embedder, generator, EmbeddingLexicalNLI(embedder), sources)  # type: ignore[arg-type]
+    return EngineContext(retriever, embedder, generator, EmbeddingLexicalNLI(embedder), sources)
 
 
 def test_a_source_with_no_passage_about_the_question_abstains_without_a_generator_call() -> None:
     generator = ScriptedGenerator()
     strategy = get_strategy("ra-rag")
-    result = strategy.answer(QUESTION, _context(generator), parse_params(strategy.Params, {"kappa": 2}))
+    result = strategy.answer_checked(QUESTION, _context(generator), parse_params(strategy.Params, {"kappa": 2}))
     votes = {v.source_id: v for v in result.votes}
     assert result.answer == "Webber"
     assert is_idk(votes[2].response) and votes[2].passages == [] and votes[2].backend == ""
@@ -57,7 +57,7 @@ def test_with_every_passage_read_the_other_subjects_answer_votes() -> None:
     generator = ScriptedGenerator()
     strategy = get_strategy("ra-rag")
     params = parse_params(strategy.Params, {"kappa": 2, "min_relevance": 0.0})
-    result = strategy.answer(QUESTION, _context(generator), params)
+    result = strategy.answer_checked(QUESTION, _context(generator), params)
     assert {v.source_id: v.raw_response for v in result.votes} == {1: "Webber", 2: "Schifrin"}
 
 

@@ -6,7 +6,7 @@ from scipy.stats import spearmanr
 from core.engine.reliability.base import wilson_interval
 from core.engine.reliability.iwmv import iwmv
 
-MATRIX = [[0, 0, 1], [0, 0, 0], [0, 1, 1], [None, 0, 0]]
+MATRIX: list[list[int | None]] = [[0, 0, 1], [0, 0, 0], [0, 1, 1], [None, 0, 0]]
 
 
 def test_it_matches_a_hand_computed_case() -> None:

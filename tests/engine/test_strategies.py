@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from core.engine.backends.generation import ExtractiveReader
@@ -20,7 +23,7 @@ from core.engine.strategies import (
 )
 from core.engine.strategies.base import Requirement
 from core.engine.text import answer_contains_gold, is_idk
-from core.engine.types import SourceInfo
+from core.engine.types import Passage, SourceId, SourceInfo, Vector
 from tests.fakes import HashEmbedder, ScriptedGenerator
 
 QUESTION = "who recorded i can't help falling in love with you"
@@ -35,7 +38,9 @@ class CountingRetriever(InMemoryRetriever):
         self.per_source_calls = 0
         self.searched: list[list[int]] = []  # the sources of each per-source search
 
-    def top_k_per_source(self, query_vector, sources, k):  # type: ignore[no-untyped-def]
+    def top_k_per_source(
+        self, query_vector: Vector, sources: Sequence[SourceId], k: int
+    ) -> dict[SourceId, list[Passage]]:
         self.per_source_calls += 1
         self.searched.append(list(sources))
         return super().top_k_per_source(query_vector, sources, k)
@@ -51,12 +56,12 @@ def _context(weights: list[float], texts: list[str], **extra: Any) -> EngineCont
         accuracy = min(1.0, (w + 1.0) / len(weights))
         sources.append(SourceInfo(i, f"source {i}", weight=w, answers_count=20, accuracy=accuracy))
     generator = extra.pop("generator", ExtractiveReader())
-    return EngineContext(retriever, embedder, generator, EmbeddingLexicalNLI(embedder), sources, **extra)  # type: ignore[arg-type]
+    return EngineContext(retriever, embedder, generator, EmbeddingLexicalNLI(embedder), sources, **extra)
 
 
 def _answer(name: str, ctx: EngineContext, **raw: Any) -> StrategyResult:
     strategy = get_strategy(name)
-    return strategy.answer(QUESTION, ctx, parse_params(strategy.Params, raw))
+    return strategy.answer_checked(QUESTION, ctx, parse_params(strategy.Params, raw))
 
 
 def test_it_lists_the_builtin_strategies() -> None:
@@ -108,9 +113,9 @@ def test_it_searches_further_sources_in_growing_rounds_with_the_passages_of_one_
     encoded: list[str] = []
     encode = ctx.embedder.encode
 
-    def spy(batch, *args, **kwargs):  # type: ignore[no-untyped-def]
-        encoded.extend(batch)
-        return encode(batch, *args, **kwargs)
+    def spy(texts: Sequence[str], batch_size: int = 64) -> npt.NDArray[np.float32]:
+        encoded.extend(texts)
+        return encode(texts, batch_size)
 
     ctx.embedder.encode = spy  # type: ignore[method-assign]
     result = _answer("ra-rag", ctx, kappa=2, k=2)

@@ -110,7 +110,7 @@ def check_strategy_contract(name: str) -> None:
             assert all(name in reason for reason in reasons)
             continue
         ran += 1
-        result = strategy.answer(QUESTION, ctx, params)
+        result = strategy.answer_checked(QUESTION, ctx, params)
         assert isinstance(result, StrategyResult)
         assert result.strategy == name and result.backend == generator.name
         assert isinstance(result.answer, str) and result.answer

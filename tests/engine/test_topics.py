@@ -151,9 +151,9 @@ def _ask(question: str, topic_accuracy: tuple[float, float], strategy: str = "ra
     ]
     ctx = EngineContext(
         retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), sources, topics=fit.model
-    )  # type: ignore[arg-type]
+    )
     chosen = get_strategy(strategy)
-    return chosen.answer(question, ctx, parse_params(chosen.Params, {"kappa": 1, "min_relevance": 0.0}))
+    return chosen.answer_checked(question, ctx, parse_params(chosen.Params, {"kappa": 1, "min_relevance": 0.0}))
 
 
 def test_selection_and_vote_read_the_question_topic() -> None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from core.engine.backends.generation import GenerationRequest, TransformersGenerator
 from core.engine.backends.nli import CrossEncoderNLI, label_order
+
+if TYPE_CHECKING:
+    from transformers import BertTokenizer
 
 WORDS = [
     "who",
@@ -28,12 +32,13 @@ WORDS = [
 ]
 
 
-def _tokenizer(path: Path):  # type: ignore[no-untyped-def]
-    from transformers import BertTokenizerFast
+def _tokenizer(path: Path) -> BertTokenizer:
+    # transformers 5: BertTokenizer is the fast (Rust-backed) tokenizer; BertTokenizerFast is an alias of it.
+    from transformers import BertTokenizer
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ":", "?", ".", '"', "[", "]"]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    return BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
+    return BertTokenizer(vocab_file=str(path / "vocab.txt"))
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +78,6 @@ def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> str:
         num_hidden_layers=1,
         num_attention_heads=2,
         intermediate_size=64,
-        num_labels=3,
         id2label={0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"},
         label2id={"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2},
     )

@@ -55,7 +55,8 @@ def test_similar_values_support_each_other() -> None:
 def test_it_works_on_any_ordered_keys_and_on_no_claims() -> None:
     result = truthfinder([(0, 1, 5), (0, 2, 5), (0, 3, 6), (1, 1, 7)])
     assert result.truths == {0: 5, 1: 7}
-    empty = truthfinder([])
+    no_claims: list[tuple[int, int, int]] = []
+    empty = truthfinder(no_claims)
     assert empty.truths == {} and empty.trust == {} and empty.iterations == 0
 
 

@@ -97,7 +97,7 @@ def _context(accuracies: list[float], texts: list[str], scheme: str) -> EngineCo
             SourceInfo(i, f"source {i}", weight=log_odds_weight(accuracy), answers_count=50, accuracy=accuracy)
         )
     return EngineContext(
-        retriever,  # type: ignore[arg-type]
+        retriever,
         embedder,
         ExtractiveReader(),
         EmbeddingLexicalNLI(embedder),
@@ -109,7 +109,9 @@ def _context(accuracies: list[float], texts: list[str], scheme: str) -> EngineCo
 
 def _answer(name: str, ctx: EngineContext) -> StrategyResult:
     strategy = get_strategy(name)
-    return strategy.answer(QUESTION, ctx, parse_params(strategy.Params, {"kappa": 4} if name == "ra-rag" else {}))
+    return strategy.answer_checked(
+        QUESTION, ctx, parse_params(strategy.Params, {"kappa": 4} if name == "ra-rag" else {})
+    )
 
 
 def test_three_sources_at_0_45_outvote_one_at_0_55_on_a_question_with_two_answers() -> None:

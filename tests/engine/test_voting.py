@@ -12,6 +12,7 @@ def test_it_lets_reliable_sources_outvote_a_larger_unreliable_group() -> None:
     clustering = cluster_answers(OUTPUTS)
     wmv = weighted_vote(clustering.labels, TRUE_RELIABILITY)
     mv = majority_vote(clustering.labels)
+    assert wmv.winner is not None and mv.winner is not None
     assert clustering.representatives[wmv.winner] == "senators"
     assert clustering.representatives[mv.winner] == "president"
 

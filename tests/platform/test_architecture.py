@@ -232,9 +232,10 @@ def test_the_engine_and_the_benchmark_import_no_framework_and_no_app_module():
     assert _offending(("core.engine", "core.bench"), banned) == []
 
 
-def _dispatched_jobs() -> list[tuple[str, int, str | None, str | None]]:
-    """(module, line, kind, task name) of every dispatch_job(...) call with literal arguments."""
-    calls = []
+def _dispatched_jobs() -> list[tuple[str, int, object, object]]:
+    """(module, line, kind, task name) of every dispatch_job(...) call with literal arguments
+    (kind and task name: whatever literal the call gives, None where it gives none)."""
+    calls: list[tuple[str, int, object, object]] = []
     for module in _modules():
         tree = ast.parse(_modules()[module].read_text(encoding="utf-8"))
         for node in ast.walk(tree):

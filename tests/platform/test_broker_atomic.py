@@ -7,6 +7,7 @@ estimation run waiting for its coordinator."""
 from __future__ import annotations
 
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ def _read_while_writing(monkeypatch: pytest.MonkeyPatch, module: Any, channel: A
     def write_hook(text: Any) -> bytes:
         try:
             seen.append(channel._get("questions"))
-        except filesystem.Empty:
+        except Empty:  # what the filesystem transport raises (queue.Empty)
             seen.append("empty")
         return bytes(original(text))
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from core.engine.claims.mapping import ClaimMapping
+from core.engine.types import JSONValue
 from sources.ingest import IngestError, parse_bytes
 from sources.ingest.claim_formats import parse_claim_bytes
 from sources.ingest.document_formats import field_mapping, record_to_document
@@ -29,7 +30,9 @@ CITY_MAPPING = ClaimMapping.from_json({"subject": "city", "attributes": {"countr
 MAX_CHARS = 10_000
 
 
-def both(records: list[Record]) -> tuple[list[tuple[str, dict[str, object]]], list[tuple[str, str, dict[str, object]]]]:
+def both(
+    records: list[Record],
+) -> tuple[list[tuple[str, dict[str, JSONValue]]], list[tuple[str, str, dict[str, JSONValue]]]]:
     """The documents and the claims of the same records: (title, provenance), (subject, value, provenance)."""
     documents = [record_to_document(r, field_mapping({}), max_chars=MAX_CHARS) for r in records]
     claims = [c for r in records for c in CITY_MAPPING.extract(r.fields, r.location.provenance())]

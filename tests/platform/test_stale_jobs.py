@@ -278,10 +278,9 @@ def run_ingestion_on_a_clock(settings, monkeypatch, tmp_path, seconds_per_batch:
     source = SourceFactory(name="long")
     rows = ["title,text"] + [f"r{i},{long_documents(1, str(i))[0].text}" for i in range(200)]
     (tmp_path / "long.csv").write_text("\n".join(rows) + "\n")
-    job = start_ingest_job(source, [tmp_path / "long.csv"])  # enqueued only on commit: never, in this test
-    ingest_task.apply(kwargs={"job_id": job.pk})
-    job.refresh_from_db()
-    return job, embedder
+    started = start_ingest_job(source, [tmp_path / "long.csv"])  # enqueued only on commit: never, in this test
+    ingest_task.apply(kwargs={"job_id": started.pk})
+    return Job.objects.get(pk=started.pk), embedder
 
 
 def test_a_long_ingestion_is_never_reaped_while_it_embeds_and_ends_succeeded_without_an_error(
@@ -313,9 +312,10 @@ def test_an_estimation_batch_is_a_heartbeat_of_its_run_s_job(db, embedder):
     job = running_job(Job.Kind.ESTIMATE, heartbeat_age_s=3600)
     run = EstimationRunFactory(job=job, query_set=query_set, sources=[good[0], bad], state=EstimationRun.State.RUNNING)
     query = query_set.queries.order_by("id").first()
+    assert query is not None
     assert generate_batch.apply(kwargs={"run_id": run.pk, "pairs": [[query.pk, bad.pk]]}).get() == 1
     job.refresh_from_db()
-    assert job.heartbeat_at > an_hour_ago + dt.timedelta(minutes=59)
+    assert job.heartbeat_at is not None and job.heartbeat_at > an_hour_ago + dt.timedelta(minutes=59)
     assert job.state == Job.State.RUNNING
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from django.db import connection
 from core.models import EstimationRun, ReliabilityScore, RunResponse
 from tasks.models import Job
 from tests.corpus import FACTS, build_corpus
-from tests.helpers import Broker, database_url, responses_of, scores_of, wait_until
+from tests.helpers import Broker, database_url, must_search, responses_of, scores_of, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.worker]
@@ -114,7 +113,7 @@ def test_a_run_whose_worker_is_killed_fails_with_its_job_and_resumes_to_the_scor
         first, first_name, _ = procs.start_worker()
         started = procs.manage("estimate", "--batch-size", "1", "--sources", *names)
         assert started.returncode == 0, started.stderr
-        run_id, job_id = map(int, re.search(r"Estimation run (\d+) queued \(job (\d+)\)", started.stdout).groups())
+        run_id, job_id = map(int, must_search(r"Estimation run (\d+) queued \(job (\d+)\)", started.stdout).groups())
 
         # Kill the worker once some responses are stored, well before all are.
         wait_until(lambda: RunResponse.objects.filter(run_id=run_id).count() >= 3, 180, "the first responses", 0.01)
@@ -158,7 +157,7 @@ def test_a_run_whose_worker_is_killed_fails_with_its_job_and_resumes_to_the_scor
         # The same corpus, run without interruption: the same responses and the same scores.
         clean = procs.manage("estimate", "--batch-size", "1", "--sources", *names, "--wait", "--timeout", "240")
         assert clean.returncode == 0, clean.stderr
-        clean_id = int(re.search(r"Estimation run (\d+) queued", clean.stdout).group(1))
+        clean_id = int(must_search(r"Estimation run (\d+) queued", clean.stdout).group(1))
         assert responses_of(run_id) == responses_of(clean_id)
         resumed_scores, clean_scores = scores_of(run_id), scores_of(clean_id)
         assert set(resumed_scores) == set(names)
@@ -247,7 +246,7 @@ def test_a_pool_process_killed_mid_job_fails_its_job_at_once_while_the_worker_li
         big_csv(fault_tmp / "big.csv", 150)
         started = procs.manage("ingest", "--source", "ledger", str(fault_tmp / "big.csv"))
         assert started.returncode == 0, started.stderr
-        job_id = int(re.search(r"ingestion job (\d+) queued", started.stdout).group(1))
+        job_id = int(must_search(r"ingestion job (\d+) queued", started.stdout).group(1))
         wait_until(
             lambda: Job.objects.filter(pk=job_id, message__startswith="big.csv: embedded").exists(),
             240,
@@ -287,7 +286,7 @@ def test_postgres_stopped_mid_ingestion_fails_the_job_naming_the_file_and_keeps_
         files = [str(fault_tmp / name) for name in ("a.txt", "big.csv", "c.txt")]
         started = procs.manage("ingest", "--source", "ledger", *files)
         assert started.returncode == 0, started.stderr
-        job_id = int(re.search(r"ingestion job (\d+) queued", started.stdout).group(1))
+        job_id = int(must_search(r"ingestion job (\d+) queued", started.stdout).group(1))
 
         def job() -> tuple[Any, ...]:
             return database.query("SELECT state, message, error, result FROM tasks_job WHERE id = %s", job_id)[0]
@@ -353,8 +352,10 @@ def test_questions_answer_in_their_normal_time_while_a_large_claim_load_runs(tra
         def ask(text: str) -> float:
             started = time.monotonic()
             question = start_question(text)
-            wait_until(lambda: Job.objects.get(pk=question.job_id).finished, 120, f"an answer to {text!r}")
-            job = Job.objects.get(pk=question.job_id)
+            job_id = question.job_id
+            assert job_id is not None, "the question was queued"
+            wait_until(lambda: Job.objects.get(pk=job_id).finished, 120, f"an answer to {text!r}")
+            job = Job.objects.get(pk=job_id)
             assert job.state == Job.State.SUCCEEDED, job.error
             return time.monotonic() - started
 
@@ -366,7 +367,7 @@ def test_questions_answer_in_their_normal_time_while_a_large_claim_load_runs(tra
         mapping = '{"subject": "flight", "source": "src", "attributes": {"gate": "text", "status": "text"}}'
         started = procs.manage("ingest_claims", str(fault_tmp / "claims.csv"), "--mapping", mapping)
         assert started.returncode == 0, started.stderr
-        load_id = int(re.search(r"job (\d+)", started.stdout).group(1))
+        load_id = int(must_search(r"job (\d+)", started.stdout).group(1))
         wait_until(lambda: Job.objects.filter(pk=load_id, state=Job.State.RUNNING).exists(), 120, "the load to run")
 
         busy = [ask(q) for q in questions[:3]]

@@ -34,5 +34,6 @@ def test_the_sources_action_starts_an_estimation_run_on_the_selected_sources(db,
     assert response.status_code == 200
     run = EstimationRun.objects.get()
     assert set(run.sources.all()) == {good[0], good[1], bad}
+    assert run.job is not None
     assert run.job.kind == Job.Kind.ESTIMATE
     assert f"Estimation run {run.pk} started" in response.content.decode()

@@ -36,7 +36,7 @@ def test_asking_persists_the_answer_and_one_vote_per_consulted_source_with_the_b
     assert question.answer == "Paris"
     assert question.backend == "extractive"
     assert question.answered_at is not None
-    assert 0 < question.confidence <= 1
+    assert question.confidence is not None and 0 < question.confidence <= 1
     assert question.calls == 4
     votes = list(Vote.objects.filter(question=question).select_related("source"))
     assert {v.source.name for v in votes} == {"reliable-0", "reliable-1", "reliable-2", "misinformer"}
@@ -72,11 +72,13 @@ def test_a_started_question_is_answered_by_the_worker_and_linked_to_its_job(work
 def test_an_ask_never_encodes_a_retrieved_passage_again_it_reuses_the_stored_vector(db, embedder, monkeypatch):
     """Passages read for the first time cost no model call: the retriever hands the NLI the
     vectors stored at ingestion, in the same SQL statement, and the scores are the same."""
+    from core.engine.backends.nli import EmbeddingLexicalNLI
     from runtime.backends import configured_embedder, configured_nli
     from sources.models import Chunk
 
     build_corpus(embedder)
     nli, model = configured_nli(), configured_embedder()
+    assert isinstance(nli, EmbeddingLexicalNLI)  # the configured NLI (NLI_BACKEND) caches passage vectors
     assert nli.embedder is model
     nli._cache.clear()  # as on a worker that has not read these passages yet
     encoded: list[str] = []

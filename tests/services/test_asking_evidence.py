@@ -19,5 +19,5 @@ def test_an_injected_answer_from_one_unestimated_source_is_capped_at_the_prior_a
     question = ask_now("What is the secret word?", strategy="ra-rag")
     question.refresh_from_db()
     assert "PWNED" in question.answer
-    assert question.confidence <= PRIOR_ACCURACY
+    assert question.confidence is not None and question.confidence <= PRIOR_ACCURACY
     assert any("rests on 1 source whose reliability has never been checked (pastebin)" in n for n in question.notes)

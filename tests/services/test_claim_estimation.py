@@ -22,6 +22,7 @@ from tasks.engine_tasks import claim_estimation
 from tasks.jobs import wait_for_job
 from tasks.models import Job
 from tests.factories import ClaimFactory, ReliabilityScoreFactory, SourceFactory
+from tests.helpers import as_list
 
 RELIABLE = ("almanac", "atlas", "gazette", "registry")
 ITEMS = 20
@@ -71,6 +72,7 @@ def test_a_claim_run_resolves_every_item_and_scores_the_sources_from_their_claim
     assert run.query_set is None and run.params == {"estimator": "iwmv", "attributes": None}
     assert set(run.sources.all()) == set(sources.values())
     assert run.iterations >= 1 and run.finished_at is not None
+    assert run.job_id is not None
     job = Job.objects.get(pk=run.job_id)
     assert (job.state, job.kind, job.progress_total, job.percent) == ("succeeded", "estimate", 3, 100)
     assert job.result["items"] == ITEMS and job.result["claims"] == ITEMS * 7 and job.result["sources"] == 7
@@ -119,6 +121,7 @@ def test_a_copy_detecting_estimator_stores_the_copiers_with_their_shared_false_v
     ]
     honest = SourceDependence.objects.filter(run=run, source_a=sources["almanac"], source_b=sources["atlas"]).first()
     assert honest is None or honest.probability < pair.probability
+    assert run.job is not None
     assert run.job.result["dependent_pairs"] >= 1
 
 
@@ -161,6 +164,7 @@ def test_a_run_whose_claims_vanished_fails_with_its_job(db):
     Claim.objects.all().delete()
     run = run_here(run)
     assert run.state == EstimationRun.State.FAILED and run.finished_at is not None
+    assert run.job_id is not None
     job = Job.objects.get(pk=run.job_id)
     assert job.state == Job.State.FAILED and "no claims" in job.error
     assert not ClaimResolution.objects.filter(run=run).exists()
@@ -172,6 +176,7 @@ def test_a_failed_claim_run_is_resumed_under_a_new_job_and_a_succeeded_one_only_
     run = start_claim_run(estimator="iwmv")
     with pytest.raises(ValidationError, match="still running"):
         resume_claim_run(run)
+    assert run.job_id is not None
     Job.objects.filter(pk=run.job_id).update(state=Job.State.FAILED)
     EstimationRun.objects.filter(pk=run.pk).update(state=EstimationRun.State.FAILED)
     first_job = run.job_id
@@ -216,6 +221,7 @@ def test_the_run_pages_show_a_claim_run(db, analyst_client: Any):
 def test_a_claim_run_runs_on_the_real_worker(worker):
     build_claims()
     run = start_claim_run(estimator="iwmv")
+    assert run.job_id is not None
     job = wait_for_job(run.job_id, timeout=120)
     assert job.state == Job.State.SUCCEEDED, job.error
     assert job.message.startswith(f"Resolved {ITEMS} items")
@@ -253,10 +259,12 @@ def test_an_unsettled_claim_run_says_so_and_a_checked_value_on_its_checks_page_s
     checks = stored["checks"]
     assert checks and set(checks) <= set(ClaimResolution.objects.filter(run=run).values_list("pk", flat=True))
     view = identification_view(run)
-    assert view is not None and view["checks"][0]["question"].endswith(": departure")
-    assert {o["answer"] for o in view["checks"][0]["answers"]} == {
-        truth(int(view["checks"][0]["question"][7:9])),
-        f"late-{int(view['checks'][0]['question'][7:9])}",
+    assert view is not None
+    check = as_list(view["checks"])[0]
+    assert check["question"].endswith(": departure")
+    assert {o["answer"] for o in check["answers"]} == {
+        truth(int(check["question"][7:9])),
+        f"late-{int(check['question'][7:9])}",
     }
     page = curator_client.get(reverse("run-checks", args=[run.pk]))
     assert page.status_code == 200 and "two groups of sites disagree" in page.content.decode()

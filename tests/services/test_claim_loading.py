@@ -145,7 +145,7 @@ def test_the_load_job_stores_the_claims_removes_the_upload_and_embeds_the_new_ke
     from tasks import tasks
 
     settings.UPLOAD_DIR = tmp_path / "uploads"
-    job = start_claim_load([("flights.csv", FLIGHT_CSV.encode())], FLIGHT_MAPPING)
+    job = Job.objects.get(pk=start_claim_load([("flights.csv", FLIGHT_CSV.encode())], FLIGHT_MAPPING).pk)
     assert (job.kind, job.state) == (Job.Kind.INGEST, Job.State.PENDING)
     upload_dir = Path(job.params["upload_dir"])
     assert upload_dir.is_dir() and job.params["mapping"] == FLIGHT_MAPPING.to_json()
@@ -236,6 +236,7 @@ def test_the_claim_changelist_lists_filters_and_searches_claims(db, admin_client
     assert "0201853949" in page and "AA-3859-IAH-ORD" not in page
     assert admin_client.get("/admin/sources/claim/?method__exact=mapping&source__kind__exact=other").status_code == 200
     claim = Claim.objects.first()
+    assert claim is not None
     assert admin_client.get(f"/admin/sources/claim/{claim.pk}/change/").status_code == 200
 
 

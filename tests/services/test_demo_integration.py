@@ -25,11 +25,15 @@ def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(w
     truth = {s["name"]: s["simulated_reliability"] for s in manifest["sources"]}
     run = start_estimation_run(sources="all")
     assert set(run.sources.values_list("name", flat=True)) == set(truth)  # sources with documents only
+    assert run.job_id is not None
     job = wait_for_job(run.job_id, timeout=600)
     assert job.state == Job.State.SUCCEEDED, job.error
     run.refresh_from_db()
     assert run.state == EstimationRun.State.SUCCEEDED
-    estimated = {s.name: s.reliability for s in Source.objects.filter(name__in=truth)}
+    estimated: dict[str, float] = {}
+    for source in Source.objects.filter(name__in=truth):
+        assert source.reliability is not None, f"the run estimated {source.name}"
+        estimated[source.name] = source.reliability
     reliable = [estimated[n] for n, p in truth.items() if p >= 0.8]
     unreliable = [estimated[n] for n, p in truth.items() if p <= 0.15]
     assert min(reliable) > max(unreliable), estimated
@@ -43,6 +47,7 @@ def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(w
     assert by_topic["entertainment"] > by_topic["general knowledge"] + 0.2, by_topic
 
     query = FactQuery.objects.filter(query_set__name="demo").first()
+    assert query is not None, "the demo loaded its queries"
     question = ask_now(query.question, strategy="ra-rag")
     assert question.answer and question.backend == "extractive"
     assert question.votes.exists()

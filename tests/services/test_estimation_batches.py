@@ -27,7 +27,7 @@ from tasks.models import Job
 from tasks.progress import JobProgress
 from tests.corpus import FACTS, build_corpus
 from tests.factories import EstimationRunFactory, JobFactory
-from tests.helpers import wait_until
+from tests.helpers import as_list, wait_until
 
 
 @contextmanager
@@ -125,6 +125,7 @@ def test_two_workers_given_the_same_batches_at_once_answer_each_pair_once(transa
 
 def test_the_coordinator_s_first_step_shows_progress_and_batches_raise_it_to_the_stored_count(db, embedder):
     run = new_run(embedder, batch_size=8)
+    assert run.job_id is not None
     progress = JobProgress(run.job_id)
     step = coordinate_run(run, None, progress)
     units = RunProgress(len(FACTS) * 4)
@@ -148,11 +149,13 @@ def test_the_estimate_is_computed_once_and_not_while_another_worker_computes_it(
         assert finish_once(run) is None
         assert not ReliabilityScore.objects.filter(run=run).exists()
     summary = finish_once(run)
+    assert summary is not None, "nobody else holds the claim now"
     run.refresh_from_db()
     assert run.state == EstimationRun.State.SUCCEEDED and summary["responses"] == len(FACTS) * 4
     scores = list(ReliabilityScore.objects.filter(run=run).values_list("id", flat=True))
     again = finish_once(run)  # a second coordinator step, after the first stored the estimate
+    assert again is not None, "the stored estimate's summary"
     assert list(ReliabilityScore.objects.filter(run=run).values_list("id", flat=True)) == scores
-    by_source = {s["source"]: s for s in summary["scores"]}
-    assert {s["source"]: s for s in again["scores"]} == by_source
+    by_source = {s["source"]: s for s in as_list(summary["scores"])}
+    assert {s["source"]: s for s in as_list(again["scores"])} == by_source
     assert {k: v for k, v in again.items() if k != "scores"} == {k: v for k, v in summary.items() if k != "scores"}

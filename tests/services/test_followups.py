@@ -40,13 +40,13 @@ def spy_on_answered_text(monkeypatch: Any) -> list[str]:
 
     def spying(name: str) -> Any:
         strategy = real(name)
-        answer = strategy.answer
+        answer = strategy.answer_checked
 
         def recording(text: str, ctx: Any, params: Any) -> Any:
             seen.append(text)
             return answer(text, ctx, params)
 
-        object.__setattr__(strategy, "answer", recording)
+        object.__setattr__(strategy, "answer_checked", recording)
         return strategy
 
     monkeypatch.setattr(asking, "get_strategy", spying)

@@ -9,6 +9,7 @@ import pytest
 from core.models import ReliabilityScore, RunAnswer, SourceDependence
 from core.services.estimation import finish_run
 from tests.factories import SourceFactory
+from tests.helpers import as_list
 from tests.services.collusion import COLLUDERS, FACTS, HONEST, collusion_run
 
 
@@ -39,7 +40,7 @@ def test_three_gold_checked_queries_override_a_colluding_majority_and_each_sourc
         assert scores[name].reliability < min(scores[h].reliability for h in HONEST)
     sources["honest-a"].refresh_from_db()
     assert sources["honest-a"].reliability == pytest.approx(scores["honest-a"].reliability)
-    assert {s["source"]: s["gold_agreements"] for s in summary["scores"]}["honest-a"] == 3
+    assert {s["source"]: s["gold_agreements"] for s in as_list(summary["scores"])}["honest-a"] == 3
 
 
 def test_a_run_that_does_not_use_gold_estimates_from_agreement_alone(db, embedder):
@@ -92,10 +93,11 @@ def test_a_strong_prior_never_puts_an_estimate_outside_its_interval_and_a_source
     summary = finish_run(run)
     for score in ReliabilityScore.objects.filter(run=run):
         assert score.low <= score.reliability <= score.high, (score.low, score.reliability, score.high)
-    for row in summary["scores"]:
+    for row in as_list(summary["scores"]):
         assert row["low"] <= row["reliability"] <= row["high"]
     honest = sources["honest-a"]
     honest.refresh_from_db()
+    assert honest.reliability is not None and honest.reliability_low is not None and honest.reliability_high is not None
     assert honest.reliability_low <= honest.reliability <= honest.reliability_high
     outside.refresh_from_db()
     assert (outside.reliability, outside.reliability_low, outside.reliability_high) == (0.9, 0.8, 0.95)

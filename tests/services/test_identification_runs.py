@@ -14,6 +14,7 @@ from core.models import EstimationRun, FactQuery, ReliabilityScore
 from core.services.estimation import finish_run, resume_estimation_run
 from core.services.estimation.checks import identification_view, record_check, reestimate_run
 from tasks.models import Job
+from tests.helpers import as_list
 from tests.services.collusion import COLLUDERS, FACTS, HONEST, collusion_run
 
 
@@ -40,7 +41,7 @@ def test_a_colluding_majority_without_checks_is_flagged_and_neither_group_is_amp
 
     view = identification_view(run)
     assert view is not None and not view["identified"]
-    check = view["checks"][0]
+    check = as_list(view["checks"])[0]
     offered = {o["answer"] for o in check["answers"]}
     question = next(q for q, right, wrong in FACTS if q == check["question"])
     right, wrong = next((r, w) for q, r, w in FACTS if q == question)
@@ -62,7 +63,7 @@ def test_one_click_on_the_right_answer_records_it_and_re_estimates_the_run_from_
     assert run.identification["identified"] is True and run.gold_queries == [first]
     # The answered check leaves the proposals and is listed as what the estimate used.
     view = identification_view(run)
-    assert view is not None and first not in {c["query_id"] for c in view["checks"]}
+    assert view is not None and first not in {c["query_id"] for c in as_list(view["checks"])}
     assert view["checked"] == [{"query_id": first, "question": question, "references": [right]}]
     assert view["checked_total"] == 1
     scores = {s.source.name: s.reliability for s in ReliabilityScore.objects.filter(run=run).select_related("source")}

@@ -37,7 +37,7 @@ def test_claims_make_multirag_available_and_its_answer_cites_the_claims(db: Any,
     assert set(evidence) == set(Claim.objects.filter(attribute="actual departure time").values_list("id", flat=True))
     assert evidence[rumour.pk]["used"] is False
     assert all(e["used"] for cid, e in evidence.items() if cid != rumour.pk)
-    assert 0.5 < question.confidence <= 1
+    assert question.confidence is not None and 0.5 < question.confidence <= 1
 
 
 def test_an_inactive_source_s_claims_do_not_vote(db: Any, embedder: Any) -> None:

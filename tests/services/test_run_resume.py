@@ -62,6 +62,7 @@ def test_the_estimate_command_resumes_a_failed_run_under_a_new_job(db, capsys):
     call_command("estimate", resume=run.pk)
     run.refresh_from_db()
     assert run.job_id != old_job and run.finished_at is None
+    assert run.job is not None
     assert run.state == EstimationRun.State.PENDING and run.job.state == Job.State.PENDING
     assert (run.job.kind, run.job.params) == ("estimate", {"run_id": run.pk})
     assert f"Estimation run {run.pk} resumed (job {run.job_id})" in capsys.readouterr().out
@@ -144,6 +145,7 @@ def test_a_run_left_running_under_a_failed_job_shows_failed_with_the_resume_butt
     assert 'data-state="failed"' in page and 'id="resume-form"' in page
     curator_client.post(f"/runs/{run.pk}/resume/")
     run.refresh_from_db()
+    assert run.job is not None
     assert run.state == EstimationRun.State.PENDING and run.job.state == Job.State.PENDING
 
 
@@ -157,6 +159,7 @@ def test_the_resume_button_resumes_the_run_and_htmx_goes_back_to_its_page(curato
     response = curator_client.post(f"/runs/{run.pk}/resume/", HTTP_HX_REQUEST="true")
     assert response.status_code == 204 and response["HX-Redirect"] == f"/runs/{run.pk}/"
     run.refresh_from_db()
+    assert run.job is not None
     assert run.state == EstimationRun.State.PENDING and run.job.state == Job.State.PENDING
     page = curator_client.get(f"/runs/{run.pk}/").content.decode()
     assert "resumed" in page

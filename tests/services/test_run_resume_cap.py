@@ -77,6 +77,7 @@ def test_claim_runs_are_capped_on_resume_too(db: Any, curator: Any) -> None:
     with pytest.raises(TooManyRuns):
         resume_claim_run(third, user=curator)
     third.refresh_from_db()
+    assert third.job is not None
     assert third.state == EstimationRun.State.FAILED and third.job.state == Job.State.FAILED
 
 

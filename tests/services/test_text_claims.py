@@ -91,7 +91,7 @@ def test_the_text_claim_job_extracts_with_the_configured_model_and_records_the_c
     DocumentFactory(source=source, text="Oslo is the capital of Norway.")
     answer = '[{"subject": "Oslo", "attribute": "capital of", "value": "Norway"}]'
     monkeypatch.setattr(claim_service, "configured_generator", lambda: ScriptedModel({"Oslo": answer}))
-    job = start_text_claim_extraction(source)
+    job = Job.objects.get(pk=start_text_claim_extraction(source).pk)
     assert (job.kind, job.params["source_id"]) == (Job.Kind.INGEST, source.pk)
     tasks.extract_text_claims(job_id=job.pk)
     job.refresh_from_db()

@@ -26,7 +26,7 @@ from django.db import connection
 
 from core.models import EstimationRun, ReliabilityScore, RunAnswer, RunResponse
 from tests.corpus import FACTS, build_corpus
-from tests.helpers import Broker, database_url, responses_of, scores_of, wait_until
+from tests.helpers import Broker, database_url, must_search, responses_of, scores_of, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.worker]
@@ -53,11 +53,11 @@ class Workers:
                     command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
                 )
         for name in names:
-            wait_until(
-                lambda name=name: " ready." in self.log(name) or self.processes[name].poll() is not None,
-                240,
-                f"worker {name} to start",
-            )
+
+            def started_or_exited(name: str = name) -> bool:
+                return " ready." in self.log(name) or self.processes[name].poll() is not None
+
+            wait_until(started_or_exited, 240, f"worker {name} to start")
             assert self.processes[name].poll() is None, self.log(name)[-3000:]
 
     def stop(self, name: str) -> None:
@@ -89,7 +89,7 @@ class Workers:
         )
         detail = done.stdout + done.stderr + "".join(self.log(n)[-2000:] for n in self.processes)
         assert done.returncode == 0, detail
-        return int(re.search(r"Estimation run (\d+) queued", done.stdout).group(1)), detail
+        return int(must_search(r"Estimation run (\d+) queued", done.stdout).group(1)), detail
 
 
 @pytest.fixture
