@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, TypeGuard, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from core.engine.registry import BackendNotConfigured, Registry
 
@@ -29,8 +29,17 @@ __all__ = [
     "Generator",
     "GeneratorSettings",
     "TokenScorer",
+    "Tokenizer",
+    "CausalLM",
     "token_budget",
 ]
+
+
+# A loaded transformers tokenizer and causal language model: third-party objects without type
+# stubs (transformers ships none that mypy can use), the one boundary every local runtime and
+# the white-box strategy share.
+Tokenizer: TypeAlias = Any
+CausalLM: TypeAlias = Any
 
 
 class Capability(StrEnum):

@@ -44,10 +44,12 @@ from core.engine.backends.generation.base import (
     GENERATORS,
     BackendNotConfigured,
     Capability,
+    CausalLM,
     Generation,
     GenerationRequest,
     Generator,
     GeneratorSettings,
+    Tokenizer,
     token_budget,
 )
 from core.engine.backends.generation.gguf_files import file_sha256, sha256_of
@@ -77,7 +79,7 @@ def converted_ct2_dir(source: Path, compute_type: str, sha256: str | None) -> Pa
     return source.parent / f"{source.name}.ct2-{compute_type}"
 
 
-def _files_of(folder: Path) -> dict[str, dict[str, Any]]:
+def _files_of(folder: Path) -> dict[str, dict[str, int | str]]:
     return {
         path.name: {"size": path.stat().st_size, "sha256": sha256_of(path)}
         for path in sorted(folder.iterdir())
@@ -170,7 +172,7 @@ class CTranslate2Generator:
         self.load_info: dict[str, Any] = {}
         self._device = device
         self._lock = threading.Lock()
-        self._loaded: tuple[Any, Any] | None = None
+        self._loaded: tuple[Tokenizer, CausalLM] | None = None
         self._head_tokens: dict[str, list[str]] = {}
 
     # --- preparation ---------------------------------------------------------------------
@@ -216,7 +218,7 @@ class CTranslate2Generator:
         self.load_info.update(source="ct2-converted", convert_seconds=time.perf_counter() - started)
         return dest
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[Tokenizer, CausalLM]:
         with self._lock:
             if self._loaded is None:
                 import ctranslate2
@@ -244,11 +246,11 @@ class CTranslate2Generator:
 
     # --- generation ----------------------------------------------------------------------
 
-    def _end_tokens(self, tokenizer: Any) -> list[str]:
+    def _end_tokens(self, tokenizer: Tokenizer) -> list[str]:
         ends = [tokenizer.eos_token] if tokenizer.eos_token else []
         return ends or ["</s>"]
 
-    def _split(self, tokenizer: Any, request: GenerationRequest) -> tuple[list[str], list[str], int]:
+    def _split(self, tokenizer: Tokenizer, request: GenerationRequest) -> tuple[list[str], list[str], int]:
         """(cached head tokens, the rest of the prompt's tokens, the prompt's token count).
         The head is used only when its tokens are exactly the prompt's first tokens, so the
         model sees the very tokens it would see without the cache."""
@@ -287,7 +289,7 @@ class CTranslate2Generator:
             members.sort(key=lambda i: len(split[i][1]))
             for start in range(0, len(members), size):
                 batch = members[start : start + size]
-                options: dict[str, Any] = {}
+                options: dict[str, object] = {}
                 if head:
                     options = {"static_prompt": list(head), "cache_static_prompt": True}
                 results = model.generate_batch(
@@ -317,7 +319,7 @@ class CTranslate2Generator:
 
     # --- white-box, through transformers -------------------------------------------------
 
-    def white_box(self) -> tuple[Any, Any]:
+    def white_box(self) -> tuple[Tokenizer, CausalLM]:
         """The same model's float32 (tokenizer, model) through transformers, for strategies
         that hook attention (CrEst white-box); loaded on first use."""
         return self.transformers.white_box()

@@ -34,10 +34,12 @@ from core.engine.backends.generation.base import (
     GENERATORS,
     BackendNotConfigured,
     Capability,
+    CausalLM,
     Generation,
     GenerationRequest,
     Generator,
     GeneratorSettings,
+    Tokenizer,
     token_budget,
 )
 from core.engine.backends.generation.grounded import GroundedGenerator
@@ -59,7 +61,7 @@ def converted_dir(gguf: Path, sha256: str) -> Path:
     return gguf.parent / f"{gguf.stem}.hf-{sha256[:16]}"
 
 
-def _drop_quantization_marks(model: Any) -> None:
+def _drop_quantization_marks(model: CausalLM) -> None:
     """A dequantised GGUF model is a plain dense model, but transformers still marks it as
     "quantized with gguf" and refuses to save it: remove the marks (as HfQuantizer's
     remove_quantization_config does) once no packed GGUF layer is left."""
@@ -149,7 +151,7 @@ class TransformersGenerator:
         self.load_info: dict[str, Any] = {}
         self._device = device
         self._lock = threading.Lock()
-        self._loaded: tuple[Any, Any] | None = None
+        self._loaded: tuple[Tokenizer, CausalLM] | None = None
 
     @staticmethod
     def _model_key(model: str) -> str | None:
@@ -203,7 +205,7 @@ class TransformersGenerator:
             self.load_info.update(source="gguf-converted", convert_seconds=time.perf_counter() - started)
         return str(cache)
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[Tokenizer, CausalLM]:
         with self._lock:
             if self._loaded is None:
                 import torch
@@ -234,7 +236,7 @@ class TransformersGenerator:
                 self.load_info["seconds"] = time.perf_counter() - started
             return self._loaded
 
-    def white_box(self) -> tuple[Any, Any]:
+    def white_box(self) -> tuple[Tokenizer, CausalLM]:
         """The loaded (tokenizer, model), loading them on first use: white-box access for
         strategies that read logits or hook attention (CrEst white-box). The model is
         shared by every caller in this process; do not modify it outside a context manager
@@ -246,7 +248,7 @@ class TransformersGenerator:
         tokenizer, _ = self._load()
         return self._render(tokenizer, request)
 
-    def _render(self, tokenizer: Any, request: GenerationRequest) -> str:
+    def _render(self, tokenizer: Tokenizer, request: GenerationRequest) -> str:
         return render_chat(tokenizer, user_prompt(request.prompt, request.question, request.passages))
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:

@@ -10,22 +10,18 @@ would send, where each passage's tokens lie in it, and the scaled greedy generat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from core.engine.backends.generation.base import GenerationRequest
+from core.engine.backends.generation.base import CausalLM, GenerationRequest, Tokenizer
 from core.engine.backends.generation.grounded import GroundedGenerator
 from core.engine.backends.generation.prompts import quote_context, render_chat, user_prompt
-
-# A loaded transformers tokenizer and model: third-party objects without type stubs.
-Tokenizer = Any
-Model = Any
 
 
 @runtime_checkable
 class WhiteBoxModel(Protocol):
     """A generator that lends its loaded transformers (tokenizer, model)."""
 
-    def white_box(self) -> tuple[Tokenizer, Model]: ...
+    def white_box(self) -> tuple[Tokenizer, CausalLM]: ...
 
 
 @runtime_checkable
@@ -35,7 +31,7 @@ class RendersPrompts(Protocol):
     def render(self, request: GenerationRequest) -> str: ...
 
 
-def white_box_of(generator: object) -> tuple[Tokenizer, Model] | None:
+def white_box_of(generator: object) -> tuple[Tokenizer, CausalLM] | None:
     """The (tokenizer, model) a generator lends, or None when it has none to lend (a hosted
     model, the extractive reader). The product's grounding wrapper lends its model's."""
     if isinstance(generator, GroundedGenerator):
@@ -76,7 +72,7 @@ def document_char_spans(rendered: str, passages: Sequence[str]) -> list[tuple[in
 
 def generate_with_credibility(
     tokenizer: Tokenizer,
-    model: Model,
+    model: CausalLM,
     rendered: str,
     passages: Sequence[str],
     credibility: Sequence[float],
