@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from core.admin_numbers import rounded
-from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField, TopicEditForm, validate_question_bytes
+from core.forms import JSON_FORMFIELD_OVERRIDES, ReferenceAnswersField, TopicEditForm
 from core.models import (
     AnswerFeedback,
     EstimationRun,
@@ -26,6 +26,7 @@ from core.models import (
     SourceDependence,
     SourceGroup,
     Vote,
+    validate_question_bytes,
 )
 from core.services.feedback import FEEDBACK_QUERY_SET, confirm_feedback, reject_feedback
 from core.services.topics import TopicEditError, merge_topics, rename_topic, topic_choices

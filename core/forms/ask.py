@@ -8,18 +8,16 @@ and names the field of whatever it refuses, as this form does for what does not 
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 from django import forms
 
-from core.services.source_selection import EXCLUDE, GROUP, INCLUDE, MAX_CHOSEN, SourceChoice
+from core.services.pages.ask_form import DEFAULT_STRATEGY, AskValues
+from core.services.source_selection import INCLUDE, MAX_CHOSEN, SourceChoice
 from sources.models import Source
 
-DEFAULT_STRATEGY = "ra-rag"
 DEFAULT_KAPPA = 4
 MODES = ("all", "include", "exclude")
-# The fields whose errors the Sources section shows (the service names the API's fields).
-SOURCE_ERROR_FIELDS = (INCLUDE, EXCLUDE, GROUP, "sources", "sources_mode")
 
 
 class SourceIdsField(forms.Field):
@@ -33,19 +31,6 @@ class SourceIdsField(forms.Field):
         if bad:
             raise forms.ValidationError(f"Not a source: {', '.join(repr(b[:20]) for b in bad[:3])}.", code="invalid")
         return [int(v) for v in values]
-
-
-class AskValues(TypedDict):
-    """What the ask form shows in its fields (as sent, a refused value as typed)."""
-
-    text: str
-    strategy: str
-    research_strategy: str
-    kappa: int | str
-    follows: str
-    sources_mode: str
-    sources: list[int]
-    source_group: str
 
 
 def blank_values() -> AskValues:

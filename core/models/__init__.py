@@ -4,6 +4,7 @@ questions with every source's vote and the feedback on them (``questions``). The
 itself (core/engine/) knows nothing of these models."""
 
 from core.models.estimation import (
+    MAX_QUESTION_BYTES,
     ClaimResolution,
     EstimationRun,
     FactQuery,
@@ -12,6 +13,7 @@ from core.models.estimation import (
     RunAnswer,
     RunResponse,
     SourceDependence,
+    validate_question_bytes,
 )
 from core.models.questions import (
     LOW_EVIDENCE_CONFIDENCE,
@@ -27,6 +29,8 @@ from core.models.questions import (
 )
 
 __all__ = [
+    "MAX_QUESTION_BYTES",
+    "validate_question_bytes",
     "LOW_EVIDENCE_CONFIDENCE",
     "MAX_CORRECTED_ANSWER_CHARS",
     "MAX_FEEDBACK_COMMENT_CHARS",

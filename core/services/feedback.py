@@ -39,7 +39,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.engine.text import is_idk, normalize_answer
-from core.forms import validate_question_bytes
 from core.models import (
     MAX_CORRECTED_ANSWER_CHARS,
     MAX_FEEDBACK_COMMENT_CHARS,
@@ -48,6 +47,7 @@ from core.models import (
     QueryCollection,
     Question,
     Vote,
+    validate_question_bytes,
 )
 from core.roles import is_analyst, is_curator
 from core.services.estimation.finish import usable_references

@@ -13,12 +13,12 @@ from django.urls import Resolver404, resolve, reverse
 from django.views.decorators.http import require_http_methods
 
 from core.api.throttles import ask_rate, ask_throttle_wait
-from core.forms.ask import AskForm, AskValues, blank_values
+from core.forms.ask import AskForm, blank_values
 from core.models import Question
 from core.roles import analyst_required
 from core.services.asking import MAX_QUESTION_CHARS, start_question
 from core.services.pages.answer_panel import answer_panel, conversation_page
-from core.services.pages.ask_form import recent_questions, source_picker, strategy_groups
+from core.services.pages.ask_form import AskValues, recent_questions, source_picker, strategy_groups
 from core.services.pages.runs import estimation_in_progress
 from core.views.htmx import HtmxHttpRequest
 

@@ -190,6 +190,14 @@ def test_nothing_below_the_entry_points_imports_one():
     assert found == []
 
 
+def test_the_services_models_and_apps_below_them_import_no_form():
+    """Forms sit with the entry points, above the services: a rule a form and a service share
+    (a fact query's byte limit) lives with the model, the ask form's shape with its page data."""
+    below = ("core.services", "core.models", "sources", "runtime", "tasks")
+    found = [line for line in _offending(below, ("core.forms",)) if not _is_entry_point(line.split(" ")[0])]
+    assert found == []
+
+
 def test_an_app_s_entry_points_import_no_other_app_s_entry_points():
     """URL confs excepted: the root URL conf routes to every app's views."""
     found = [

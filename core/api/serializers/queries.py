@@ -8,8 +8,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from core.api.fields import StrictModelSerializer, StrictSerializer, Text
-from core.forms import validate_question_bytes
-from core.models import FactQuery, QueryCollection
+from core.models import FactQuery, QueryCollection, validate_question_bytes
 
 MAX_QUESTION_CHARS = 2000
 MAX_REFERENCE_CHARS = 500

@@ -26,8 +26,7 @@ from core.engine.claims.normalize import get_normalizer, normalize_text
 from core.engine.json_values import as_int, as_list
 from core.engine.text import answer_contains_gold, is_idk
 from core.engine.types import JSONObject
-from core.forms import validate_question_bytes
-from core.models import ClaimResolution, EstimationRun, FactQuery, RunResponse
+from core.models import ClaimResolution, EstimationRun, FactQuery, RunResponse, validate_question_bytes
 from core.services.estimation.claim_runs import checked_values, resume_claim_run
 from core.services.estimation.finish import usable_references
 from core.services.estimation.start import SUPERSEDED_MESSAGE, resume_estimation_run, superseded

@@ -10,14 +10,30 @@ from django.db.models import Count, F, QuerySet
 
 from core.engine.params import describe
 from core.engine.strategies import Requirement, runnable_strategies, strategy_class
-from core.forms.ask import DEFAULT_STRATEGY, SOURCE_ERROR_FIELDS, AskValues
 from core.models import Question, SourceGroup
 from core.services.engine_context import configured_offers
-from core.services.source_selection import visible_groups
+from core.services.source_selection import EXCLUDE, GROUP, INCLUDE, visible_groups
 from runtime.users import Actor
 from sources.models import Source
 
 RECENT_QUESTIONS = 8
+DEFAULT_STRATEGY = "ra-rag"
+# The fields whose errors the Sources section shows (the service names the API's fields).
+SOURCE_ERROR_FIELDS = (INCLUDE, EXCLUDE, GROUP, "sources", "sources_mode")
+
+
+class AskValues(TypedDict):
+    """What the ask form shows in its fields (as sent, a refused value as typed)."""
+
+    text: str
+    strategy: str
+    research_strategy: str
+    kappa: int | str
+    follows: str
+    sources_mode: str
+    sources: list[int]
+    source_group: str
+
 
 # What each main strategy does, in plain words for the ask page (the papers' terms, kappa-RRSS,
 # f_align, WMV, are in the glossary and in each strategy's technical description, shown in
