@@ -198,6 +198,11 @@ class FactQueryFactory(ModelFactory[FactQuery]):
     question = factory.Sequence(lambda n: f"Question {n}?")
 
 
+def _set_run_sources(run: EstimationRun, create: bool, extracted: list[Source] | None, **kwargs: Any) -> None:
+    if create and extracted:
+        run.sources.set(extracted)
+
+
 class EstimationRunFactory(ModelFactory[EstimationRun]):
     """A pending run; ``succeeded=True`` for a finished one, ``sources=[...]`` for its sources."""
 
@@ -216,10 +221,7 @@ class EstimationRunFactory(ModelFactory[EstimationRun]):
     query_set = factory.SubFactory(QueryCollectionFactory)
     state = EstimationRun.State.PENDING
 
-    @factory.post_generation
-    def sources(self, create: bool, extracted: list[Source] | None, **kwargs: Any) -> None:
-        if create and extracted:
-            self.sources.set(extracted)
+    sources = factory.PostGeneration(_set_run_sources)
 
 
 def _query_of_the_run(query: Any) -> QueryCollection:

@@ -98,7 +98,8 @@ def error_of(response: Any) -> dict[str, Any]:
     body = response.json()
     assert set(body) == {"error"}, body
     assert set(body["error"]) == {"code", "message", "fields"}, body
-    return body["error"]
+    error: dict[str, Any] = body["error"]
+    return error
 
 
 def token_header(user: User) -> str:

@@ -37,7 +37,7 @@ def seed_corpus(embedder: Any) -> None:
 def poll(client: Any, url: str, timeout: float = 180) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
-        body = client.get(url).json()
+        body: dict[str, Any] = client.get(url).json()
         if body["state"] in ("succeeded", "failed") or time.monotonic() > deadline:
             return body
         time.sleep(0.5)

@@ -21,11 +21,13 @@ CORRECTION_THANKS = "Thanks — a curator will review your correction."
 
 
 def pressed(driver: Any, element_id: str) -> str | None:
-    return driver.find_element(By.ID, element_id).get_attribute("aria-pressed")
+    value: str | None = driver.find_element(By.ID, element_id).get_attribute("aria-pressed")
+    return value
 
 
 def status(driver: Any, question: int) -> str:
-    return driver.find_element(By.ID, f"feedback-status-{question}").text
+    text: str = driver.find_element(By.ID, f"feedback-status-{question}").text
+    return text
 
 
 def test_an_analyst_calls_an_answer_wrong_and_the_thanks_state_survives_a_reload(

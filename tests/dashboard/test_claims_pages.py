@@ -103,7 +103,8 @@ def claim_world(db: Any) -> ClaimWorld:
 
 def html(response: Any) -> str:
     assert response.status_code == 200, response.status_code
-    return response.content.decode()
+    text: str = response.content.decode()
+    return text
 
 
 def rows_of(page: str, table_id: str) -> list[str]:

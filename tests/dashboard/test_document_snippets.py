@@ -22,7 +22,8 @@ def snippets(page: str) -> list[str]:
 def search(client: Any, source: Any, q: str) -> str:
     response = client.get(reverse("source-documents", args=[source.pk]), {"q": q})
     assert response.status_code == 200
-    return response.content.decode()
+    text: str = response.content.decode()
+    return text
 
 
 def test_each_hit_shows_its_matching_passage_with_the_query_words_marked(analyst_client: Any, db: Any) -> None:

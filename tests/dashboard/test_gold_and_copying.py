@@ -136,7 +136,8 @@ def test_a_run_without_copy_detection_keeps_the_heuristic_groups_labelled_as_a_h
 
 
 def panel(client: Any, question: Question) -> str:
-    return client.get(reverse("question-panel", args=[question.pk])).content.decode()
+    html: str = client.get(reverse("question-panel", args=[question.pk])).content.decode()
+    return html
 
 
 def test_the_answer_panel_warns_when_the_answer_rests_on_little_evidence(analyst_client: Any, db: Any) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
+from typing import Any
 
 from core.engine.graphs.conflict import conflict_graph
 
 
-def _pairs(n: int, bloc: set[int]) -> list[dict]:
+def _pairs(n: int, bloc: set[int]) -> list[dict[str, Any]]:
     pairs = []
     for a, b in combinations(range(n), 2):
         rate = 0.0 if (a in bloc) == (b in bloc) and a in bloc else (0.9 if (a in bloc) != (b in bloc) else 0.3)
@@ -26,7 +27,7 @@ def _pairs(n: int, bloc: set[int]) -> list[dict]:
     return pairs
 
 
-def _centre(nodes: list[dict]) -> tuple[float, float]:
+def _centre(nodes: list[dict[str, Any]]) -> tuple[float, float]:
     return sum(float(n["x"]) for n in nodes) / len(nodes), sum(float(n["y"]) for n in nodes) / len(nodes)
 
 

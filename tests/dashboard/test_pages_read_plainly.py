@@ -48,7 +48,8 @@ PRODUCT = "Reliability-aware RAG"
 def page(client: Any, url: str, status: int = 200) -> str:
     response = client.get(url)
     assert response.status_code == status, (url, response.status_code)
-    return response.content.decode()
+    text: str = response.content.decode()
+    return text
 
 
 def title_of(html: str) -> str:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from django.urls import reverse
 
 from core.models import EstimationRun
+from tests.dashboard.helpers import World
 from tests.factories import SourceFactory
 
 
@@ -21,7 +23,7 @@ def test_a_curator_submitting_no_source_starts_no_run_and_is_asked_to_choose(cur
 
 
 def test_the_every_active_source_option_starts_a_run_over_all_active_sources(
-    curator_client: Any, world: Any, monkeypatch: Any
+    curator_client: Any, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: dict[str, Any] = {}
 

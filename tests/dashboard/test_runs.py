@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from django.urls import reverse
 
 from core.models import EstimationRun
+from tests.dashboard.helpers import World
 
 
 def test_an_analyst_may_not_start_a_run(analyst_client: Any, world: Any) -> None:
@@ -40,7 +42,9 @@ def test_anonymous_posts_are_sent_to_login(client: Any, world: Any) -> None:
     assert response.status_code == 302 and reverse("login") in response["Location"]
 
 
-def test_a_curator_starts_a_run_and_is_sent_to_its_page(curator_client: Any, world: Any, monkeypatch: Any) -> None:
+def test_a_curator_starts_a_run_and_is_sent_to_its_page(
+    curator_client: Any, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     started: dict[str, Any] = {}
 
     def fake_start(**kwargs: Any) -> EstimationRun:

@@ -11,7 +11,7 @@ from core.engine.text import IDK
 
 
 @register("do-nothing")
-class DoNothing(AnswerStrategy):
+class DoNothing(AnswerStrategy[NoParams]):
     description = "always says I don't know"
     Params = NoParams
 

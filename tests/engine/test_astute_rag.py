@@ -354,7 +354,11 @@ def test_proposals_are_read_per_group() -> None:
     proposals = parse_proposals(
         "- **Answer for group 2:** Frank Sinatra (confidence: 0.3)\nAnswer for group 1: Elvis Presley (confidence: 90%)"
     )
-    assert proposals == {2: ("Frank Sinatra", pytest.approx(0.3)), 1: ("Elvis Presley", pytest.approx(0.9))}
+    expected: dict[int, tuple[str, object]] = {
+        2: ("Frank Sinatra", pytest.approx(0.3)),
+        1: ("Elvis Presley", pytest.approx(0.9)),
+    }
+    assert proposals == expected
 
 
 HOSTILE = (

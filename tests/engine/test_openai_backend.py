@@ -5,6 +5,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,8 @@ class _ChatServer:
         self.status = status
         self.reply_mode = "ok"  # "not-json", "cut" (headers, then the connection closes mid-body)
         self.models: list[str] | None = None  # what GET /v1/models lists (None: no such route)
-        self.bodies: list[dict] = []
-        self.headers: list[dict] = []
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
 

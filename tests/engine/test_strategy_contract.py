@@ -14,7 +14,7 @@ from core.engine.backends.generation.base import Generation, GenerationRequest
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.claims.memory_store import MemoryClaimStore
 from core.engine.claims.types import ClaimRecord
-from core.engine.params import ParamError, ParamSet, describe, parse_params
+from core.engine.params import NoParams, ParamError, ParamSet, describe, parse_params
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import (
     AnswerStrategy,
@@ -157,7 +157,7 @@ def test_the_isolated_registry_forgets_what_a_test_registered() -> None:
 
 def test_a_strategy_that_breaks_the_contract_is_caught(isolated_strategies: list[str]) -> None:
     @register("overconfident-abstainer")
-    class Overconfident(AnswerStrategy):
+    class Overconfident(AnswerStrategy[NoParams]):
         description = "says I don't know with full confidence"
 
         def answer(self, question: str, ctx: EngineContext, params: Any) -> StrategyResult:

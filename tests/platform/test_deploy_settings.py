@@ -84,7 +84,8 @@ def settings_in(tmp_path: Any, **env: str) -> dict[str, Any]:
     )
     result = manage(tmp_path, "shell", "-c", code, **env)
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    settings: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return settings
 
 
 def test_the_proxy_count_and_the_shared_cache_come_from_the_environment(tmp_path: Any) -> None:

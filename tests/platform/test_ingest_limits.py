@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sources import services
-from sources.ingest import IngestError, parse_bytes
+from sources.ingest import IngestError, parse_bytes, read_limited
 from sources.ingest.document_formats import XmlAdapter
 from sources.models import Document
 from sources.services import ingest_files
@@ -86,7 +86,7 @@ def test_a_worker_error_names_the_uploaded_file_never_its_stored_path(db, tmp_pa
     gone = stored / "0001-gone.txt"
     gone.write_text("short")
     names = {str(big): "notes.txt", str(gone): "gone.txt"}
-    read = services.read_limited
+    read = read_limited  # what sources.services imported
 
     def vanishing(path: Path) -> bytes:
         if path == gone:  # deleted between the job's start and its turn

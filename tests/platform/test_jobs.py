@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -16,7 +17,7 @@ from tests.factories import JobFactory, SourceFactory
 
 
 @job_task("tests.platform.count_to")
-def count_to(progress: JobProgress, params: dict) -> dict:
+def count_to(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
     """Reports progress step by step and records the state it saw while running."""
     seen = Job.objects.get(pk=progress.job_id).state
     progress.set_total(params["n"], "Counting")
@@ -27,21 +28,21 @@ def count_to(progress: JobProgress, params: dict) -> dict:
 
 
 @job_task("tests.platform.explode")
-def explode(progress: JobProgress, params: dict) -> dict:
+def explode(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
     progress.set_total(4)
     progress.advance(1)
     raise RuntimeError("the disk caught fire")
 
 
 @job_task("tests.platform.give_up")
-def give_up(progress: JobProgress, params: dict) -> dict:
+def give_up(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
     progress.set_total(3)
     progress.advance(2)
     raise JobFailed("2 of 3 steps done, the third was refused", {"done": 2})
 
 
 @job_task("tests.platform.come_back")
-def come_back(progress: JobProgress, params: dict) -> dict | Reschedule:
+def come_back(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any] | Reschedule:
     """Asks to be run again until it has been visited `visits` times, keeping count in its params."""
     visit = params.get("visited", 0) + 1
     progress.set_total(params["visits"])
@@ -56,7 +57,7 @@ db_visits: list[int] = []
 
 
 @job_task("tests.platform.survive_db_blip", db_retry=True)
-def survive_db_blip(progress: JobProgress, params: dict) -> dict:
+def survive_db_blip(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
     """Loses the database on its first visit (as a coordinator does when PostgreSQL restarts)."""
     db_visits.append(progress.job_id)
     if len(db_visits) == 1:
@@ -67,28 +68,28 @@ def survive_db_blip(progress: JobProgress, params: dict) -> dict:
 
 
 @job_task("tests.platform.die_on_db_blip")
-def die_on_db_blip(progress: JobProgress, params: dict) -> dict:
+def die_on_db_blip(progress: JobProgress, params: dict[str, Any]) -> dict[str, Any]:
     from django.db import OperationalError
 
     raise OperationalError("server closed the connection unexpectedly")
 
 
-failures_seen: list[tuple[int, dict, str, str]] = []
+failures_seen: list[tuple[int, dict[str, Any], str, str]] = []
 
 
-def remember_failure(job_id: int, params: dict, error: BaseException | str) -> None:
+def remember_failure(job_id: int, params: dict[str, Any], error: BaseException | str) -> None:
     failures_seen.append((job_id, params, str(error), Job.objects.get(pk=job_id).state))
 
 
 @job_task("tests.platform.come_back_and_explode", on_failure=remember_failure)
-def come_back_and_explode(progress: JobProgress, params: dict) -> Reschedule:
+def come_back_and_explode(progress: JobProgress, params: dict[str, Any]) -> Reschedule:
     if params.get("visited"):
         raise RuntimeError("the second visit went wrong")
     return Reschedule(countdown=0.05, params={"visited": 1})
 
 
 @job_task("tests.platform.with_a_message")
-def with_a_message(progress: JobProgress, params: dict) -> Done:
+def with_a_message(progress: JobProgress, params: dict[str, Any]) -> Done:
     return Done({"ok": True}, message="Counted everything")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
+from core.engine.types import Passage
 from sources import retrieval, vector_index
 from sources.retrieval import PgRetriever, fanout_shares
 from tests.factories import SourceFactory
@@ -38,7 +39,7 @@ def _corpus(rng: np.random.Generator, sizes: list[int]) -> tuple[list[int], np.n
     return ids, centres
 
 
-def _rows(result: dict[int, list[retrieval.Passage]]) -> dict[int, list[tuple[int, float]]]:
+def _rows(result: dict[int, list[Passage]]) -> dict[int, list[tuple[int, float]]]:
     return {sid: [(p.chunk_id, round(p.distance, 6)) for p in passages] for sid, passages in result.items()}
 
 

@@ -159,7 +159,7 @@ def test_a_later_failure_of_an_ended_job_keeps_its_first_error_and_logs_the_seco
 def test_a_job_s_failure_is_recorded_once_the_database_answers_again(transactional_db, monkeypatch):
     job = running_job()
     waits: list[float] = []
-    monkeypatch.setattr(progress_module.time, "sleep", waits.append)
+    monkeypatch.setattr("tasks.progress.time.sleep", waits.append)
     real_update = JobProgress._update
     outage = {"left": 3}
 
@@ -180,7 +180,7 @@ def test_a_job_s_failure_is_recorded_once_the_database_answers_again(transaction
 def test_the_failure_write_gives_up_after_its_bounded_backoff(transactional_db, monkeypatch):
     job = running_job()
     waits: list[float] = []
-    monkeypatch.setattr(progress_module.time, "sleep", waits.append)
+    monkeypatch.setattr("tasks.progress.time.sleep", waits.append)
 
     def down(self, **fields):
         raise OperationalError("could not connect to server")

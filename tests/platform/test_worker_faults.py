@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from core.engine.types import Embedder
 from core.models import EstimationRun, ReliabilityScore, RunResponse
 from tasks.models import Job
 from tests.corpus import FACTS, build_corpus
@@ -326,7 +327,9 @@ def claims_csv(path: Path, rows: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_questions_answer_in_their_normal_time_while_a_large_claim_load_runs(transactional_db, embedder, fault_tmp):
+def test_questions_answer_in_their_normal_time_while_a_large_claim_load_runs(
+    transactional_db: None, embedder: Embedder, fault_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The topology of scripts/run.sh: a question worker on "default" beside the bulk worker
     on "ingest,gpu". A claim load of 120,000 claims (and the key embedding it starts) keeps
     the bulk worker busy; every question asked meanwhile is taken at once and answers within
@@ -343,8 +346,9 @@ def test_questions_answer_in_their_normal_time_while_a_large_claim_load_runs(tra
     procs = Processes(fault_tmp, env)
     sender = Celery("fault-test", set_as_current=False)
     sender.conf.update(broker_settings(broker.url, broker.folder, broker.prefix if broker.url else ""))
-    original_app = task_jobs.app
-    task_jobs.app = sender  # the questions go to this test's own broker namespace
+    # The questions go to this test's own broker namespace: tasks.jobs sends through the app
+    # it imported (a module global), put back when the test ends.
+    monkeypatch.setattr(task_jobs, "app", sender)
     try:
         procs.start_worker(pool="prefork", beat=False, queues="default")
         procs.start_worker(pool="prefork", beat=True, queues="ingest,gpu")
@@ -379,6 +383,5 @@ def test_questions_answer_in_their_normal_time_while_a_large_claim_load_runs(tra
         limit = 3 * idle + 5
         assert max(busy) < limit, f"questions took {busy} s beside the load (idle: {idle:.1f} s)"
     finally:
-        task_jobs.app = original_app
         procs.stop_all()
         broker.clear()

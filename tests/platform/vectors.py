@@ -14,7 +14,7 @@ DIM = 384
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    return np.asarray(rows / np.linalg.norm(rows, axis=1, keepdims=True), dtype=np.float32)
 
 
 def clustered(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest
 from core.engine.steps.followup import rewrite_follow_up
+from core.engine.strategies import get_strategy
 from core.models import Question
 from core.services import asking
 from core.services.asking import ask_now, conversation, start_question
@@ -36,7 +37,7 @@ class CannedLLM:
 def spy_on_answered_text(monkeypatch: Any) -> list[str]:
     """The question text each strategy is asked to answer, as the service passes it."""
     seen: list[str] = []
-    real = asking.get_strategy
+    real = get_strategy  # what core.services.asking imported
 
     def spying(name: str) -> Any:
         strategy = real(name)
