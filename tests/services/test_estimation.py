@@ -251,7 +251,9 @@ def test_generated_claims_keep_a_leading_name_capitalised(db):
                 for i, _ in enumerate(requests)
             ]
 
-    made = generate_queries([DocumentFactory(text="Keith Bostic played in the NFL.")], QueryCollectionFactory(), FakeLlm())
+    made = generate_queries(
+        [DocumentFactory(text="Keith Bostic played in the NFL.")], QueryCollectionFactory(), FakeLlm()
+    )
     assert [q.question for q in made] == ["Who is Keith Bostic?", "Is it true that Keith Bostic played in the NFL?"]
 
 
