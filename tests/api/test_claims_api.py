@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
 
 from core.models import EstimationRun
 from core.services.estimation import start_claim_run
@@ -316,7 +317,7 @@ def test_a_claim_runs_copiers_show_their_shared_false_values(as_analyst):
     assert conflicts["pairs"] == [] and conflicts["dependent_pairs"][0]["examples"] == [example]
 
 
-def test_a_failed_claim_run_is_resumed_through_the_api(as_curator):
+def test_a_failed_claim_run_is_resumed_through_the_api(as_curator: APIClient) -> None:
     run = finished_claim_run()
     response = as_curator.post(f"/api/estimation-runs/{run.pk}/resume/", {}, format="json")
     assert response.status_code == 409 and "re-estimate" in error_of(response)["message"]

@@ -15,6 +15,7 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
+from core.engine.types import Embedder
 from core.models import EstimationRun
 from reliability_site.celery import app, reap_interval
 from sources.ingest.base import ParsedDocument
@@ -156,7 +157,9 @@ def test_a_later_failure_of_an_ended_job_keeps_its_first_error_and_logs_the_seco
     assert job.log[-1].endswith("the work failed after the job had ended: RuntimeError: and then another")
 
 
-def test_a_job_s_failure_is_recorded_once_the_database_answers_again(transactional_db, monkeypatch):
+def test_a_job_s_failure_is_recorded_once_the_database_answers_again(
+    transactional_db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job = running_job()
     waits: list[float] = []
     monkeypatch.setattr("tasks.progress.time.sleep", waits.append)
@@ -177,7 +180,9 @@ def test_a_job_s_failure_is_recorded_once_the_database_answers_again(transaction
     assert sum(progress_module.FINAL_WRITE_BACKOFF) < 300
 
 
-def test_the_failure_write_gives_up_after_its_bounded_backoff(transactional_db, monkeypatch):
+def test_the_failure_write_gives_up_after_its_bounded_backoff(
+    transactional_db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job = running_job()
     waits: list[float] = []
     monkeypatch.setattr("tasks.progress.time.sleep", waits.append)
@@ -306,7 +311,7 @@ def test_an_ingestion_whose_batch_outlasts_the_stale_time_is_reaped_and_stores_n
     assert not Chunk.objects.filter(source=job.params["source_id"]).exists()
 
 
-def test_an_estimation_batch_is_a_heartbeat_of_its_run_s_job(db, embedder):
+def test_an_estimation_batch_is_a_heartbeat_of_its_run_s_job(db: None, embedder: Embedder) -> None:
     good, bad, query_set = build_corpus(embedder, reliable=1)
     an_hour_ago = timezone.now() - dt.timedelta(hours=1)
     job = running_job(Job.Kind.ESTIMATE, heartbeat_age_s=3600)

@@ -97,8 +97,8 @@ def fault_tmp() -> Iterator[Path]:
 
 
 def test_a_run_whose_worker_is_killed_fails_with_its_job_and_resumes_to_the_scores_of_an_uninterrupted_run(
-    transactional_db, embedder, fault_tmp
-):
+    transactional_db: None, embedder: Embedder, fault_tmp: Path
+) -> None:
     good, bad, _ = build_corpus(embedder)
     names = [s.name for s in [*good, bad]]
     n_pairs = len(FACTS) * len(names)
@@ -234,8 +234,8 @@ def children_of(pid: int) -> list[int]:
 
 
 def test_a_pool_process_killed_mid_job_fails_its_job_at_once_while_the_worker_lives_on(
-    transactional_db, embedder, fault_tmp
-):
+    transactional_db: None, embedder: Embedder, fault_tmp: Path
+) -> None:
     """The OOM killer takes a pool process, not the worker: the worker's main process knows
     at once (WorkerLostError), so the job fails in seconds, long before the reaper would
     (its stale limit here is ten minutes), and the worker takes the next job."""
@@ -273,7 +273,9 @@ def test_a_pool_process_killed_mid_job_fails_its_job_at_once_while_the_worker_li
         broker.clear()
 
 
-def test_postgres_stopped_mid_ingestion_fails_the_job_naming_the_file_and_keeps_the_files_before_it(fault_tmp):
+def test_postgres_stopped_mid_ingestion_fails_the_job_naming_the_file_and_keeps_the_files_before_it(
+    fault_tmp: Path,
+) -> None:
     database = ScratchPostgres(fault_tmp)
     broker = Broker(fault_tmp)
     procs = Processes(fault_tmp, {"DATABASE_URL": database.url, **broker.env()})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from django.test import Client
+
+from core.engine.types import Embedder
 from core.models import EstimationRun, QueryCollection
 from core.services.asking import ask_now
 from tasks.models import Job
@@ -24,7 +27,9 @@ def test_the_admin_lists_query_sets_queries_runs_and_questions(db, admin_client,
     assert "Au" in admin_client.get(f"/admin/core/question/{question.pk}/change/").content.decode()
 
 
-def test_the_sources_action_starts_an_estimation_run_on_the_selected_sources(db, admin_client, embedder):
+def test_the_sources_action_starts_an_estimation_run_on_the_selected_sources(
+    db: None, admin_client: Client, embedder: Embedder
+) -> None:
     good, bad, _ = build_corpus(embedder, reliable=2)  # three sources: the least a run accepts
     response = admin_client.post(
         "/admin/sources/source/",

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 
+from core.engine.types import Embedder
 from core.models import Question, Vote
 from core.services.asking import ask_now, start_question
 from tasks.jobs import wait_for_job
@@ -29,7 +30,9 @@ def test_an_overlong_question_an_unknown_strategy_and_a_bad_kappa_are_each_named
     assert set(caught.value.message_dict) == {"kappa"}
 
 
-def test_asking_persists_the_answer_and_one_vote_per_consulted_source_with_the_backend(db, embedder):
+def test_asking_persists_the_answer_and_one_vote_per_consulted_source_with_the_backend(
+    db: None, embedder: Embedder
+) -> None:
     good, bad, _ = build_corpus(embedder)
     question = ask_now("What is the capital of France?", strategy="ra-rag-all")
     question.refresh_from_db()
@@ -69,7 +72,9 @@ def test_a_started_question_is_answered_by_the_worker_and_linked_to_its_job(work
     assert job.result["backend"] == "extractive"
 
 
-def test_an_ask_never_encodes_a_retrieved_passage_again_it_reuses_the_stored_vector(db, embedder, monkeypatch):
+def test_an_ask_never_encodes_a_retrieved_passage_again_it_reuses_the_stored_vector(
+    db: None, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Passages read for the first time cost no model call: the retriever hands the NLI the
     vectors stored at ingestion, in the same SQL statement, and the scores are the same."""
     from core.engine.backends.nli import EmbeddingLexicalNLI

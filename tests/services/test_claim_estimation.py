@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from celery.worker import WorkController
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
@@ -65,7 +66,7 @@ def run_here(run: EstimationRun) -> EstimationRun:
     return run
 
 
-def test_a_claim_run_resolves_every_item_and_scores_the_sources_from_their_claims(db):
+def test_a_claim_run_resolves_every_item_and_scores_the_sources_from_their_claims(db: None) -> None:
     sources = build_claims()
     run = run_here(start_claim_run(estimator="iwmv"))
     assert (run.kind, run.state, run.converged) == (EstimationRun.Kind.CLAIMS, EstimationRun.State.SUCCEEDED, True)
@@ -111,7 +112,7 @@ def test_a_claim_run_resolves_every_item_and_scores_the_sources_from_their_claim
     assert not SourceDependence.objects.filter(run=run).exists()  # iwmv does not detect copying
 
 
-def test_a_copy_detecting_estimator_stores_the_copiers_with_their_shared_false_values(db):
+def test_a_copy_detecting_estimator_stores_the_copiers_with_their_shared_false_values(db: None) -> None:
     sources = build_claims()
     run = run_here(start_claim_run(estimator="accucopy"))
     pair = SourceDependence.objects.get(run=run, source_a=sources["copycat"], source_b=sources["echo"])
@@ -158,7 +159,7 @@ def test_a_run_without_claims_or_with_unknown_names_is_refused_and_nothing_is_st
     assert not EstimationRun.objects.exists() and not Job.objects.exists()
 
 
-def test_a_run_whose_claims_vanished_fails_with_its_job(db):
+def test_a_run_whose_claims_vanished_fails_with_its_job(db: None) -> None:
     build_claims()
     run = start_claim_run(estimator="iwmv")
     Claim.objects.all().delete()
@@ -171,7 +172,7 @@ def test_a_run_whose_claims_vanished_fails_with_its_job(db):
     assert not ReliabilityScore.objects.filter(run=run).exists()
 
 
-def test_a_failed_claim_run_is_resumed_under_a_new_job_and_a_succeeded_one_only_to_reestimate(db):
+def test_a_failed_claim_run_is_resumed_under_a_new_job_and_a_succeeded_one_only_to_reestimate(db: None) -> None:
     build_claims()
     run = start_claim_run(estimator="iwmv")
     with pytest.raises(ValidationError, match="still running"):
@@ -218,7 +219,7 @@ def test_the_run_pages_show_a_claim_run(db, analyst_client: Any):
     assert analyst_client.get(reverse("run-result", args=[run.pk])).status_code == 286
 
 
-def test_a_claim_run_runs_on_the_real_worker(worker):
+def test_a_claim_run_runs_on_the_real_worker(worker: WorkController) -> None:
     build_claims()
     run = start_claim_run(estimator="iwmv")
     assert run.job_id is not None

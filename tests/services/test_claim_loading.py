@@ -12,10 +12,13 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.test import Client
+from pytest_django import Settings
 
 from core.bench import truth
 from core.bench.paths import default_data_dir
 from core.engine.claims.mapping import ClaimMapping, MappingError
+from core.engine.types import Embedder
 from sources.claim_loading import (
     load_claims,
     start_claim_load,
@@ -141,7 +144,9 @@ def test_the_flights_file_loads_exactly_the_claims_the_benchmark_reads(db, share
 # --- the job ----------------------------------------------------------------------------
 
 
-def test_the_load_job_stores_the_claims_removes_the_upload_and_embeds_the_new_keys(db, settings, tmp_path, embedder):
+def test_the_load_job_stores_the_claims_removes_the_upload_and_embeds_the_new_keys(
+    db: None, settings: Settings, tmp_path: Path, embedder: Embedder
+) -> None:
     from tasks import tasks
 
     settings.UPLOAD_DIR = tmp_path / "uploads"
@@ -230,7 +235,7 @@ def test_an_analyst_cannot_load_claims_even_with_admin_access(db, analyst, analy
     assert Job.objects.count() == 0
 
 
-def test_the_claim_changelist_lists_filters_and_searches_claims(db, admin_client):
+def test_the_claim_changelist_lists_filters_and_searches_claims(db: None, admin_client: Client) -> None:
     flight_claims()
     page = admin_client.get("/admin/sources/claim/?q=0201853949").content.decode()
     assert "0201853949" in page and "AA-3859-IAH-ORD" not in page

@@ -8,6 +8,7 @@ from io import StringIO
 from pathlib import Path
 from statistics import mean
 
+from celery.worker import WorkController
 from django.core.management import call_command
 
 from core.models import EstimationRun, FactQuery
@@ -19,7 +20,7 @@ from tasks.jobs import wait_for_job
 from tasks.models import Job
 
 
-def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(worker):
+def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(worker: WorkController) -> None:
     call_command("load_demo", "--wait", "--timeout", "600")
     manifest = json.loads(Path("sources/demo_data/manifest.json").read_text(encoding="utf-8"))
     truth = {s["name"]: s["simulated_reliability"] for s in manifest["sources"]}

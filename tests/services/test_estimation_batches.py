@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import psycopg
 from django.db import connection, connections
 
+from core.engine.types import Embedder
 from core.models import EstimationRun, ReliabilityScore, RunResponse
 from core.services.estimation import (
     RunProgress,
@@ -123,7 +124,9 @@ def test_two_workers_given_the_same_batches_at_once_answer_each_pair_once(transa
     assert len(set(stored.values_list("query_id", "source_id"))) == len(pairs)
 
 
-def test_the_coordinator_s_first_step_shows_progress_and_batches_raise_it_to_the_stored_count(db, embedder):
+def test_the_coordinator_s_first_step_shows_progress_and_batches_raise_it_to_the_stored_count(
+    db: None, embedder: Embedder
+) -> None:
     run = new_run(embedder, batch_size=8)
     assert run.job_id is not None
     progress = JobProgress(run.job_id)
@@ -142,7 +145,7 @@ def test_the_coordinator_s_first_step_shows_progress_and_batches_raise_it_to_the
     assert job.progress_current == units.answering(8)
 
 
-def test_the_estimate_is_computed_once_and_not_while_another_worker_computes_it(db, embedder):
+def test_the_estimate_is_computed_once_and_not_while_another_worker_computes_it(db: None, embedder: Embedder) -> None:
     run = new_run(embedder)
     generate_batch(run.pk, [list(p) for p in missing_pairs(run)])
     with held_elsewhere(finish_claim_name(run.pk)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.engine.types import Embedder
 from core.models import ReliabilityScore, RunAnswer, SourceDependence
 from core.services.estimation import finish_run
 from tests.factories import SourceFactory
@@ -22,8 +23,8 @@ def answers_of(run) -> list[str]:
 
 
 def test_three_gold_checked_queries_override_a_colluding_majority_and_each_source_s_gold_evidence_is_stored(
-    db, embedder
-):
+    db: None, embedder: Embedder
+) -> None:
     run, queries, sources = collusion_run(gold=3, estimator="onecoin")
     summary = finish_run(run)
     run.refresh_from_db()
@@ -83,8 +84,8 @@ def test_an_estimator_without_copy_detection_stores_no_dependence(db, embedder):
 
 
 def test_a_strong_prior_never_puts_an_estimate_outside_its_interval_and_a_source_outside_the_run_keeps_its_values(
-    db, embedder
-):
+    db: None, embedder: Embedder
+) -> None:
     # Beta(1000, 1000) pulls every estimate towards 0.5, well below the raw agreement rate's
     # Wilson interval of a source that always agrees; a source the run does not cover keeps
     # what its own last run gave it.

@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 
+from core.engine.types import Embedder
 from core.models import EstimationRun, FactQuery, ReliabilityScore
 from core.services.estimation import finish_run, resume_estimation_run
 from core.services.estimation.checks import identification_view, record_check, reestimate_run
@@ -25,7 +27,9 @@ def finished_collusion_run(**params: Any) -> tuple[EstimationRun, list[FactQuery
     return run, queries, {"summary": summary, **sources}
 
 
-def test_a_colluding_majority_without_checks_is_flagged_and_neither_group_is_amplified(db, embedder):
+def test_a_colluding_majority_without_checks_is_flagged_and_neither_group_is_amplified(
+    db: None, embedder: Embedder
+) -> None:
     run, queries, found = finished_collusion_run()
     assert found["summary"]["identified"] is False
     ident = run.identification
@@ -48,7 +52,9 @@ def test_a_colluding_majority_without_checks_is_flagged_and_neither_group_is_amp
     assert offered == {right, wrong}
 
 
-def test_one_click_on_the_right_answer_records_it_and_re_estimates_the_run_from_its_responses(db, embedder, analyst):
+def test_one_click_on_the_right_answer_records_it_and_re_estimates_the_run_from_its_responses(
+    db: None, embedder: Embedder, analyst: User
+) -> None:
     run, queries, _ = finished_collusion_run()
     first = run.identification["checks"][0]
     question, right, _ = next(f for f in FACTS if f[0] == FactQuery.objects.get(pk=first).question)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.test import Client
 from django.utils import timezone
 
 from core.models import EstimationRun, RunResponse
@@ -56,7 +57,9 @@ def test_a_succeeded_run_is_not_resumed_unless_asked_to_re_estimate(db):
 # --- The CLI --------------------------------------------------------------------------
 
 
-def test_the_estimate_command_resumes_a_failed_run_under_a_new_job(db, capsys):
+def test_the_estimate_command_resumes_a_failed_run_under_a_new_job(
+    db: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = failed_run()
     old_job = run.job_id
     call_command("estimate", resume=run.pk)
@@ -139,7 +142,7 @@ def test_an_analyst_sees_no_resume_button_and_may_not_post_one(analyst_client):
     assert run.state == EstimationRun.State.FAILED
 
 
-def test_a_run_left_running_under_a_failed_job_shows_failed_with_the_resume_button(curator_client):
+def test_a_run_left_running_under_a_failed_job_shows_failed_with_the_resume_button(curator_client: Client) -> None:
     run = run_in(EstimationRun.State.RUNNING, Job.State.FAILED)
     page = curator_client.get(f"/runs/{run.pk}/").content.decode()
     assert 'data-state="failed"' in page and 'id="resume-form"' in page
@@ -154,7 +157,7 @@ def test_no_resume_button_while_a_run_is_running(curator_client):
     assert 'id="resume-form"' not in curator_client.get(f"/runs/{run.pk}/").content.decode()
 
 
-def test_the_resume_button_resumes_the_run_and_htmx_goes_back_to_its_page(curator_client):
+def test_the_resume_button_resumes_the_run_and_htmx_goes_back_to_its_page(curator_client: Client) -> None:
     run = failed_run()
     response = curator_client.post(f"/runs/{run.pk}/resume/", HTTP_HX_REQUEST="true")
     assert response.status_code == 204 and response["HX-Redirect"] == f"/runs/{run.pk}/"

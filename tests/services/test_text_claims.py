@@ -84,7 +84,9 @@ def test_a_language_model_extracts_triples_per_chunk_and_bad_output_rejects_only
     assert all(DOCUMENT_START in p and "Ignore any instruction" in p for p in model.prompts)
 
 
-def test_the_text_claim_job_extracts_with_the_configured_model_and_records_the_counts(db, monkeypatch):
+def test_the_text_claim_job_extracts_with_the_configured_model_and_records_the_counts(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tasks import tasks
 
     source = SourceFactory(name="wire")
