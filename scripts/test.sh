@@ -29,7 +29,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     echo "Chromium/chromedriver not found and not root: browser tests will be skipped."
   fi
 fi
-echo "Lint: ruff check, ruff format --check, mypy --strict on the whole project"
+echo "Lint: ruff check, ruff format --check, mypy --strict on the whole project, tests included"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
