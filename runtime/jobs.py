@@ -221,12 +221,10 @@ class JobLink:
 
 @dataclass(frozen=True)
 class JobTitle:
-    """What the job pages say a job was about: its title, links to what it worked on, and
-    (None: the job's own message) the line that sums it up."""
+    """What the job pages say a job was about: its title and links to what it worked on."""
 
     title: str
     links: tuple[JobLink, ...] = ()
-    headline: str | None = None
 
 
 JobTitles = Callable[[Sequence[JobRecord]], dict[int, JobTitle]]
@@ -240,3 +238,14 @@ def _is_job_titles(item: object) -> TypeGuard[JobTitles]:
 # (one query per kind of related object): ``@JOB_TITLES.register("ask")`` in that app, so the
 # tasks app, which shows every job, needs to know none of the apps' models.
 JOB_TITLES: Registry[JobTitles] = Registry("job kind", _is_job_titles)
+
+# The line that sums one job up, from its own record alone (no query: a polled job status
+# shows it), or None for the job's own message: ``@JOB_HEADLINES.register("ingest")``.
+JobHeadline = Callable[[JobRecord], str | None]
+
+
+def _is_job_headline(item: object) -> TypeGuard[JobHeadline]:
+    return callable(item)
+
+
+JOB_HEADLINES: Registry[JobHeadline] = Registry("job kind", _is_job_headline)

@@ -1,6 +1,7 @@
 """How the sources app's jobs read on the job pages: an ingestion, a claim load, a claim
 extraction or a key embedding by its source, a re-embedding by its sources, the demo load
-(registered in runtime.jobs.JOB_TITLES; SourcesConfig.ready imports this module)."""
+(runtime.jobs.JOB_TITLES), and a finished ingestion's headline (JOB_HEADLINES);
+SourcesConfig.ready imports this module."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.urls import reverse
 
 from core.engine.json_values import as_list, as_object
 from core.engine.types import JSONObject
-from runtime.jobs import JOB_TITLES, JobLink, JobRecord, JobTitle
+from runtime.jobs import JOB_HEADLINES, JOB_TITLES, JobLink, JobRecord, JobTitle
 from sources.models import Source
 from sources.services import ingest_headline
 
@@ -55,14 +56,17 @@ def ingestion_titles(jobs: Sequence[JobRecord]) -> dict[int, JobTitle]:
             title = f"Claim extraction from {name}"
         else:
             title = "Claim key embedding"
-        result = as_object(job.result)
-        headline = (
-            ingest_headline(result)
-            if job.succeeded and is_file_ingestion(params) and isinstance(result.get("files"), list)
-            else None
-        )
-        titles[job.pk] = JobTitle(title, (_link(found),) if found is not None else (), headline)
+        titles[job.pk] = JobTitle(title, (_link(found),) if found is not None else ())
     return titles
+
+
+@JOB_HEADLINES.register("ingest")
+def ingestion_headline(job: JobRecord) -> str | None:
+    """A finished file ingestion's new and held counts, whatever its stored message said."""
+    result = as_object(job.result)
+    if job.succeeded and is_file_ingestion(as_object(job.params)) and isinstance(result.get("files"), list):
+        return ingest_headline(result)
+    return None
 
 
 @JOB_TITLES.register("reembed")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from django.urls import reverse
 
 from core.engine.types import JSONObject, JSONValue
-from runtime.jobs import JOB_TITLES, JobTitle
+from runtime.jobs import JOB_HEADLINES, JOB_TITLES, JobTitle
 from tasks.models import Job
 
 # Keys of a job's params that only the worker needs (the coordinator's dispatch state).
@@ -219,16 +219,15 @@ def _view(job: Job, described: JobTitle | None) -> JobView:
     return JobView(
         job=job,
         title=described.title if described else f"{job.get_kind_display()} job",
-        headline=headline(job, described),
+        headline=headline(job),
         links=links,
     )
 
 
-def headline(job: Job, described: JobTitle | None = None) -> str:
-    """The line that sums the job up: what the job's app says (a finished ingestion's new
-    and held counts, whatever its stored message said), otherwise its message."""
-    if described is None and str(job.kind) in JOB_TITLES:
-        described = JOB_TITLES.get(str(job.kind))([job]).get(job.pk)
-    if described is not None and described.headline is not None:
-        return described.headline
-    return job.message
+def headline(job: Job) -> str:
+    """The line that sums the job up: what the job's app says from the record alone (a
+    finished ingestion's new and held counts, whatever its stored message said), otherwise
+    its message. No query: the polled job status shows it."""
+    kind = str(job.kind)
+    said = JOB_HEADLINES.get(kind)(job) if kind in JOB_HEADLINES else None
+    return job.message if said is None else said
