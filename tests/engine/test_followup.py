@@ -213,3 +213,38 @@ def test_a_rewrite_that_adds_planted_words_to_the_follow_up_is_refused() -> None
     # A rewrite that names what a pronoun meant in a word or two of its own is kept.
     named = "When was the person who wrote the novel Dracula born?"
     assert rewrite_follow_up(DRACULA, "When was he born?", CannedGenerator(named)).text == named
+
+
+@pytest.mark.parametrize("follow_up", ["And him?", "What about her?", "And them?", "and it?", "How about that one?"])
+def test_a_follow_up_that_is_only_a_pronoun_is_never_pasted_into_the_earlier_question(follow_up: str) -> None:
+    # "him" is the answer (Bram Stoker), which filled the question's blank: "Who wrote the novel
+    # Bram Stoker?" means nothing, and "Who wrote the novel him?" less. Ambiguous: kept as asked,
+    # beside the earlier question.
+    rewrite = rule_rewrite(DRACULA, follow_up)
+    assert rewrite.text == f"{follow_up} (following: Who wrote the novel Dracula?)"
+    assert rewrite.method == RULES
+    # Nor when the pronoun could only be the earlier question's own subject (the same question).
+    born = rule_rewrite(Turn("When was Bram Stoker born?", "1847"), follow_up)
+    assert born.text == f"{follow_up} (following: When was Bram Stoker born?)"
+
+
+def test_a_pronoun_inside_an_ellipsis_is_resolved_before_it_takes_the_subjects_place() -> None:
+    born = Turn("When was Bram Stoker born?", "1847")
+    assert rule_rewrite(born, "What about his wife?").text == "When was Bram Stoker's wife born?"
+    unknown = rule_rewrite(Turn(DRACULA.question, "I don't know"), "What about his wife?")
+    assert unknown.text == "What about his wife? (following: Who wrote the novel Dracula?)"
+
+
+def test_a_question_of_its_own_after_and_is_no_ellipsis() -> None:
+    assert rule_rewrite(DRACULA, "And when was he born?").text == "When was Bram Stoker born?"
+    kept = rule_rewrite(DRACULA, "And when was Dracula published?")
+    assert (kept.text, kept.method) == ("And when was Dracula published?", UNCHANGED)
+
+
+def test_a_model_that_pastes_a_pronoun_into_the_earlier_question_gives_way_to_the_rules() -> None:
+    rewrite = rewrite_follow_up(DRACULA, "And him?", CannedGenerator("Who wrote the novel him?"))
+    assert rewrite.text == "And him? (following: Who wrote the novel Dracula?)"
+    assert rewrite.method == RULES and "pronoun" in rewrite.fallback
+    # A rewrite that names the person is the model's to make.
+    named = rewrite_follow_up(DRACULA, "And him?", CannedGenerator("What else did Bram Stoker write?"))
+    assert (named.text, named.method) == ("What else did Bram Stoker write?", LLM)

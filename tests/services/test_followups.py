@@ -159,3 +159,10 @@ def test_the_ask_command_takes_follows_and_prints_the_rewrite(db, embedder, caps
     assert "Asked as: Who wrote the Mona Lisa?" in out and "Answer: Leonardo da Vinci" in out
     with pytest.raises(CommandError, match="follows: There is no question #999999 to follow up."):
         call_command("ask", "When was he born?", "--follows", "999999")
+
+
+def test_a_pronoun_alone_is_stored_beside_the_earlier_question_not_pasted_into_it(db: None) -> None:
+    earlier = QuestionFactory(answered=True, text="Who wrote the novel Dracula?", answer="Bram Stoker")
+    stored = Question.objects.get(pk=start_question("And him?", follows=earlier.pk).pk)
+    assert stored.standalone == "And him? (following: Who wrote the novel Dracula?)"
+    assert "novel him" not in stored.asked_as

@@ -9,7 +9,14 @@ answer prompt need a question that stands on its own ("When was Bram Stoker born
   "that", "there" and "then", and the ellipsis "what about X?" / "and X?", by the earlier
   question's main subject or the earlier answer. A question that holds none of these is
   standalone and comes back unchanged; one whose reference it cannot resolve keeps the
-  earlier question beside it as context.
+  earlier question beside it as context. An ellipsis whose new subject is only a reference
+  ("And him?", "What about her?", "And them?") is such a one: the pronoun stands for the
+  earlier subject (the same question again) or the earlier answer, which filled the
+  question's blank and cannot take its subject's place ("Who wrote the novel Bram Stoker?");
+  it is never pasted into the earlier question ("Who wrote the novel him?"). A reference
+  inside a longer new subject is resolved first ("What about his wife?" after "When was Bram
+  Stoker born?" asks "When was Bram Stoker's wife born?"), and "And when was he born?" is a
+  question of its own, not an ellipsis.
 - :func:`rewrite_follow_up` asks a generator that writes free text (an LLM) with a short
   rewrite prompt, and checks what it wrote: empty, too long, garbled, or no longer about
   the follow-up (a model that obeyed text planted in the earlier answer) falls back to the
@@ -84,6 +91,13 @@ _PREPOSITIONS = {"in", "at", "from", "to", "by", "since", "until", "before", "af
 _OBJECT_NEXT = {"", "?", "to", "in", "on", "at", "for", "with", "from", "by", "and", "or", "when", "where", "first"}
 _PRONOUNS = re.compile(
     r"\b(he|she|him|his|her|hers|they|them|their|theirs|it|its|this|that year|that time|that|there|then)\b",
+    re.IGNORECASE,
+)
+# An ellipsis's new subject that is only a reference ("him", "her", "them", "that one"): it
+# names nothing the earlier question could be asked about again.
+_BARE_REFERENCE = re.compile(
+    r"(?:he|she|him|her|hers|his|they|them|their|theirs|it|its|this|that|these|those|there|then)"
+    r"(?:\s+(?:one|ones|too|also|as\s+well|then))?",
     re.IGNORECASE,
 )
 _PROMPT_PREFIX = re.compile(r"^\s*(standalone|rewritten|rewrite|reformulated)?\s*(question)?\s*[:\-]\s*", re.IGNORECASE)
@@ -253,17 +267,31 @@ def _with_context(follow_up: str, earlier: Turn) -> str:
 def rule_rewrite(earlier: Turn, follow_up: str) -> Rewrite:
     """The deterministic standalone form of ``follow_up`` (see the module's docstring)."""
     follow_up = " ".join(follow_up.split())
+    refs = _referents(earlier)
     ellipsis = _ELLIPSIS.match(follow_up)
-    if ellipsis:
-        new_subject = (ellipsis.group("what") or ellipsis.group("and") or "").strip()
+    new_subject = (ellipsis.group("what") or ellipsis.group("and") or "").strip() if ellipsis else ""
+    asked = follow_up
+    if ellipsis and ellipsis.group("and") and (new_subject.split() or [""])[0].lower() in set(_WH) | _AUX:
+        # "And when was he born?": a question of its own, resolved below without its "and"
+        asked = follow_up[ellipsis.start("and") :]
+        asked = asked[:1].upper() + asked[1:]
+        new_subject = ""
+    if new_subject and len(new_subject.split()) <= 8:
+        if _BARE_REFERENCE.fullmatch(new_subject):
+            # "And him?": the earlier subject again, or the earlier answer, which filled the
+            # question's blank and cannot take its subject's place. Ambiguous: kept as asked,
+            # beside the earlier question, rather than a pronoun pasted into that question.
+            return Rewrite(bound(_with_context(follow_up, earlier), MAX_STANDALONE_CHARS), RULES)
+        resolved, found, unresolved = _substitute(new_subject, refs)
+        if found and unresolved:
+            return Rewrite(bound(_with_context(follow_up, earlier), MAX_STANDALONE_CHARS), RULES)
         old_subject = main_subject(earlier.question)
-        if new_subject and len(new_subject.split()) <= 8:
-            if old_subject and old_subject in earlier.question:
-                text = earlier.question.replace(old_subject, new_subject, 1)
-            else:
-                text = f"{new_subject}: {earlier.question}"
-            return Rewrite(bound(text, MAX_STANDALONE_CHARS), RULES)
-    rewritten, found, unresolved = _substitute(follow_up, _referents(earlier))
+        if old_subject and old_subject in earlier.question:
+            text = earlier.question.replace(old_subject, resolved, 1)
+        else:
+            text = f"{resolved}: {earlier.question}"
+        return Rewrite(bound(text, MAX_STANDALONE_CHARS), RULES)
+    rewritten, found, unresolved = _substitute(asked, refs)
     if not found:
         return Rewrite(follow_up, UNCHANGED)
     if unresolved:
@@ -295,6 +323,25 @@ def rewrite_prompt(earlier: Turn, follow_up: str) -> str:
     )
 
 
+def _plain(text: str) -> str:
+    return " ".join(text.lower().rstrip(" ?.!").split())
+
+
+def _pastes_a_reference(line: str, earlier: Turn) -> bool:
+    """Whether ``line`` is the earlier question with its main subject replaced by a bare
+    reference ("Who wrote the novel him?" after "Who wrote the novel Dracula?"): a question
+    about nothing."""
+    subject = main_subject(earlier.question)
+    if not subject or subject not in earlier.question:
+        return False
+    head, _, tail = earlier.question.partition(subject)
+    said, head, tail = _plain(line), _plain(head), _plain(tail)
+    if len(said) < len(head) + len(tail) or not said.startswith(head) or not said.endswith(tail):
+        return False
+    middle = said[len(head) : len(said) - len(tail)].strip()
+    return _BARE_REFERENCE.fullmatch(middle) is not None
+
+
 def parse_rewrite(output: str, earlier: Turn, follow_up: str) -> tuple[str | None, str]:
     """(the standalone question the generator wrote, or None; why not). Unusable: empty,
     longer than the follow-up and the earlier turn could make it, garbled, "I don't know",
@@ -317,6 +364,8 @@ def parse_rewrite(output: str, earlier: Turn, follow_up: str) -> tuple[str | Non
         return None, "the language model's rewrite was garbled"
     if is_idk(line):
         return None, "the language model did not rewrite the question"
+    if _pastes_a_reference(line, earlier):
+        return None, "the language model put a pronoun in the earlier question's subject"
     said = " ".join(earlier.answer.split()[:ANSWER_WORDS_IN_CONVERSATION])
     new = content_set(line) - content_set(follow_up) - content_set(earlier.question) - content_set(said)
     if len(new) > MAX_NEW_WORDS:
