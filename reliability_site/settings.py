@@ -82,6 +82,9 @@ MIDDLEWARE = [
     "reliability_site.db_unavailable.DatabaseUnavailableMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # An address longer than MAX_URL_CHARS: 414 as the API's JSON error or the site's page, before
+    # any view runs (after the session and the user, which the page's navigation reads lazily).
+    "reliability_site.long_url.LongUrlMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # A NUL byte in a page's query string or form: a 400 page naming the field (the API has its own).
     "reliability_site.nul_bytes.NulCharacterMiddleware",

@@ -219,7 +219,7 @@ echo "================================================================"
 # In the background and waited for, so a signal reaches the cleanup at once (bash runs a trap
 # only between commands: a foreground server would hold it until the server exits).
 .venv/bin/gunicorn reliability_site.wsgi:application --bind "$host:$port" --workers 2 --threads 4 \
-  --timeout 120 --graceful-timeout 10 --access-logfile "$data_dir/log/access.log" \
+  --timeout 120 --graceful-timeout 10 --limit-request-line 8190 --access-logfile "$data_dir/log/access.log" \
   --control-socket "$(cd "$data_dir" && pwd)/gunicorn.ctl" &
 web_pid=$!
 wait "$web_pid"
