@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from core.engine.backends.generation.base import Capability, GenerationRequest
-from core.engine.lexical import content_words
+from core.engine.lexical import content_set, content_words
 from core.engine.params import NoParams, ParamSet, param
 from core.engine.strategies.base import (
     Answering,
@@ -40,6 +40,27 @@ def _final(answering: Answering, answer: str, confidence: float) -> StrategyResu
     return answering.result(answer, confidence)
 
 
+def _holds(passage: str, answer: str) -> bool:
+    """Whether a passage holds the answer: its normalised text, or every content word of it."""
+    norm = normalize_answer(answer)
+    if norm and f" {norm} " in f" {normalize_answer(passage)} ":
+        return True
+    words = content_set(answer)
+    return bool(words) and words <= content_set(passage)
+
+
+def _holding(passages: list[Passage], answer: str) -> list[bool]:
+    """Which pooled passages an answer rests on: those that hold it (so the caveat looks at the
+    sources the answer came from, not at every source in the pool: an answer read from one
+    never-estimated source is capped however many estimated sources' passages were pooled
+    beside it). All of them for an abstention, or when none holds it (a free-text answer in
+    words of its own: nothing says which passages it came from)."""
+    if is_idk(answer):
+        return [True] * len(passages)
+    holding = [_holds(p.text, answer) for p in passages]
+    return holding if any(holding) else [True] * len(passages)
+
+
 @register("vanilla-rag")
 class VanillaRag(AnswerStrategy[PooledParams]):
     description = "top-10 passages pooled over all sources, one generator call"
@@ -50,7 +71,8 @@ class VanillaRag(AnswerStrategy[PooledParams]):
         passages = answering.pooled_passages(params.pooled_k)
         generations = answering.generate([GenerationRequest(question, [p.text for p in passages])])
         result = _final(answering, generations[0].text, 1.0)
-        result.evidence = passage_evidence(passages, used=True)
+        holding = _holding(passages, result.answer)
+        result.evidence = [passage_evidence([p], used)[0] for p, used in zip(passages, holding, strict=True)]
         caveat_from_evidence(result, ctx.sources)
         return result
 
