@@ -299,6 +299,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     from core.engine.estimation import EstimationResult, TopicInput, estimate, estimate_from_records
     from core.engine.params import parse_params
     from core.engine.reliability.identify import proposed_checks
+    from core.engine.steps.dependence import groups_from_dependence
     from core.engine.strategies import EngineContext, EstimationParams, ensure_runnable, get_strategy
 
     methods = config.resolved_methods()
@@ -377,6 +378,13 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     ctx.topics = topical.model if topical else None
 
     ctx.weight_scheme = get_estimator(config.estimator).weight_scheme
+    # The copy groups the product would show (and count once at answer time): an identified
+    # estimate's dependent pairs with false answers in common (core.engine.steps.dependence).
+    ctx.copy_groups = groups_from_dependence(
+        estimation.reliability.dependence,
+        estimation.source_ids,
+        identified=identification.identified if identification is not None else True,
+    )
     if config.calibrate and gold:
         ctx.calibration = calibration_from_records(
             estimation.records,

@@ -174,6 +174,9 @@ def build_context(
             for s in sources
         ]
     has_claims = claims_exist()
+    # Imported here: the copying pages read the estimation services, which build contexts.
+    from core.services.pages.copying import latest_copy_groups
+
     return EngineContext(
         retriever=PgRetriever(
             pooled_among=None if among is None else sorted(among), vector_sink=stored_vector_sink(nli, embedder)
@@ -189,6 +192,7 @@ def build_context(
         calibration=latest_calibration(),
         weight_scheme=weight_scheme(),
         topics=topics,
+        copy_groups=latest_copy_groups(),
     )
 
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.engine.reliability.weights import PRIOR_ACCURACY, log_odds_weight
+from core.engine.reliability.weights import MAX_ACCURACY, PRIOR_ACCURACY, log_odds_weight
 
 
 @dataclass(frozen=True)
@@ -69,12 +69,19 @@ def candidate_weights(
     ]
 
 
+def signed_log_odds(accuracy: float) -> float:
+    """ln(w / (1 - w)), negative below 0.5 (log_odds_weight floors it at zero)."""
+    w = min(max(float(accuracy), 1.0 - MAX_ACCURACY), MAX_ACCURACY)
+    return math.log(w / (1.0 - w))
+
+
 def answer_probability(
     clusters: Sequence[int | None],
     accuracies: Sequence[float | None],
     winner: int | None,
     *,
     other_mass: float = 1.0,
+    units: Sequence[int | None] | None = None,
 ) -> float:
     """The probability that the ``winner`` cluster is the right answer under the one-coin
     model: each answer counts with its source's log-odds weight ln(w / (1 - w)) (floored at
@@ -86,17 +93,32 @@ def answer_probability(
     The question's number K of candidate answers decides which answer wins (candidate_weights)
     but is left out here: wrong answers are not spread uniformly over the candidates (poisoned
     passages push one wrong answer), so the ln(K - 1) term made the probability over-confident
-    (Beta prior, 9 sources, 3 seeds: ECE 0.115 with it, 0.093 without; docs/benchmarks.md)."""
+    (Beta prior, 9 sources, 3 seeds: ECE 0.115 with it, 0.093 without; docs/benchmarks.md).
+
+    ``units``: per vote, the copy group of its source (None: independent;
+    core.engine.steps.dependence). A group's votes for one answer are one voice, with the mean
+    accuracy of those members, and that voice is not floored at zero: a colluding group's false
+    answers are one shared value, so its agreement with an answer that it usually gets wrong
+    counts against the answer (four agreeing copiers estimated at 0.2 give 0.2, not 0.5)."""
     if winner is None:
         return 0.0
     if len(clusters) != len(accuracies):
         raise ValueError("clusters and accuracies must have the same length")
+    if units is not None and len(units) != len(clusters):
+        raise ValueError("clusters and units must have the same length")
     score: dict[int, float] = {}
-    for cluster, accuracy in zip(clusters, accuracies, strict=True):
+    grouped: dict[tuple[int, int], list[float]] = {}
+    for i, (cluster, accuracy) in enumerate(zip(clusters, accuracies, strict=True)):
         if cluster is None:
             continue
-        weight = log_odds_weight(PRIOR_ACCURACY if accuracy is None else accuracy, tie_break=False)
-        score[cluster] = score.get(cluster, 0.0) + weight
+        known = PRIOR_ACCURACY if accuracy is None else accuracy
+        unit = units[i] if units is not None else None
+        if unit is not None:
+            grouped.setdefault((cluster, unit), []).append(known)
+            continue
+        score[cluster] = score.get(cluster, 0.0) + log_odds_weight(known, tie_break=False)
+    for (cluster, _unit), members in grouped.items():
+        score[cluster] = score.get(cluster, 0.0) + signed_log_odds(sum(members) / len(members))
     if winner not in score:
         return 0.0
     top = max(max(score.values()), 0.0)

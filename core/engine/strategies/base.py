@@ -121,6 +121,10 @@ class EngineContext:
     # The latest run's topics (core.engine.topics): a question is weighed by its topics'
     # reliabilities (SourceInfo.topic_accuracy); None: one reliability per source.
     topics: TopicModel | None = None
+    # The latest estimation's copy groups (core.engine.steps.dependence): sources found copying
+    # or colluding with each other, each group counted once when it gives one answer. Empty:
+    # every source is independent.
+    copy_groups: tuple[frozenset[int], ...] = ()
 
     def report(self, events: Sequence[SourceEvent]) -> None:
         """Pass per-source progress to the listener, if any (one call per batch)."""

@@ -11,6 +11,7 @@ from core.engine.backends.generation.base import GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many, support_scores, support_texts
 from core.engine.steps.clustering import answer_texts, cluster_answers, unsettled_texts
+from core.engine.steps.dependence import once_per_group, units
 from core.engine.steps.relevance import MIN_SIMILARITY, generate_read, on_topic
 from core.engine.steps.voting import (
     VoteOutcome,
@@ -231,8 +232,15 @@ def cluster_and_vote(
         ]
         for vote, weight in zip(votes, weights, strict=True):
             vote.weight = weight
+    # Sources the latest estimation found copying each other count once (steps.dependence):
+    # in the vote, with the heaviest member's weight; in the probability, as one voice.
+    vote_units = units([v.source_id for v in votes], ctx.copy_groups) if estimated and ctx.copy_groups else None
+    if vote_units is not None:
+        weights = once_per_group(clustering.labels, vote_units, weights)
+        for vote, weight in zip(votes, weights, strict=True):
+            vote.weight = weight
     outcome = weighted_vote(clustering.labels, weights)
-    probability = answer_probability(clustering.labels, accuracies, outcome.winner)
+    probability = answer_probability(clustering.labels, accuracies, outcome.winner, units=vote_units)
     outcome = replace(outcome, confidence=ctx.calibration.apply(probability))
     clusters = [
         ClusterInfo(

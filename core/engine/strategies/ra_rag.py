@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from core.engine.params import ParamSet, param
+from core.engine.steps.dependence import copied_note
 from core.engine.steps.relevance import MIN_SIMILARITY
 from core.engine.steps.selection import by_reliability, kappa_rrss, kappa_rss
 from core.engine.steps.topic_weights import weigh_by_topic
@@ -131,6 +132,8 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
         else:
             contested = contested_note(clusters, answer, ctx.sources) if winner is not None else None
             notes += [contested] if contested else []
+            copied = copied_note(backers, ctx.copy_groups, ctx.sources) if self.estimated and backers else None
+            notes += [copied] if copied else []
         return answering.result(
             answer,
             confidence,

@@ -8,6 +8,7 @@ from typing import Any
 
 from core.engine.graphs.blocs import components
 from core.engine.reliability.base import MIN_SHARED_FALSE
+from core.engine.steps.dependence import copy_groups
 from core.models import EstimationRun, SourceDependence
 from core.services.estimation.finish import DEPENDENT, detects_copying
 from core.services.pages.run_sets import finished_full_runs, responses_run
@@ -96,6 +97,22 @@ def latest_collusion() -> dict[int, dict[str, Any]]:
                 "unsettled": group["unsettled"],
             }
     return badges
+
+
+def latest_copy_groups() -> tuple[frozenset[int], ...]:
+    """The source ids of each copier pair or bloc of the latest finished run with copy
+    detection, as the sources list badges them (latest_collusion), leaving out an unsettled
+    run's groups (they may be the honest group a larger bloc outvotes): the groups an answer
+    counts once (core.engine.steps.dependence). Empty when no such run found any."""
+    run = next((r for r in finished_full_runs()[:10] if has_copy_detection(r)), None)
+    if run is None:
+        return ()
+    return copy_groups(
+        (p["source_a"], p["source_b"])
+        for group in dependence_groups(run)
+        if not group["unsettled"]
+        for p in group["pairs"]
+    )
 
 
 def dependence_groups(run: EstimationRun) -> list[dict[str, Any]]:
