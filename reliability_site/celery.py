@@ -87,6 +87,11 @@ def django_config() -> dict[str, object]:
         task_acks_late=True,
         task_reject_on_worker_lost=False,
         worker_prefetch_multiplier=1,
+        # A pool process forked to replace one that died must say it is up within this time or
+        # Celery kills it and forks another (default 4 s): the bulk worker runs at nice 19, and
+        # on cores kept busy by questions a new process can take longer than 4 s to get there,
+        # and then be killed and forked again and again.
+        worker_proc_alive_timeout=60.0,
         task_ignore_result=True,
         task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
         broker_connection_retry_on_startup=True,

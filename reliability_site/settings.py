@@ -296,6 +296,10 @@ JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 900, minimum=10)
 # without a new response a dispatched batch counts as lost and is sent again.
 ESTIMATION_POLL_SECONDS = env_float("ESTIMATION_POLL_SECONDS", 0.5, minimum=0.0)
 ESTIMATION_STALL_SECONDS = env_float("ESTIMATION_STALL_SECONDS", 600.0, minimum=1.0)
+# How many times in a row a run's coordinator sends its missing batches again with nothing
+# stored meanwhile (and no other bulk work reporting) before it fails the run's job as stalled
+# (no worker takes its batches), instead of keeping the job alive with its own heartbeat.
+ESTIMATION_MAX_RESENDS = env_int("ESTIMATION_MAX_RESENDS", 2, minimum=0)
 # Estimation runs one user may have pending or running at once.
 ESTIMATION_MAX_CONCURRENT_PER_USER = env_int("ESTIMATION_MAX_CONCURRENT_PER_USER", 2, minimum=1)
 # The reliability estimator of runs that name none, whose weight scheme also turns every

@@ -7,6 +7,8 @@ Thin shells over core.services; see core/services/estimation/ for how a run is s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.conf import settings
 
 from core.engine.json_values import as_int
@@ -25,6 +27,7 @@ from core.services.estimation import (
 )
 from core.services.estimation import generate_batch as generate
 from reliability_site.celery import app
+from tasks.jobs import bulk_work_reporting
 from tasks.progress import JobProgress
 from tasks.runner import Done, JobFailed, JobOutcome, Reschedule, job_task
 
@@ -46,10 +49,11 @@ def answer_question(progress: JobProgress, params: JSONObject) -> JSONObject:
 
 
 @app.task(name="tasks.generate_batch", acks_late=True)
-def generate_batch(run_id: int, pairs: list[list[int]]) -> int:
+def generate_batch(run_id: int, pairs: list[list[int]], lost: int = 0) -> int:
     """Answer a batch of (query id, source id) pairs of a run (queue "gpu") on any worker;
     idempotent, and claimed so two workers never answer it at once. Each batch is a
-    heartbeat of the run's job and raises its progress."""
+    heartbeat of the run's job and raises its progress. `lost`: how many pool processes died
+    answering it before (tasks.signals sends it again at once, counting)."""
     job_id = EstimationRun.objects.filter(pk=run_id).values_list("job_id", flat=True).first()
     progress = JobProgress(job_id) if job_id else None
     try:
@@ -59,6 +63,32 @@ def generate_batch(run_id: int, pairs: list[list[int]]) -> int:
         if job_id is not None:
             JobProgress(job_id).fail(exc)
         raise
+
+
+# A batch whose pool process died this many times fails its run: the batch itself kills it
+# (out of memory on its prompts, a crash in the model); a resume with smaller batches can go on.
+MAX_BATCH_LOSSES = 3
+
+
+def resend_lost_batch(kwargs: Mapping[str, object]) -> bool:
+    """The pool process answering a batch died (SIGKILL, the OOM killer): its message was
+    acknowledged with it, so the batch is sent again now (counting in `lost`) rather than when
+    the run's coordinator finds nothing stored for ESTIMATION_STALL_SECONDS; the third loss of
+    one batch fails the run's job, saying why. Returns whether the batch was sent again."""
+    run_id, pairs, lost = kwargs.get("run_id"), kwargs.get("pairs"), kwargs.get("lost", 0)
+    if not (isinstance(run_id, int) and isinstance(pairs, list) and isinstance(lost, int)):
+        return False
+    if lost + 1 >= MAX_BATCH_LOSSES:
+        job_id = fail_run(run_id)
+        if job_id is not None:
+            JobProgress(job_id).fail(
+                f"A worker process died {lost + 1} times answering the same batch of this run ({len(pairs)} "
+                "(query, source) pairs): out of memory, or a crash in the model. Its stored responses are "
+                "kept: resume the run, with a smaller batch size if memory is short."
+            )
+        return False
+    generate_batch.apply_async(kwargs={"run_id": run_id, "pairs": pairs, "lost": lost + 1}, queue="gpu")
+    return True
 
 
 def _fail_the_run(job_id: int, params: JSONObject, error: BaseException | str) -> None:
@@ -78,7 +108,11 @@ def estimation_run(progress: JobProgress, params: JSONObject) -> JobOutcome:
     if run is None:
         raise JobFailed("The estimation run was deleted.")
     poll = float(settings.ESTIMATION_POLL_SECONDS)
-    step = coordinate_run(run, dispatch_state(params.get("dispatch")), progress)
+    step = coordinate_run(
+        run, dispatch_state(params.get("dispatch")), progress, bulk_work_reporting=bulk_work_reporting
+    )
+    if step.stalled:
+        raise JobFailed(step.reason)
     if step.finished:
         summary = finish_once(run, progress)
         if summary is None:  # another step of this job is estimating the run right now

@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.engine.types import JSONObject, JSONValue
-from core.models import EstimationRun
+from core.models import EstimationRun, RunResponse
 from core.roles import is_curator
 from core.services.estimation import fail_runs_of_ended_jobs
 from reliability_site.celery import app
@@ -163,6 +163,23 @@ def cancel_job(job_id: int, *, by: str) -> bool:
         fail_runs_of_ended_jobs()
     remove_upload_dir(Job.objects.get(pk=job_id).params)
     return True
+
+
+# Jobs whose work runs on the bulk worker's own queues (ingest) and reports as it goes.
+BULK_KINDS = (Job.Kind.INGEST, Job.Kind.REEMBED, Job.Kind.DEMO)
+
+
+def bulk_work_reporting() -> bool:
+    """Whether the bulk worker shows it is alive and busy: a job of its queues reported within
+    JOB_STALE_SECONDS, or some estimation run stored a response within ESTIMATION_STALL_SECONDS
+    (another run's batches ahead in the queue). An estimation job's own heartbeat says nothing
+    of the kind: its coordinator runs on the question worker."""
+    now = timezone.now()
+    cutoff = now - dt.timedelta(seconds=float(settings.JOB_STALE_SECONDS))
+    if Job.objects.filter(kind__in=BULK_KINDS, state=Job.State.RUNNING, heartbeat_at__gte=cutoff).exists():
+        return True
+    recent = now - dt.timedelta(seconds=float(settings.ESTIMATION_STALL_SECONDS))
+    return RunResponse.objects.filter(created_at__gte=recent).exists()
 
 
 def fail_job_of_lost_process(job_id: int) -> int:

@@ -30,11 +30,20 @@ def _fail_jobs_left_running(sender: object = None, **_: object) -> None:
 
 
 @task_failure.connect
-def _fail_job_of_lost_process(exception: BaseException | None = None, kwargs: object = None, **_: object) -> None:
+def _fail_job_of_lost_process(
+    sender: object = None, exception: BaseException | None = None, kwargs: object = None, **_: object
+) -> None:
     """A pool process died under its task (the OOM killer, a native crash): the worker's
-    main process sends this at once, so the job fails now, not when the reaper notices."""
+    main process sends this at once, so the job fails now, not when the reaper notices; an
+    estimation batch (no job of its own) is sent again at once instead."""
     if not isinstance(exception, WorkerLostError):
         return  # other failures were recorded by the task itself (tasks.runner)
+    if getattr(sender, "name", None) == "tasks.generate_batch" and isinstance(kwargs, dict):
+        from tasks.engine_tasks import resend_lost_batch
+
+        if resend_lost_batch(kwargs):
+            logger.warning("a pool process died answering an estimation batch: sent again (%s)", kwargs)
+        return
     job_id = (kwargs or {}).get("job_id") if isinstance(kwargs, dict) else None
     if isinstance(job_id, int):
         fail_job_of_lost_process(job_id)

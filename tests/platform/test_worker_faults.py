@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from core.engine.types import Embedder
@@ -46,12 +47,19 @@ class Processes:
         self.workers: list[subprocess.Popen[bytes]] = []
 
     def start_worker(
-        self, *, pool: str = "solo", beat: bool = True, queues: str = "ingest,gpu,default"
+        self,
+        *,
+        pool: str = "solo",
+        beat: bool = True,
+        queues: str = "ingest,gpu,default",
+        concurrency: int = 1,
+        nice: int = 0,
     ) -> tuple[subprocess.Popen[bytes], str, Path]:
         name = f"worker-{uuid.uuid4().hex[:12]}"
         log = self.tmp / f"{name}.log"
-        command = [sys.executable, "-m", "celery", "-A", "reliability_site", "worker", "-P", pool]
-        command += ["-c", "1"] if pool == "prefork" else []
+        command = ["nice", "-n", str(nice)] if nice else []
+        command += [sys.executable, "-m", "celery", "-A", "reliability_site", "worker", "-P", pool]
+        command += ["-c", str(concurrency)] if pool == "prefork" else []
         command += ["-Q", queues, "-n", f"{name}@%h"]
         command += ["-B", "-s", str(self.tmp / f"{name}-beat")] if beat else []
         command += ["-l", "info"]
@@ -164,6 +172,83 @@ def test_a_run_whose_worker_is_killed_fails_with_its_job_and_resumes_to_the_scor
         assert set(resumed_scores) == set(names)
         assert resumed_scores == pytest.approx(clean_scores, abs=1e-9)
         assert all(resumed_scores[s.name] > resumed_scores["misinformer"] for s in good)
+    finally:
+        procs.stop_all()
+        broker.clear()
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_bulk_worker_whose_pool_processes_are_killed_again_and_again_keeps_consuming_and_the_run_finishes(
+    transactional_db: None, embedder: Embedder, fault_tmp: Path, concurrency: int
+) -> None:
+    """The run script's topology (a question worker on "default", a prefork bulk worker on
+    "ingest,gpu"), an estimation run of one-pair batches through the local model,
+    and the bulk worker's pool processes SIGKILLed three times mid-run (the OOM killer): the
+    worker takes the next batches every time, a lost batch is sent again at once (not after
+    the coordinator's ten minutes without progress), and the run succeeds with every response."""
+    from tests.engine.local_model import require_local_model
+
+    key = require_local_model()
+    good, bad, _ = build_corpus(embedder)
+    names = [s.name for s in [*good, bad]]
+    n_pairs = len(FACTS) * len(names)
+    broker = Broker(fault_tmp)
+    env = {
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "ESTIMATION_POLL_SECONDS": "0.2",
+        # Ten minutes without progress before the coordinator would send the lost batches
+        # again: a lost batch must be sent again at once by the worker that lost it.
+        "ESTIMATION_STALL_SECONDS": "600",
+        "GENERATOR_BACKEND": "ctranslate2",
+        "LLM_MODEL": key,
+        "LLM_MODELS_DIR": str(settings.LLM_MODELS_DIR),
+        "CELERY_WORKER_CONCURRENCY": str(concurrency),
+        **broker.env(),
+    }
+    procs = Processes(fault_tmp, env)
+    try:
+        procs.start_worker(pool="prefork", beat=False, queues="default")
+        # (without beat, whose process would be among the worker's children)
+        bulk, _, log = procs.start_worker(
+            pool="prefork", beat=False, queues="ingest,gpu", concurrency=concurrency, nice=19
+        )
+        started = procs.manage("estimate", "--batch-size", "1", "--sources", *names)
+        assert started.returncode == 0, started.stderr
+        run_id, job_id = map(int, must_search(r"Estimation run (\d+) queued \(job (\d+)\)", started.stdout).groups())
+        stored = RunResponse.objects.filter(run_id=run_id)
+        for kill in range(3):
+            at_least = 2 + 3 * kill
+
+            def enough(at_least: int = at_least) -> bool:
+                return stored.count() >= at_least
+
+            wait_until(
+                enough,
+                240,
+                f"{at_least} responses",
+                detail=lambda: log.read_text(errors="replace")[-3000:],
+            )
+            assert stored.count() < n_pairs, "the run must still be going"
+            busy = children_of(bulk.pid)
+            assert busy, log.read_text(errors="replace")[-3000:]
+            for pool_process in busy[:1]:
+                os.kill(pool_process, signal.SIGKILL)
+        run = wait_until(
+            lambda: EstimationRun.objects.filter(pk=run_id, state=EstimationRun.State.SUCCEEDED).first(),
+            300,
+            "the run to succeed after the kills",
+            detail=lambda: (
+                f"{stored.count()}/{n_pairs} stored; {Job.objects.filter(pk=job_id).values('state', 'message').first()}\n"
+                + log.read_text(errors="replace")[-4000:]
+            ),
+        )
+        assert stored.count() == n_pairs == len(set(stored.values_list("query_id", "source_id")))
+        wait_until(lambda: Job.objects.filter(pk=job_id, state=Job.State.SUCCEEDED).exists(), 30, "the job")
+        assert ReliabilityScore.objects.filter(run=run).count() == len(names)
+        # (a process killed just after it was forked, before it took a task, loses no batch)
+        text = log.read_text(errors="replace")
+        assert text.count("exited with 'signal 9 (SIGKILL)'") >= 2
+        assert text.count("a pool process died answering an estimation batch: sent again") >= 1
     finally:
         procs.stop_all()
         broker.clear()

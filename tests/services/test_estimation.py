@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 
 import pytest
+import pytest_django
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
@@ -15,6 +16,8 @@ from core.services.estimation import (
     QueryGenerationUnavailable,
     RunProgress,
     coordinate_run,
+    dispatch_json,
+    dispatch_state,
     generate_queries,
     resume_estimation_run,
     start_estimation_run,
@@ -169,7 +172,7 @@ def test_the_coordinator_sends_the_missing_pairs_waits_while_batches_move_and_re
     first = coordinate_run(run, None, now=t0)
     assert first.status == "waiting" and not first.finished
     assert first.send == [[[q1.pk, a.pk], [q1.pk, b.pk]], [[q2.pk, a.pk], [q2.pk, b.pk]]]  # a query's pairs together
-    assert first.dispatch == {"stored": 0, "at": t0.timestamp(), "batches": 2}
+    assert first.dispatch == {"stored": 0, "at": t0.timestamp(), "batches": 2, "resends": 0}
     run.refresh_from_db()
     assert run.state == EstimationRun.State.RUNNING
 
@@ -178,16 +181,104 @@ def test_the_coordinator_sends_the_missing_pairs_waits_while_batches_move_and_re
 
     RunResponseFactory(run=run, query=q1, source=a)
     moving = coordinate_run(run, first.dispatch, now=at(40))
-    assert (moving.send, moving.dispatch) == ([], {"stored": 1, "at": at(40).timestamp(), "batches": 2})
+    assert (moving.send, moving.dispatch) == ([], {"stored": 1, "at": at(40).timestamp(), "batches": 2, "resends": 0})
 
     stalled = coordinate_run(run, moving.dispatch, now=at(101))
     assert stalled.send == [[[q1.pk, b.pk], [q2.pk, a.pk], [q2.pk, b.pk]]]
-    assert stalled.dispatch == {"stored": 1, "at": at(101).timestamp(), "batches": 1}
+    assert stalled.dispatch == {"stored": 1, "at": at(101).timestamp(), "batches": 1, "resends": 1}
 
     for query, source in ((q1, b), (q2, a), (q2, b)):
         RunResponseFactory(run=run, query=query, source=source)
     done = coordinate_run(run, stalled.dispatch, now=at(102))
     assert done.finished and done.send == []
+
+
+def test_a_coordinator_whose_batches_nobody_takes_stalls_after_its_resends_unless_bulk_work_reports(
+    db: None, settings: pytest_django.Settings
+) -> None:
+    """Its own heartbeat is no sign that the batches are answered: with nothing stored after
+    the batches were sent ESTIMATION_MAX_RESENDS more times, the step says "stalled" and why;
+    while the bulk worker reports other work (an ingestion ahead of the batches in its queue)
+    it waits without sending copies; progress starts the count again."""
+    settings.ESTIMATION_STALL_SECONDS, settings.ESTIMATION_MAX_RESENDS = 60, 2
+    source = SourceFactory(name="a")
+    run = EstimationRunFactory(sources=[source], params={"batch_size": 1})
+    q1, q2 = FactQueryFactory(query_set=run.query_set), FactQueryFactory(query_set=run.query_set)
+    t0 = timezone.now()
+
+    def at(seconds: float) -> dt.datetime:
+        return t0 + dt.timedelta(seconds=seconds)
+
+    step = coordinate_run(run, None, now=t0)
+    busy = coordinate_run(run, step.dispatch, now=at(61), bulk_work_reporting=lambda: True)
+    assert busy.status == "waiting" and busy.send == []
+    assert busy.dispatch == {**step.dispatch, "at": at(61).timestamp()}  # type: ignore[dict-item]
+    resent = [coordinate_run(run, step.dispatch, now=at(122), bulk_work_reporting=lambda: False)]
+    resent.append(coordinate_run(run, resent[0].dispatch, now=at(183), bulk_work_reporting=lambda: False))
+    assert [(len(r.send), r.dispatch["resends"] if r.dispatch else None) for r in resent] == [(2, 1), (2, 2)]
+    assert coordinate_run(run, resent[1].dispatch, now=at(200)).status == "waiting"  # not yet a stall
+    stalled = coordinate_run(run, resent[1].dispatch, now=at(244), bulk_work_reporting=lambda: False)
+    assert stalled.stalled and stalled.send == []
+    assert "sent 3 times (0 of 2 stored): no worker is taking them" in stalled.reason
+    assert "resume this run" in stalled.reason
+
+    RunResponseFactory(run=run, query=q1, source=source)
+    moving = coordinate_run(run, resent[1].dispatch, now=at(250))
+    assert moving.status == "waiting" and moving.dispatch is not None and moving.dispatch["resends"] == 0
+    assert dispatch_state(dispatch_json(moving.dispatch)) == moving.dispatch
+    # A state stored before resends were counted reads as none yet.
+    assert dispatch_state({"stored": 1, "at": 5.0, "batches": 2}) == {
+        "stored": 1,
+        "at": 5.0,
+        "batches": 2,
+        "resends": 0,
+    }
+    del q2
+
+
+def test_the_bulk_worker_reports_through_a_fresh_ingestion_or_a_response_stored_lately(
+    db: None, settings: pytest_django.Settings
+) -> None:
+    from tasks.jobs import bulk_work_reporting
+
+    settings.JOB_STALE_SECONDS, settings.ESTIMATION_STALL_SECONDS = 60, 60
+    assert not bulk_work_reporting()
+    old = timezone.now() - dt.timedelta(seconds=120)
+    JobFactory(kind=Job.Kind.INGEST, state=Job.State.RUNNING, heartbeat_at=old)
+    JobFactory(kind=Job.Kind.ESTIMATE, state=Job.State.RUNNING, heartbeat_at=timezone.now())  # its coordinator's
+    assert not bulk_work_reporting()
+    JobFactory(kind=Job.Kind.INGEST, state=Job.State.RUNNING, heartbeat_at=timezone.now())
+    assert bulk_work_reporting()
+    Job.objects.filter(kind=Job.Kind.INGEST).update(state=Job.State.SUCCEEDED)
+    assert not bulk_work_reporting()
+    RunResponseFactory()
+    assert bulk_work_reporting()
+
+
+def test_a_batch_lost_with_its_pool_process_is_sent_again_counting_and_fails_its_run_the_third_time(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tasks import engine_tasks
+
+    sent: list[dict[str, object]] = []
+    monkeypatch.setattr(
+        engine_tasks.generate_batch, "apply_async", lambda kwargs, queue: sent.append({**kwargs, "queue": queue})
+    )
+    job = JobFactory(kind=Job.Kind.ESTIMATE, state=Job.State.RUNNING)
+    run = EstimationRunFactory(job=job, sources=[SourceFactory()])
+    assert engine_tasks.resend_lost_batch({"run_id": run.pk, "pairs": [[1, 2]]})
+    assert engine_tasks.resend_lost_batch({"run_id": run.pk, "pairs": [[1, 2]], "lost": 1})
+    assert sent == [
+        {"run_id": run.pk, "pairs": [[1, 2]], "lost": 1, "queue": "gpu"},
+        {"run_id": run.pk, "pairs": [[1, 2]], "lost": 2, "queue": "gpu"},
+    ]
+    assert not engine_tasks.resend_lost_batch({"run_id": run.pk, "pairs": [[1, 2]], "lost": 2})
+    assert len(sent) == 2
+    run.refresh_from_db()
+    job.refresh_from_db()
+    assert run.state == EstimationRun.State.FAILED and job.state == Job.State.FAILED
+    assert "died 3 times answering the same batch" in job.error
+    assert not engine_tasks.resend_lost_batch({"run_id": "x", "pairs": [[1, 2]]})  # not a batch's arguments
 
 
 def test_a_batch_that_fails_fails_its_run_and_the_run_s_job(db):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
@@ -107,11 +107,13 @@ def answering_message(stored: int, total: int) -> str:
 
 class DispatchState(TypedDict):
     """What a coordinator step hands the next one (stored on the Job as params["dispatch"]):
-    the responses stored when it last looked, when (a timestamp), how many batches it sent."""
+    the responses stored when it last looked, when (a timestamp), how many batches it sent,
+    and how many times in a row it sent the missing batches again with nothing stored since."""
 
     stored: int
     at: float
     batches: int
+    resends: int
 
 
 def dispatch_state(value: JSONValue) -> DispatchState | None:
@@ -122,34 +124,44 @@ def dispatch_state(value: JSONValue) -> DispatchState | None:
     if not isinstance(value, dict):
         raise ValueError(f"dispatch: expected an object, got {value!r}"[:200])
     stored, at, sent = value.get("stored"), value.get("at", 0), value.get("batches", 0)
-    if not (isinstance(stored, int) and isinstance(at, int | float) and isinstance(sent, int)):
-        raise ValueError(f"dispatch: expected stored, at and batches as numbers, got {value!r}"[:200])
-    return {"stored": stored, "at": float(at), "batches": sent}
+    resends = value.get("resends", 0)  # absent in a state stored before it was counted
+    if not all(isinstance(number, int) for number in (stored, sent, resends)) or not isinstance(at, int | float):
+        raise ValueError(f"dispatch: expected stored, at, batches and resends as numbers, got {value!r}"[:200])
+    assert isinstance(stored, int) and isinstance(sent, int) and isinstance(resends, int)
+    return {"stored": stored, "at": float(at), "batches": sent, "resends": resends}
 
 
 def dispatch_json(state: DispatchState | None) -> JSONValue:
     """The dispatch state as the job stores it."""
     if state is None:
         return None
-    return {"stored": state["stored"], "at": state["at"], "batches": state["batches"]}
+    return {"stored": state["stored"], "at": state["at"], "batches": state["batches"], "resends": state["resends"]}
 
 
 @dataclass(frozen=True)
 class CoordinatorStep:
     """What one coordinator step decided.
 
-    finished: every pair has a response (finish the run now); otherwise "waiting".
-    dispatch: the dispatch state to pass to the next step ({"stored", "at", "batches"}).
+    finished: every pair has a response (finish the run now); "stalled": nothing was stored
+    although the missing batches were sent ESTIMATION_MAX_RESENDS times again (no worker takes
+    them: fail the job with `reason`, so the run can be resumed once a worker does); otherwise
+    "waiting".
+    dispatch: the dispatch state to pass to the next step.
     send: batches of [query id, source id] pairs to enqueue as `tasks.generate_batch` now.
     """
 
-    status: Literal["finished", "waiting"]
+    status: Literal["finished", "waiting", "stalled"]
     dispatch: DispatchState | None = None
     send: list[list[Pair]] = field(default_factory=list)
+    reason: str = ""
 
     @property
     def finished(self) -> bool:
         return self.status == "finished"
+
+    @property
+    def stalled(self) -> bool:
+        return self.status == "stalled"
 
 
 def coordinate_run(
@@ -158,12 +170,17 @@ def coordinate_run(
     progress: Progress | None = None,
     *,
     now: dt.datetime | None = None,
+    bulk_work_reporting: Callable[[], bool] | None = None,
 ) -> CoordinatorStep:
     """One coordinator step, given the dispatch state the previous step returned (None at first).
 
     Batches are (re)sent on the first step, and when nothing was stored for
     ESTIMATION_STALL_SECONDS since the last dispatch (a batch was lost). Other steps only
-    count the stored responses (and so keep the job's heartbeat)."""
+    count the stored responses (and so keep the job's heartbeat). This step's heartbeat is
+    not a sign that the batches are being answered: when nothing is stored after the batches
+    were sent ESTIMATION_MAX_RESENDS times again, the step says "stalled" (no worker takes
+    them), unless `bulk_work_reporting()` says the bulk worker is busy with other work that
+    reports its progress (an ingestion): then the batches wait behind it, not sent again."""
     progress = progress or NullProgress()
     now = now or timezone.now()
     total = run_pairs(run)
@@ -187,10 +204,27 @@ def coordinate_run(
     stall = float(settings.ESTIMATION_STALL_SECONDS)
     if dispatch is not None:
         progress.advance_to(units.answering(stored), answering_message(stored, total))
-        if stored != dispatch["stored"]:
-            return CoordinatorStep("waiting", {**dispatch, "stored": stored, "at": now.timestamp()})  # batches move
+        if stored != dispatch["stored"]:  # batches move
+            return CoordinatorStep("waiting", {**dispatch, "stored": stored, "at": now.timestamp(), "resends": 0})
         if now.timestamp() - dispatch["at"] <= stall:
             return CoordinatorStep("waiting", dispatch)
+        if bulk_work_reporting is not None and bulk_work_reporting():
+            # The bulk worker is alive and busy (an ingestion reports): the batches wait in its
+            # queue behind that work; sending them again would only pile up copies.
+            return CoordinatorStep("waiting", {**dispatch, "at": now.timestamp()})
+        limit = int(settings.ESTIMATION_MAX_RESENDS)
+        if dispatch["resends"] >= limit:
+            waited = round((now.timestamp() - dispatch["at"] + stall * limit) / 60)
+            return CoordinatorStep(
+                "stalled",
+                dispatch,
+                reason=(
+                    f"No response was stored for about {waited} min although the missing batches were sent "
+                    f"{limit + 1} times ({stored} of {total} stored): no worker is taking them (queue gpu). Check "
+                    "that the bulk worker runs and consumes (its log: log/worker.log in the data folder; restart "
+                    "it if it stopped taking tasks), then resume this run: its stored responses are kept."
+                ),
+            )
     # First step, or nothing stored for `stall` seconds (a batch was lost): (re)send.
     missing = missing_pairs(run)
     size = int(run.params.get("batch_size", DEFAULT_PARAMS["batch_size"]))
@@ -199,4 +233,7 @@ def coordinate_run(
         units.answering(stored), f"{answering_message(stored, total)}; {len(send)} batch(es) sent to the workers"
     )
     progress.log(f"dispatched {len(send)} batch(es) for {len(missing)} missing response(s)")
-    return CoordinatorStep("waiting", {"stored": stored, "at": now.timestamp(), "batches": len(send)}, send)
+    resends = 0 if dispatch is None else dispatch["resends"] + 1
+    return CoordinatorStep(
+        "waiting", {"stored": stored, "at": now.timestamp(), "batches": len(send), "resends": resends}, send
+    )
