@@ -133,6 +133,11 @@ def test_independent_sources_get_no_copy_note() -> None:
     by_id = [SourceInfo(i, f"s{i}", accuracy=a) for i, a in enumerate([0.9, 0.3, 0.3])]
     assert copied_note([0], (frozenset({1, 2}),), by_id) is None
     assert copied_note([0, 1], (), by_id) is None
+    # One member of a group below chance agreeing with a reliable source repeats nobody: its
+    # voice lowers the confidence (it counts against), but no note (measured: such notes were
+    # on right answers more often than the wrong answers' base rate).
+    assert copied_note([0, 1], (frozenset({1, 2}),), by_id) is None
+    assert copied_note([0, 1, 2], (frozenset({1, 2}),), by_id) is not None
     # A group estimated reliable on the question, beside an independent source: no warning.
     reliable = [SourceInfo(i, f"s{i}", accuracy=a) for i, a in enumerate([0.9, 0.8, 0.7])]
     assert copied_note([0, 1, 2], (frozenset({1, 2}),), reliable) is None

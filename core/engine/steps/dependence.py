@@ -12,8 +12,12 @@ while it estimates; these groups carry that to the answers a question gets:
   that gave the answer, and that voice counts against the answer when the group is estimated
   right less often than not (voting.answer_probability's ``units``): a colluding group's false
   answers are one shared value, not spread over many, so its agreement with an answer is
-  evidence that the answer is its planted one;
-- the answer says so in a note (``copied_note``).
+  evidence that the answer is its planted one (a member that answers alone is such a voice
+  too: under kappa-RRSS the rest of its group is often never asked);
+- the answer says so in a note when the group repeats it (two members or more give it:
+  ``copied_note``). A lone member's agreement only lowers the confidence: measured on the demo
+  and PoisonedRAG, a note for it was on right answers more often than the wrong answers' base
+  rate, while the repeated answers it names were wrong 4 times in 6 or more.
 
 The groups are those the product shows as copying: pairs at least DEPENDENT likely dependent,
 with at least MIN_SHARED_FALSE false answers in common, connected into groups, and only from
@@ -109,11 +113,12 @@ def _names(sources: Sequence[SourceInfo], limit: int = 3) -> str:
 
 
 def copied_note(backers: Iterable[int], groups: CopyGroups, sources: Sequence[SourceInfo]) -> str | None:
-    """A warning when the answer is also a copy group's answer, and that group is estimated
-    right less often than not on the question (the mean accuracy of its members that gave it
-    below 0.5): a colluding group's answer that reliable sources repeat is most often its
-    planted one, repeated from the same text. Also when the answer rests on one copy group
-    alone: its sources are one voice, however many. None otherwise."""
+    """A warning when the answer is also a copy group's answer (two of its members or more
+    give it), and that group is estimated right less often than not on the question (the
+    mean accuracy of its members that gave it below 0.5): a colluding group's answer that
+    reliable sources repeat is most often its planted one, repeated from the same text. Also
+    when the answer rests on one copy group alone: its sources are one voice, however many.
+    None otherwise."""
     by_id = {s.id: s for s in sources}
     behind = [sid for sid in dict.fromkeys(backers) if sid in by_id]
     index = group_index(groups)
@@ -121,18 +126,21 @@ def copied_note(backers: Iterable[int], groups: CopyGroups, sources: Sequence[So
     for sid in behind:
         if sid in index:
             grouped.setdefault(index[sid], []).append(by_id[sid])
+    # A group repeats the answer when two of its members or more give it (a lone member's
+    # voice lowers the confidence without a note).
+    grouped = {g: members for g, members in grouped.items() if len(members) >= 2}
     if not grouped:
         return None
     for members in grouped.values():
         accuracy = group_accuracy(members)
         if accuracy is not None and accuracy < 0.5:
             return (
-                f"Copied: {_names(members)} also gave this answer; the latest estimation found "
-                f"{'them' if len(members) > 1 else 'it'} copying or colluding with other sources, and right "
-                f"less often than not ({accuracy:.2f} on average). Their vote counts once, against the answer: "
+                f"Copied: {_names(members)} also gave this answer; the latest estimation found them "
+                f"copying or colluding, and right less often than not ({accuracy:.2f} on average). "
+                "Their vote counts once, against the answer: "
                 "check that the other sources' passages are not the same text."
             )
-    if len(grouped) == 1 and len(behind) >= 2:
+    if len(grouped) == 1:
         (members,) = grouped.values()
         if len(members) == len(behind):
             return (
