@@ -8,7 +8,10 @@ import datetime as dt
 
 from django.utils import timezone
 
+from core.engine.types import Embedder
 from core.models import EstimationRun
+from core.services.engine_context import build_context
+from core.services.estimation import finish_run
 from core.services.pages.copying import latest_copy_groups
 from sources.models import Source
 from tests.factories import (
@@ -18,6 +21,7 @@ from tests.factories import (
     SourceDependenceFactory,
     SourceFactory,
 )
+from tests.services.collusion import COLLUDERS, collusion_run
 
 
 def finished_run(sources: list[Source], *, identified: bool = True) -> EstimationRun:
@@ -52,3 +56,12 @@ def test_an_unsettled_runs_pairs_are_not_counted_once(db: None) -> None:
     run = finished_run([farm, trending], identified=False)
     SourceDependenceFactory(run=run, source_a=farm, source_b=trending, probability=1.0, same_false=23.0)
     assert latest_copy_groups() == ()
+
+
+def test_a_finished_accucopy_runs_colluders_reach_the_answering_context(db: None, embedder: Embedder) -> None:
+    # Three colluders repeat one wrong answer per query; three checks settle which group is right.
+    run, _, sources = collusion_run(gold=3, estimator="accucopy")
+    finish_run(run)
+    colluders = frozenset(sources[name].pk for name in COLLUDERS)
+    assert latest_copy_groups() == (colluders,)
+    assert build_context().copy_groups == (colluders,)
