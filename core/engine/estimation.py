@@ -23,6 +23,7 @@ from core.engine.reliability.topical import TopicalReliability, topical_reliabil
 from core.engine.steps.alignment import align_many, support_texts
 from core.engine.steps.calibration import Calibration, calibrate
 from core.engine.steps.clustering import cluster_answers, clustering_texts
+from core.engine.steps.dependence import groups_from_dependence, units
 from core.engine.steps.relevance import generate_read, on_topic
 from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import EngineContext
@@ -311,8 +312,9 @@ def calibration_from_records(
     index -> reference answers) of an estimate: core.engine.steps.calibration over the
     records' clusters (set by estimate_from_records) and the estimate's accuracies and
     weights (``scheme``: the estimator's weight scheme; "log-odds" weighs each checked
-    query's votes by its candidate answers, as answering does). The identity when nothing
-    was checked."""
+    query's votes by its candidate answers, as answering does; the estimate's copy groups
+    count once, as answering counts them: core.engine.steps.dependence). The identity when
+    nothing was checked."""
     if not gold:
         return Calibration()
     column = {sid: j for j, sid in enumerate(source_ids)}
@@ -328,6 +330,8 @@ def calibration_from_records(
         label = gold_label(by_query.get(q, []), references)
         truth[q] = None if label == GOLD_NONE else label
     accuracies: list[float | None] = [s.accuracy for s in result.sources]
+    identified = result.identification.identified if result.identification is not None else True
+    groups = groups_from_dependence(result.dependence, list(source_ids), identified=identified)
     return calibrate(
         matrix,
         truth,
@@ -336,4 +340,5 @@ def calibration_from_records(
         kappa,
         seed=seed,
         by_candidates=scheme == "log-odds",
+        units=units(list(source_ids), groups) if groups else None,
     )

@@ -9,6 +9,7 @@ from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.params import parse_params
 from core.engine.reliability.base import Dependence
+from core.engine.steps.calibration import checked_examples
 from core.engine.steps.dependence import copied_note, copy_groups, groups_from_dependence, once_per_group, units
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.steps.voting import answer_probability
@@ -141,3 +142,17 @@ def test_independent_sources_get_no_copy_note() -> None:
     # A group estimated reliable on the question, beside an independent source: no warning.
     reliable = [SourceInfo(i, f"s{i}", accuracy=a) for i, a in enumerate([0.9, 0.8, 0.7])]
     assert copied_note([0, 1, 2], (frozenset({1, 2}),), reliable) is None
+
+
+def test_the_calibration_counts_a_copy_group_once_as_answering_does() -> None:
+    # One checked query: a reliable source and two colluders give the planted answer (cluster 0).
+    matrix = [[0, 0, 0]]
+    accuracies: list[float | None] = [QUIZ, TRENDING, FARM]
+    independent = checked_examples(matrix, {0: 1}, accuracies, [1.3, 0.0, 0.0], kappa=3, random_subsets=0)
+    grouped = checked_examples(
+        matrix, {0: 1}, accuracies, [1.3, 0.0, 0.0], kappa=3, random_subsets=0, units=[None, 0, 0]
+    )
+    assert [right for _, right in independent + grouped] == [False, False]
+    assert independent[0][0] == pytest.approx(answer_probability([0, 0, 0], accuracies, 0))
+    assert grouped[0][0] == pytest.approx(answer_probability([0, 0, 0], accuracies, 0, units=[None, 0, 0]))
+    assert grouped[0][0] < independent[0][0]

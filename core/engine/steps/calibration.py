@@ -30,6 +30,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from core.engine.steps.dependence import once_per_group
 from core.engine.steps.voting import answer_probability, candidate_weights, weighted_vote
 from core.engine.types import JSONObject
 
@@ -225,6 +226,7 @@ def checked_examples(
     random_subsets: int = RANDOM_SUBSETS,
     seed: int = 0,
     by_candidates: bool = False,
+    units: Sequence[int | None] | None = None,
 ) -> list[tuple[float, bool]]:
     """(probability, right) of the vote among subsets of each checked query's answering sources.
 
@@ -232,7 +234,9 @@ def checked_examples(
     ``truth[q]`` the checked query's right cluster (None: no source gave the right answer),
     ``accuracies`` and ``weights`` the run's estimated accuracy and voting weight per source;
     ``by_candidates``: weigh the votes by each subset's candidate answers, as answering does
-    under a log-odds estimator (core.engine.strategies.pipeline.cluster_and_vote).
+    under a log-odds estimator (core.engine.strategies.pipeline.cluster_and_vote);
+    ``units``: per source, its copy group (None: independent; core.engine.steps.dependence),
+    so that a group counts once here as it does when a question is answered.
     """
     rng = random.Random(seed)
     order = sorted(range(len(accuracies)), key=lambda j: -(accuracies[j] or 0.0))
@@ -251,8 +255,11 @@ def checked_examples(
             subset_weights = [weights[j] for j in subset]
             if by_candidates:
                 subset_weights = candidate_weights(labels, subset_accuracies, subset_weights)
+            subset_units = [units[j] for j in subset] if units is not None else None
+            if subset_units is not None:
+                subset_weights = once_per_group(labels, subset_units, subset_weights)
             outcome = weighted_vote(labels, subset_weights)
-            probability = answer_probability(labels, subset_accuracies, outcome.winner)
+            probability = answer_probability(labels, subset_accuracies, outcome.winner, units=subset_units)
             examples.append((probability, outcome.winner is not None and outcome.winner == right_cluster))
     return examples
 
@@ -273,8 +280,11 @@ def calibrate(
     *,
     seed: int = 0,
     by_candidates: bool = False,
+    units: Sequence[int | None] | None = None,
 ) -> Calibration:
     """The calibration a run's checked queries give: their examples (checked_examples), each
     query counting as one example in the fit."""
-    examples = checked_examples(matrix, truth, accuracies, weights, kappa, seed=seed, by_candidates=by_candidates)
+    examples = checked_examples(
+        matrix, truth, accuracies, weights, kappa, seed=seed, by_candidates=by_candidates, units=units
+    )
     return fit(examples, queries=len(truth), weight=1.0 / (1 + RANDOM_SUBSETS))
