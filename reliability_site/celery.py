@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, Task
 from django.conf import settings
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reliability_site.settings")
 
-app = Celery("reliability_site")
+
+class ProductTask(Task):  # type: ignore[type-arg]  # the base of every task of the app, whatever it returns
+    """Every task's request (the worker's main process side of it): a task cut short by a stop
+    of its worker goes back to the broker instead of failing (tasks/shutdown.py)."""
+
+    Request = "tasks.shutdown:GivenBackRequest"
+
+
+app = Celery("reliability_site", task_cls=ProductTask)
 
 
 def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str, key_prefix: str = "") -> dict[str, object]:

@@ -65,10 +65,15 @@ def ingest_files(progress: JobProgress, params: JSONObject) -> Done:
             heartbeat=heartbeat,
         )
     except IngestInterrupted as exc:
+        remove_upload_dir(params)
         done: list[JSONValue] = [o.as_dict() for o in exc.outcomes]
         raise JobFailed(str(exc), {"source": source.name, "files": done, "interrupted": exc.name}) from exc
-    finally:
+    except Exception:
         remove_upload_dir(params)
+        raise
+    # Not in a `finally`: a stop of the worker (SystemExit or KeyboardInterrupt from its signal)
+    # gives the task back to the broker (tasks/shutdown.py), and the next start reads the files.
+    remove_upload_dir(params)
     result: JSONObject = {
         "source": source.name,
         "files": [o.as_dict() for o in outcomes],
@@ -144,9 +149,12 @@ def load_claims(progress: JobProgress, params: JSONObject) -> JSONObject:
             progress=progress,
         )
     except (IngestError, MappingError) as exc:
-        raise JobFailed(f"Rejected, nothing stored: {exc}") from None
-    finally:
         remove_upload_dir(params)
+        raise JobFailed(f"Rejected, nothing stored: {exc}") from None
+    except Exception:
+        remove_upload_dir(params)
+        raise
+    remove_upload_dir(params)  # not on a stop of the worker: see ingest_files
     outcome: JSONObject = {**result.as_dict()}
     if result.created:
         owner = Job.objects.select_related("created_by").get(pk=progress.job_id).created_by

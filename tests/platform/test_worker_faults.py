@@ -30,6 +30,7 @@ from django.db import connection
 
 from core.engine.types import Embedder
 from core.models import EstimationRun, ReliabilityScore, RunResponse
+from sources.models import Document
 from tasks.models import Job
 from tests.corpus import FACTS, build_corpus
 from tests.helpers import Broker, database_url, must_search, responses_of, scores_of, wait_until
@@ -249,6 +250,73 @@ def test_a_bulk_worker_whose_pool_processes_are_killed_again_and_again_keeps_con
         text = log.read_text(errors="replace")
         assert text.count("exited with 'signal 9 (SIGKILL)'") >= 2
         assert text.count("a pool process died answering an estimation batch: sent again") >= 1
+    finally:
+        procs.stop_all()
+        broker.clear()
+
+
+START_UPLOAD = """
+import sys
+import django
+django.setup()
+from pathlib import Path
+from sources.models import Source
+from sources.services import start_upload_ingest
+path = Path(sys.argv[1])
+source, _ = Source.objects.get_or_create(name="ledger")
+job = start_upload_ingest(source, [(path.name, path.read_bytes())])
+print(f"upload job {job.pk} queued")
+"""
+
+
+def test_a_stop_signal_to_every_process_mid_upload_gives_the_task_back_and_the_next_worker_finishes_it(
+    transactional_db: None, embedder: Embedder, fault_tmp: Path
+) -> None:
+    """A service manager stops the run script with SIGTERM to all of its processes, the pool
+    process in the middle of an uploaded file's ingestion included (it dies of it at once).
+    That is a stop, not a lost process: the job is not failed, its uploaded files stay, its
+    message goes back to the broker, and a worker started later (past the stale limit, under
+    another name) takes it up and stores every document of the upload once."""
+    broker = Broker(fault_tmp)
+    env = {"DATABASE_URL": database_url(connection.settings_dict), "JOB_STALE_SECONDS": "10", **broker.env()}
+    procs = Processes(fault_tmp, env)
+    try:
+        worker, _, log = procs.start_worker(pool="prefork", beat=False, queues="ingest")
+        big_csv(fault_tmp / "big.csv", 150)
+        started = subprocess.run(
+            [sys.executable, "-c", START_UPLOAD, str(fault_tmp / "big.csv")],
+            cwd=ROOT,
+            env=procs.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert started.returncode == 0, started.stderr
+        job_id = int(must_search(r"upload job (\d+) queued", started.stdout).group(1))
+        upload_dir = Path(str(Job.objects.get(pk=job_id).params["upload_dir"]))
+        wait_until(
+            lambda: Job.objects.filter(pk=job_id, message__startswith="big.csv: embedded").exists(),
+            240,
+            "big.csv to be embedding",
+            0.02,
+        )
+        os.killpg(worker.pid, signal.SIGTERM)  # the worker and its pool process, at once
+        worker.wait(60)
+        text = log.read_text(errors="replace")
+        assert "cut short by the worker's stop: its message is back in the broker" in text, text[-3000:]
+        job = Job.objects.get(pk=job_id)
+        assert job.state == Job.State.PENDING and job.heartbeat_at is None and job.worker == "", job.message
+        assert upload_dir.is_dir() and any(upload_dir.iterdir())
+
+        time.sleep(11)  # past JOB_STALE_SECONDS: the next start's reaper must leave it alone
+        procs.start_worker(pool="prefork", beat=False, queues="ingest")
+        job = wait_until(
+            lambda: Job.objects.filter(pk=job_id, state__in=Job.FINISHED_STATES).first(), 300, "the job to end"
+        )
+        assert job.state == Job.State.SUCCEEDED, job.error
+        assert job.result["documents"] + job.result.get("duplicates", 0) == 150
+        assert Document.objects.filter(source__name="ledger").count() == 150
+        assert not upload_dir.exists()  # deleted once the job ended for good
     finally:
         procs.stop_all()
         broker.clear()
