@@ -101,6 +101,9 @@ class Identification:
     # chose between them): settled enough to weigh by, and its disputed queries are still the
     # checks worth making (a campaign larger than the rule assumes would look the same).
     outnumbered: bool = False
+    # Every dissent bloc that agreement does not settle (each is examined, largest first;
+    # ``dissent_bloc`` is the first of them when there is one).
+    unsettled_blocs: list[list[int]] = field(default_factory=list)
 
     @property
     def blocs(self) -> list[list[int]]:
@@ -124,6 +127,7 @@ class Identification:
             "checks": rows(self.checks),
             "agreement": [round(self.agreement[0], 4), round(self.agreement[1], 4)],
             "settled_by_gold": self.settled_by_gold,
+            "unsettled_blocs": [cols(b) for b in self.unsettled_blocs],
         }
 
 

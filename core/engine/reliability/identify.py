@@ -15,7 +15,12 @@ This module finds that situation and what would settle it:
 1. **Dissent blocs.** Two sources that share the same *non-estimated* answer on many of the
    queries they both answered (at least MIN_SHARED, and at least SHARED_SHARE of them) are
    dependent: independent sources rarely make the same mistake (open-ended answers have many
-   wrong values). The largest connected group of such pairs is the dissent bloc B.
+   wrong values). Each connected group of such pairs is a dissent bloc B, and every one is
+   examined (largest first): two feeds copied by two blocs can put one bloc on the estimate's
+   side and the other against it, while accurate sources form a third, small bloc that the
+   estimate rejects; looking at the largest bloc only called that estimate settled. The
+   estimate is identified only when every bloc's verdict is. Sources that mirror one listing
+   (identical on 50+ queries) form a bloc from a smaller share (MIRROR_SHARED_SHARE).
 2. **The estimate's side** A: the other sources that give the estimated answer on most of
    the *contested* queries (where at least two members of B agree on an answer the estimate
    rejects).
@@ -27,10 +32,16 @@ This module finds that situation and what would settle it:
    reader, the colluders' self-agreement (0.66-0.75) did not differ from the honest
    sources' (0.70-0.81), so self-consistency is not a usable signature either). When they
    side with the other group (the estimator still followed the larger one): not identified,
-   said so.
-4. **Checks that settle it** (active gold): the contested queries, those answered by the
-   most sources of both groups first (one reference answer there scores every member of
-   both groups at once).
+   said so. A checked query counts for the group more of whose members gave its reference
+   answer, where that answer is not the most given of both groups. Without reference answers,
+   independent sources that outnumber the bloc settle it (see MIN_SIDE_UNITS); a group of
+   mirrors whose listing the estimate itself mirrors is not one of them (the estimate may rest
+   on a copied feed), nor is another group of mirrors that does not give the estimate's answer.
+4. **Checks that settle it** (active gold): the contested queries, those where no source
+   outside the bloc gives the bloc's answer first (a reference answer shared with a third group
+   can hand the estimate to that group), then those answered by the most sources of both
+   groups (one reference answer there scores every member of both groups at once); the
+   unsettled blocs' checks first, a few of each in turn.
 
 A run that is not identified must not amplify its winning group: `equalise` gives every
 source one reliability and one equal vote (a majority vote), so the product never does worse
@@ -69,6 +80,9 @@ OUTNUMBER = 2.0
 # 95% of the time still agree on all of 20 items one time in eight, on all of 50 one in 170)
 MIRROR_MIN_SHARED = 50
 MIRROR_MAX_DIFFER = 0.02  # ... and differ on at most this share of them mirror one listing
+# Mirrors that share answers the estimate rejects on at least this share of their common
+# queries are a dissent bloc (other sources need SHARED_SHARE).
+MIRROR_SHARED_SHARE = 0.15
 
 NOT_IDENTIFIED_MESSAGE = (
     "These reliabilities rest on which group of sources is right: the answers split into groups "
@@ -92,12 +106,6 @@ def _pair_counts(labels: LabelMatrix, truth: npt.NDArray[np.int64]) -> tuple[Flo
     np.fill_diagonal(same, 0.0)
     np.fill_diagonal(same_rejected, 0.0)
     return both, same, same_rejected
-
-
-def _largest_component(edges: np.ndarray) -> list[int]:
-    """The first largest connected component of the graph ``edges`` (sorted members)."""
-    components = _components(edges)
-    return max(components, key=len) if components else []
 
 
 def mirror_pairs(labels: LabelMatrix) -> npt.NDArray[np.bool_]:
@@ -178,6 +186,11 @@ def identify(
 ) -> Identification:
     """Whether ``result`` (an estimate of ``votes``) is identified by agreement; see the module.
 
+    Every dissent bloc is examined, largest first: the estimate is identified only when each
+    bloc's verdict is. The verdict reported is the first unsettled bloc's (the largest bloc's
+    when all are settled); ``checks`` are drawn from every unsettled bloc in turn, then from
+    the blocs settled only by outnumbering, then from the others, at most ``checks`` in all.
+
     ``gold``: the checked rows, with their gold labels when known (a mapping); a row whose
     reference answer matches none of the answers (GOLD_NONE, below zero) settles nothing."""
     labels = as_label_matrix(votes)
@@ -188,21 +201,89 @@ def identify(
     both, same, same_rejected = _pair_counts(labels, truth)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(both > 0, same_rejected / np.maximum(both, 1), 0.0)
-    dependent = (same_rejected >= MIN_SHARED) & (share >= SHARED_SHARE)
-    bloc = _largest_component(dependent)
-    if len(bloc) < 2:
+    mirrors = mirror_pairs(labels)
+    # Sources that mirror one listing are dependent by construction: a smaller share of shared
+    # answers the estimate rejects makes them a bloc (an accurate pair that a copied feed
+    # outvotes disagrees with the estimate on a quarter of its items).
+    dependent = (same_rejected >= MIN_SHARED) & ((share >= SHARED_SHARE) | (mirrors & (share >= MIRROR_SHARED_SHARE)))
+    blocs = sorted((c for c in _components(dependent) if len(c) >= 2), key=len, reverse=True)
+    if not blocs:
         return Identification(True, "No group of sources shares answers that the estimate rejects.")
-
-    in_bloc = np.zeros(n_sources, dtype=bool)
-    in_bloc[bloc] = True
     settling = (
         {int(q) for q, label in gold.items() if int(label) >= 0}
         if isinstance(gold, Mapping)
         else {int(q) for q in gold}
     )
-    contested: list[int] = []
+    checked = sorted(q for q in settling if 0 <= q < n_queries and truth[q] != MISSING)
+    resting = _resting(labels, truth, mirrors)
+    stories = [_bloc_answers(labels, truth, bloc, settling) for bloc in blocs]
+    verdicts: list[Identification] = []
+    for k, bloc in enumerate(blocs):
+        verdicts.append(
+            _examine(labels, truth, bloc, stories[k], checked, (both, same), mirrors, resting, checks=checks)
+        )
+    unsettled = [v for v in verdicts if not v.identified]
+    if not unsettled:
+        found = next((v for v in verdicts if v.dissent_bloc), verdicts[0])
+    else:
+        found = unsettled[0]
+        if len(unsettled) > 1:
+            found = replace(
+                found,
+                reason=found.reason
+                + f" ({len(unsettled)} groups of sources each share answers the estimate rejects; each is unsettled.)",
+            )
+    # The unsettled blocs' checks first (a few on each), then those of the blocs settled only by
+    # outnumbering, then the others'.
+    settled = [v for v in verdicts if v.identified]
+    ordered = _interleave([v.checks for v in unsettled])
+    for group in ([v for v in settled if v.outnumbered], [v for v in settled if not v.outnumbered]):
+        ordered += [q for q in _interleave([v.checks for v in group]) if q not in ordered]
+    return replace(
+        found,
+        contested=sorted({q for v in verdicts for q in v.contested}),
+        checks=ordered[: max(checks, 0)],
+        unsettled_blocs=[v.dissent_bloc for v in unsettled],
+    )
+
+
+def _resting(
+    labels: LabelMatrix, truth: npt.NDArray[np.int64], mirrors: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """The sources of mirror groups whose every member the estimate mirrors too (it differs
+    from the member on at most MIRROR_MAX_DIFFER of the member's estimated items)."""
+    out = np.zeros(labels.shape[1], dtype=bool)
+    estimated = truth != MISSING
+    for group in _components(mirrors):
+        follows = []
+        for j in group:
+            given = estimated & (labels[:, j] != MISSING)
+            differ = int(np.sum(labels[given, j] != truth[given]))
+            follows.append(bool(given.any()) and differ <= MIRROR_MAX_DIFFER * int(given.sum()))
+        if all(follows):
+            out[group] = True
+    return out
+
+
+def _interleave(lists: list[list[int]]) -> list[int]:
+    """The first of each list, then the second of each, ..., without repeats."""
+    out: list[int] = []
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for x in lists:
+            if rank < len(x) and x[rank] not in out:
+                out.append(x[rank])
+    return out
+
+
+def _bloc_answers(
+    labels: LabelMatrix, truth: npt.NDArray[np.int64], bloc: list[int], settling: set[int]
+) -> dict[int, int]:
+    """The bloc's contested queries (at least two of its members agree on an answer the
+    estimate rejects, and some source gives the estimated answer), each with that answer."""
+    in_bloc = np.zeros(labels.shape[1], dtype=bool)
+    in_bloc[bloc] = True
     bloc_answer: dict[int, int] = {}
-    for q in range(n_queries):
+    for q in range(labels.shape[0]):
         if truth[q] == MISSING or q in settling:
             continue
         row = labels[q]
@@ -211,9 +292,28 @@ def identify(
             continue
         values, counts = np.unique(rejected, return_counts=True)
         if counts.max() >= 2 and (row == truth[q]).any():
-            contested.append(q)
             bloc_answer[q] = int(values[np.argmax(counts)])
-    checked = sorted(q for q in settling if 0 <= q < n_queries and truth[q] != MISSING)
+    return bloc_answer
+
+
+def _examine(
+    labels: LabelMatrix,
+    truth: npt.NDArray[np.int64],
+    bloc: list[int],
+    bloc_answer: dict[int, int],
+    checked: list[int],
+    pairs: tuple[FloatArray, FloatArray],
+    mirrors: npt.NDArray[np.bool_],
+    resting: npt.NDArray[np.bool_],
+    *,
+    checks: int,
+) -> Identification:
+    """One dissent bloc's verdict (steps 2-4 of the module)."""
+    both, same = pairs
+    n_sources = labels.shape[1]
+    in_bloc = np.zeros(n_sources, dtype=bool)
+    in_bloc[bloc] = True
+    contested = sorted(bloc_answer)
     if not contested and not checked:
         return Identification(True, "The sources sharing rejected answers never outvote the estimate together.")
 
@@ -229,11 +329,15 @@ def identify(
     if not contested and not (for_side or for_bloc):
         return Identification(True, "The sources sharing rejected answers never outvote the estimate together.")
 
-    def reach(q: int) -> tuple[int, int, int]:
+    def reach(q: int) -> tuple[bool, int, int, int]:
+        # A query where no source outside the bloc gives the bloc's answer first: its reference
+        # answer tells the bloc from everyone else (where a third group shares the bloc's answer,
+        # a check on it can hand the estimate to that group instead).
         row = labels[q]
         a = int(sum(1 for j in side if row[j] == truth[q]))
         b = int(sum(1 for j in bloc if row[j] == bloc_answer[q]))
-        return (a + b, min(a, b), -q)
+        own = not bool(np.any((row == bloc_answer[q]) & ~in_bloc))
+        return (own, a + b, min(a, b), -q)
 
     found = Identification(
         True,
@@ -263,8 +367,12 @@ def identify(
         return replace(
             found, identified=True, reason="The estimate does not follow a group of its own on the disputed queries."
         )
-    mirrors = mirror_pairs(labels)
-    side_units = independent_units(_opposed(labels, in_bloc, bloc_answer), mirrors)
+    # A group of mirrors whose listing the estimate itself mirrors is what the estimate rests on
+    # (a copied feed can be): it witnesses nothing for the estimate against another bloc.
+    opposed = [
+        j for j in _opposed(labels, in_bloc, bloc_answer) if not resting[j] and (not mirrors[j].any() or j in side)
+    ]
+    side_units = independent_units(opposed, mirrors)
     bloc_units = independent_units(_loyal(labels, bloc, bloc_answer) or bloc, mirrors)
     if side_units >= MIN_SIDE_UNITS and side_units >= OUTNUMBER * bloc_units:
         return replace(
@@ -278,30 +386,36 @@ def identify(
     return replace(found, identified=False, reason=NOT_IDENTIFIED_MESSAGE)
 
 
-def _majority(row: npt.NDArray[np.int64], group: list[int]) -> int:
+def _rate(row: npt.NDArray[np.int64], group: list[int], answer: int) -> tuple[float, bool] | None:
+    """The share of the group's members answering ``row`` that give ``answer``, and whether
+    it is one of the group's most given answers (None: none of them answered)."""
     answers = row[group]
     answers = answers[answers != MISSING]
-    if len(answers) == 0:
-        return MISSING
-    values, counts = np.unique(answers, return_counts=True)
-    return int(values[np.argmax(counts)])
+    if not len(answers):
+        return None
+    _, counts = np.unique(answers, return_counts=True)
+    given = int(np.sum(answers == answer))
+    return given / len(answers), given == int(counts.max())
 
 
 def _gold_verdicts(
     labels: LabelMatrix, truth: npt.NDArray[np.int64], gold: set[int], side: list[int], bloc: list[int]
 ) -> tuple[int, int]:
-    """On checked queries where the two groups' answers differ: (how many the reference
-    answer gives to the estimate's group, how many to the dissent bloc). A checked query's
-    estimated answer is its reference answer (estimators fix it)."""
+    """On checked queries where the two groups disagree (the reference answer is not the most
+    given answer of both): (how many the reference answer gives to the estimate's group, how
+    many to the dissent bloc), each query to the group more of whose members gave the reference
+    answer (a side split two against two between the reference and another value still sides
+    with it against a bloc that never gave it). A checked query's estimated answer is its
+    reference answer (estimators fix it)."""
     for_side = for_bloc = 0
     for q in sorted(gold):
         if not 0 <= q < labels.shape[0] or truth[q] == MISSING:
             continue
-        a, b = _majority(labels[q], side), _majority(labels[q], bloc)
-        if MISSING in (a, b) or a == b:
+        a, b = _rate(labels[q], side, int(truth[q])), _rate(labels[q], bloc, int(truth[q]))
+        if a is None or b is None or (a[1] and b[1]):
             continue
-        for_side += int(truth[q] == a)
-        for_bloc += int(truth[q] == b)
+        for_side += int(a[0] > b[0])
+        for_bloc += int(b[0] > a[0])
     return for_side, for_bloc
 
 
