@@ -1,11 +1,11 @@
-"""Claim-level estimation against copy blocs (issue 37): the demo's flights, four slices of
-Flights of our own choosing (12 sites each, each with a bloc of sites that publish one feed),
-full Flights and Books.
+"""Claim-level estimation against copy blocs (issue 37): the demo's flights, seven slices of
+Flights of our own choosing (12 sites each, each with a bloc of sites that publish one feed;
+the "two feeds" ones with two such blocs), full Flights and Books.
 
 For each: majority vote, the product's claim resolution (``resolve_claims`` with AccuCopy: the
 estimate where agreement identifies it, an equal vote where it does not), whether the run is
-identified, the product after the first 3 and 5 of the checks it proposes are answered from
-the gold, and weighted voting with the sites' true accuracies (log-odds weights; the ceiling).
+identified, the product after the first 1, 3 and 5 of the checks it proposes are answered
+from the gold, and weighted voting with the sites' true accuracies (log-odds weights; the ceiling).
 In memory, no database; seconds on 2 cores.
 
     .venv/bin/python scripts/bench_claim_slices.py [--out docs/plots/results/claims-identification.json]
@@ -48,6 +48,20 @@ SLICES = {
         *("flightview", "panynj", "foxbusiness", "allegiantair", "gofox", "helloflight", "airtravelcenter"),
         *("myrateplan", "flightstats", "quicktrip", "orbitz", "mytripandmore"),
     ],
+    # Three more "two feeds" slices (2026-11-28), chosen after the check examined every bloc:
+    # two blocs of 3 sites copying two feeds, an accurate pair, 4 others.
+    "slice-two-feeds-b": [
+        *("airtravelcenter", "flytecomm", "helloflight", "allegiantair", "gofox", "panynj"),
+        *("flightstats", "aa", "orbitz", "usatoday", "boston", "weather"),
+    ],
+    "slice-two-feeds-c": [
+        *("flightaware", "wunderground", "flightwise", "myrateplan", "helloflight", "flytecomm"),
+        *("flights", "ifly", "travelocity", "flightarrival", "boston", "usatoday"),
+    ],
+    "slice-two-feeds-d": [
+        *("flightview", "gofox", "foxbusiness", "flightaware", "wunderground", "flightwise"),
+        *("quicktrip", "CO", "mytripandmore", "weather", "flightarrival", "boston"),
+    ],
 }
 
 
@@ -81,7 +95,7 @@ def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
             correlations([product.sources[s].accuracy for s in names], [true[s] for s in names])["spearman"], 3
         ),
     }
-    for n in (3, 5):
+    for n in (1, 3, 5):
         gold = {item: claims.gold[item] for item in product.checks[:n] if item in claims.gold}
         checked = resolve_claims(rows, "accucopy", gold=gold)
         out[f"checks_{n}"] = len(gold)
