@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from celery.exceptions import Reject
 from django.conf import settings
 
 from core.engine.json_values import as_int
@@ -30,6 +31,7 @@ from reliability_site.celery import app
 from tasks.jobs import bulk_work_reporting
 from tasks.progress import JobProgress
 from tasks.runner import Done, JobFailed, JobOutcome, Reschedule, job_task
+from tasks.shutdown import GiveBack
 
 
 @job_task("tasks.answer_question")
@@ -58,6 +60,8 @@ def generate_batch(run_id: int, pairs: list[list[int]], lost: int = 0) -> int:
     progress = JobProgress(job_id) if job_id else None
     try:
         return generate(run_id, pairs, progress, heartbeat=progress.heartbeat if progress else None)
+    except GiveBack:  # the worker is stopping: the batch goes back to the broker
+        raise Reject(requeue=True) from None
     except Exception as exc:
         job_id = fail_run(run_id)
         if job_id is not None:

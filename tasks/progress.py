@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from core.engine.types import JSONObject, JSONValue
 from tasks.models import Job
+from tasks.shutdown import checkpoint
 
 logger = logging.getLogger(__name__)
 MAX_LOG_LINES = 500
@@ -83,7 +84,9 @@ class JobProgress:
     def heartbeat(self, message: str | None = None) -> bool:
         """Say the work is alive (between batches of long work), so the stale-job reaper
         leaves the job alone. False when the job has ended meanwhile (reaped, say): the
-        caller should stop, since nothing it does will be recorded as this job's."""
+        caller should stop, since nothing it does will be recorded as this job's. Raises
+        tasks.shutdown.GiveBack when the worker is stopping (the job goes back to the broker)."""
+        checkpoint()  # a stop of the worker: give the task back here, between two batches
         fields: dict[str, object] = {}
         if message is not None:
             fields["message"] = message[:500]

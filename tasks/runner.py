@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from celery import Task
+from celery.exceptions import Reject
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 from core.engine.types import JSONObject
 from reliability_site.celery import app
 from tasks.models import Job
 from tasks.progress import JobProgress
+from tasks.shutdown import GiveBack, give_back
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +137,12 @@ def job_task(
                 )
             try:
                 outcome = fn(progress, job.params)
+            except GiveBack:
+                # The worker is stopping: the job waits for the next start, its message back
+                # in the broker (what it stored is kept; it resumes from there).
+                give_back({"job_id": job_id})
+                logger.warning("job %s: given back to the broker, its worker is stopping", job_id)
+                raise Reject(requeue=True) from None
             except JobFailed as exc:
                 fail(str(exc), exc.result)
                 return

@@ -19,7 +19,11 @@ never loops.
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
 from collections.abc import Mapping
+from types import FrameType
 
 from billiard.einfo import ExceptionInfo
 from billiard.exceptions import WorkerLostError
@@ -29,6 +33,41 @@ from django.db import DatabaseError
 
 logger = logging.getLogger(__name__)
 GIVEN_BACK = "Given back at a stop of its worker: the next worker to start takes it up again"
+
+# In a pool process: a stop was asked for (SIGTERM) while a task ran, and whether one runs now.
+STOP = threading.Event()
+TASK_RUNNING = threading.Event()
+
+
+class GiveBack(BaseException):
+    """Raised at a long task's next checkpoint (a job's heartbeat) once its pool process was
+    asked to stop: the runner gives the job back and the task's message back to the broker.
+    A BaseException, so that no `except Exception` of the work treats it as a failure (an
+    ingestion deleting its upload, say)."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """A pool process asked to stop (the group's SIGTERM from a service manager, or the
+    worker's cold shutdown): idle, it stops as before; in a task, the task stops at its next
+    checkpoint (tasks.progress.JobProgress.heartbeat raises GiveBack) instead of dying
+    mid-write and being reported as a lost process."""
+    if not TASK_RUNNING.is_set():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    STOP.set()
+
+
+def install_stop_handler() -> None:
+    """In a forked pool process (tasks.signals): a SIGTERM asks the running task to stop."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def checkpoint() -> None:
+    """Raise GiveBack if this process was asked to stop (in the thread that runs the task;
+    a keep-alive thread's heartbeat never raises)."""
+    if STOP.is_set() and threading.current_thread() is threading.main_thread():
+        raise GiveBack
 
 
 def worker_stopping() -> bool:

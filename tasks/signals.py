@@ -8,10 +8,11 @@ import os
 import threading
 
 from billiard.exceptions import WorkerLostError
-from celery.signals import task_failure, worker_init, worker_process_init, worker_ready
+from celery.signals import task_failure, task_postrun, task_prerun, worker_init, worker_process_init, worker_ready
 from django.conf import settings
 
 from tasks.jobs import fail_job_of_lost_process, fail_jobs_of_worker, reap_stale_jobs
+from tasks.shutdown import TASK_RUNNING, install_stop_handler
 
 logger = logging.getLogger(__name__)
 POOL_PROCESSES = "RRAG_WORKER_POOL_PROCESSES"  # set by the worker for its pool processes
@@ -94,3 +95,20 @@ def _load_models() -> None:
         configured_nli()
     except Exception:
         logger.exception("loading the models in the background failed")
+
+
+@task_prerun.connect
+def _task_starts(**_: object) -> None:
+    """In a forked pool process, a SIGTERM (a service manager's, to the whole group) now asks
+    the task to stop at its next checkpoint rather than killing it mid-write
+    (tasks/shutdown.py). Installed here, at each task: billiard replaces a pool process's
+    signal handlers after worker_process_init. A solo or threads pool runs its tasks in the
+    worker's own process, whose SIGTERM is the worker's warm shutdown: left alone."""
+    if os.environ.get(WORKER_PID) != str(os.getpid()) and threading.current_thread() is threading.main_thread():
+        install_stop_handler()
+    TASK_RUNNING.set()
+
+
+@task_postrun.connect
+def _task_ends(**_: object) -> None:
+    TASK_RUNNING.clear()  # a SIGTERM now stops the idle process as before
