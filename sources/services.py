@@ -64,8 +64,11 @@ def ingest_headline(result: JSONObject) -> str:
 
 
 # Chunks embedded between two heartbeats: long files report progress (and stay alive for
-# the stale-job reaper) every this many chunks.
-EMBED_CHUNKS_PER_HEARTBEAT = 512
+# the stale-job reaper) every this many chunks. A heartbeat is also where a task stops when
+# its worker is asked to stop (tasks/shutdown.py): 512 chunks took about 20 s on a bulk
+# worker at nice 19 beside questions, longer than the run script's 15 s stop grace; 128 take
+# about 5 s.
+EMBED_CHUNKS_PER_HEARTBEAT = 128
 
 
 class IngestInterrupted(Exception):

@@ -20,7 +20,16 @@ from core.models import EstimationRun
 from reliability_site.celery import app, reap_interval
 from sources.ingest.base import ParsedDocument
 from sources.models import Chunk, Document
-from sources.services import FileOutcome, IngestInterrupted, ingest_files, start_ingest_job, store_documents
+from sources.services import (
+    EMBED_CHUNKS_PER_HEARTBEAT as BATCH,
+)
+from sources.services import (
+    FileOutcome,
+    IngestInterrupted,
+    ingest_files,
+    start_ingest_job,
+    store_documents,
+)
 from tasks import progress as progress_module
 from tasks.engine_tasks import generate_batch
 from tasks.jobs import reap_stale_jobs, wait_for_job
@@ -213,8 +222,8 @@ def test_a_big_file_is_embedded_in_batches_with_a_heartbeat_after_each_and_store
         on_embedded=lambda done, total: beats.append((done, total)),
     )
     total = outcome.chunks
-    assert total > 1024 and max(embedder.calls) <= 512
-    assert beats == [(min(n, total), total) for n in range(512, total + 512, 512)]
+    assert total > 4 * BATCH and max(embedder.calls) <= BATCH
+    assert beats == [(min(n, total), total) for n in range(BATCH, total + BATCH, BATCH)]
     assert Chunk.objects.filter(source=source).count() == total and outcome.documents == 200
 
 
@@ -225,8 +234,10 @@ def test_ingestion_reports_each_embedded_batch_as_a_heartbeat_naming_the_file(db
     messages: list[str] = []
     ingest_files(source, [tmp_path / "big.csv"], RandomEmbedder(), heartbeat=messages.append)
     total = Chunk.objects.filter(source=source).count()
-    assert total > 512
-    assert messages == [f"big.csv: embedded {min(n, total)} of {total} chunks" for n in range(512, total + 512, 512)]
+    assert total > 2 * BATCH
+    assert messages == [
+        f"big.csv: embedded {min(n, total)} of {total} chunks" for n in range(BATCH, total + BATCH, BATCH)
+    ]
 
 
 def test_a_database_failure_mid_file_stores_nothing_of_that_file_keeps_the_earlier_ones_and_names_it(db, tmp_path):
@@ -238,7 +249,7 @@ def test_a_database_failure_mid_file_stores_nothing_of_that_file_keeps_the_earli
     (tmp_path / "c.txt").write_text("Water boils at 100 degrees.")
 
     def heartbeat(message: str) -> None:
-        if message.startswith("b.csv: embedded 512"):
+        if message.startswith(f"b.csv: embedded {BATCH} "):
             raise OperationalError("server closed the connection unexpectedly")
 
     paths = [tmp_path / "a.txt", tmp_path / "b.csv", tmp_path / "c.txt"]
@@ -291,7 +302,7 @@ def run_ingestion_on_a_clock(settings, monkeypatch, tmp_path, seconds_per_batch:
 def test_a_long_ingestion_is_never_reaped_while_it_embeds_and_ends_succeeded_without_an_error(
     db, settings, monkeypatch, tmp_path
 ):
-    """Each batch of 512 chunks takes 4 s of the clock and the file four times that, longer than
+    """Each batch of EMBED_CHUNKS_PER_HEARTBEAT chunks takes 4 s of the clock and the file four times that, longer than
     JOB_STALE_SECONDS: only the heartbeat after each batch keeps the reaper away."""
     settings.JOB_STALE_SECONDS = 6
     job, embedder = run_ingestion_on_a_clock(settings, monkeypatch, tmp_path, seconds_per_batch=4)

@@ -31,6 +31,7 @@ from django.db import connection
 from core.engine.types import Embedder
 from core.models import EstimationRun, ReliabilityScore, RunResponse
 from sources.models import Document
+from sources.services import EMBED_CHUNKS_PER_HEARTBEAT
 from tasks.models import Job
 from tests.corpus import FACTS, build_corpus
 from tests.helpers import Broker, database_url, must_search, responses_of, scores_of, wait_until
@@ -450,7 +451,12 @@ def test_postgres_stopped_mid_ingestion_fails_the_job_naming_the_file_and_keeps_
             return database.query("SELECT state, message, error, result FROM tasks_job WHERE id = %s", job_id)[0]
 
         # a.txt is stored; big.csv is being embedded (its first batch reported): stop the server.
-        wait_until(lambda: job()[1].startswith("big.csv: embedded 512 of"), 240, "big.csv to be embedding", 0.02)
+        wait_until(
+            lambda: job()[1].startswith(f"big.csv: embedded {EMBED_CHUNKS_PER_HEARTBEAT} of"),
+            240,
+            "big.csv to be embedding",
+            0.02,
+        )
         database.crash()
         # The worker fails the file and tries to record the failure while the server is down...
         wait_until(lambda: "recording the failure: the database is unreachable" in log.read_text(), 120, "retries")
