@@ -37,11 +37,9 @@ This module finds that situation and what would settle it:
    independent sources that outnumber the bloc settle it (see MIN_SIDE_UNITS); a group of
    mirrors whose listing the estimate itself mirrors is not one of them (the estimate may rest
    on a copied feed), nor is another group of mirrors that does not give the estimate's answer.
-4. **Checks that settle it** (active gold): the contested queries, those where no source
-   outside the bloc gives the bloc's answer first (a reference answer shared with a third group
-   can hand the estimate to that group), then those answered by the most sources of both
-   groups (one reference answer there scores every member of both groups at once); the
-   unsettled blocs' checks first, a few of each in turn.
+4. **Checks that settle it** (active gold): the contested queries, those answered by the
+   most sources of both groups first (one reference answer there scores every member of
+   both groups at once); the unsettled blocs' checks first, a few of each in turn.
 
 A run that is not identified must not amplify its winning group: `equalise` gives every
 source one reliability and one equal vote (a majority vote), so the product never does worse
@@ -329,15 +327,11 @@ def _examine(
     if not contested and not (for_side or for_bloc):
         return Identification(True, "The sources sharing rejected answers never outvote the estimate together.")
 
-    def reach(q: int) -> tuple[bool, int, int, int]:
-        # A query where no source outside the bloc gives the bloc's answer first: its reference
-        # answer tells the bloc from everyone else (where a third group shares the bloc's answer,
-        # a check on it can hand the estimate to that group instead).
+    def reach(q: int) -> tuple[int, int, int]:
         row = labels[q]
         a = int(sum(1 for j in side if row[j] == truth[q]))
         b = int(sum(1 for j in bloc if row[j] == bloc_answer[q]))
-        own = not bool(np.any((row == bloc_answer[q]) & ~in_bloc))
-        return (own, a + b, min(a, b), -q)
+        return (a + b, min(a, b), -q)
 
     found = Identification(
         True,
