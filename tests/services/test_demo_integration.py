@@ -22,6 +22,13 @@ from tasks.models import Job
 
 def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(worker: WorkController) -> None:
     call_command("load_demo", "--wait", "--timeout", "600")
+    # Loaded again (the run script's next start): every document is held, so no ingestion
+    # job queues behind other bulk work and the start does not wait on the worker.
+    ingestions = Job.objects.filter(kind=Job.Kind.INGEST).count()
+    out = StringIO()
+    call_command("load_demo", "--wait", "--timeout", "60", stdout=out)
+    assert "every document already held" in out.getvalue()
+    assert Job.objects.filter(kind=Job.Kind.INGEST).count() == ingestions
     manifest = json.loads(Path("sources/demo_data/manifest.json").read_text(encoding="utf-8"))
     truth = {s["name"]: s["simulated_reliability"] for s in manifest["sources"]}
     run = start_estimation_run(sources="all")
