@@ -5,6 +5,7 @@ scripts/run.sh, or a `celery beat` process of its own (docs/operations.md)."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery, Task
 from django.conf import settings
@@ -20,7 +21,8 @@ class ProductTask(Task):  # type: ignore[type-arg]  # the base of every task of 
     Request = "tasks.shutdown:GivenBackRequest"
 
 
-app = Celery("reliability_site", task_cls=ProductTask)
+# Typed as a plain Celery app: its tasks are Tasks (ProductTask adds only the request class).
+app: Celery[Task[Any, Any]] = Celery("reliability_site", task_cls=ProductTask)
 
 
 def broker_settings(broker_url: str, broker_dir: os.PathLike[str] | str, key_prefix: str = "") -> dict[str, object]:
