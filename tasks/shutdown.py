@@ -78,14 +78,13 @@ def worker_stopping() -> bool:
 def give_back(kwargs: Mapping[str, object]) -> bool:
     """Mark the job of a task given back to the broker as waiting again; returns whether one was."""
     from tasks.models import Job
-    from tasks.progress import UNFINISHED
 
     job_id = kwargs.get("job_id")
     if not isinstance(job_id, int):
         return False
     try:
         return bool(
-            Job.objects.filter(pk=job_id, state__in=UNFINISHED).update(
+            Job.objects.filter(pk=job_id, state__in=(Job.State.PENDING, Job.State.RUNNING)).update(
                 state=Job.State.PENDING, heartbeat_at=None, worker="", message=GIVEN_BACK
             )
         )

@@ -31,9 +31,9 @@ from core.engine.strategies import EngineContext, StrategyResult, StrategyUnavai
 from core.engine.strategies.crest import PROMPT_VARIANTS, labelled_prompt
 from core.engine.text import is_idk
 from core.engine.types import SourceInfo
-from tests.engine.local_model import tiny_qwen
 from tests.fakes import HashEmbedder
 from tests.helpers import as_dict, as_list
+from tests.local_model import tiny_qwen
 from tests.scripted import CREST_QUESTION as QUESTION
 from tests.scripted import ELVIS, ScriptedOutputs
 
@@ -399,7 +399,7 @@ def real_llm() -> Any:
     from django.conf import settings
 
     from core.engine.backends.generation.local_transformers import TransformersGenerator
-    from tests.engine.local_model import require_local_model
+    from tests.local_model import require_local_model
 
     key = require_local_model()
     generator = TransformersGenerator(key, models_dir=settings.LLM_MODELS_DIR, max_new_tokens=24)

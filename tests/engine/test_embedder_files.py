@@ -46,8 +46,8 @@ from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import EngineContext, get_strategy
 from core.engine.types import SourceInfo
 from core.services.crest_embedders import register_extra_embedders
-from tests.engine.local_model import unavailable
 from tests.helpers import as_dict
+from tests.local_model import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = bytes(range(256)) * 40  # stands in for model.safetensors

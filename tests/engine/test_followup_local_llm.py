@@ -13,7 +13,7 @@ from django.test import override_settings
 from core.engine.backends.generation.base import Generator
 from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.steps.followup import LLM, RULES, Turn, rewrite_follow_up
-from tests.engine.local_model import require_local_model
+from tests.local_model import require_local_model
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.backends.generation.local_ctranslate2 import MANIFEST, CTranslate2Generator, verify_converted
 from core.engine.backends.generation.prompts import ANSWER_HEAD
 from core.engine.text import answer_contains_gold, is_idk
-from tests.engine.local_model import require_local_model, tiny_qwen
+from tests.local_model import require_local_model, tiny_qwen
 from tests.scripted import ANSWERABLE, UNANSWERABLE
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ from core.engine.backends.generation import GenerationRequest
 from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.backends.generation.local_transformers import CONVERTED_MARKER, TransformersGenerator, cpu_has_amx_bf16
 from core.engine.text import answer_contains_gold, is_idk
-from tests.engine.local_model import require_local_model
+from tests.local_model import require_local_model
 from tests.scripted import ANSWERABLE, UNANSWERABLE
 
 pytestmark = pytest.mark.slow

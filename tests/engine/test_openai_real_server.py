@@ -26,7 +26,7 @@ from django.test import override_settings
 from core.engine.backends.generation import GenerationError, GenerationRequest, OpenAIChatGenerator
 from core.engine.backends.generation.gguf_files import QWEN_05B
 from core.engine.text import answer_contains_gold
-from tests.engine.local_model import require_local_model, unavailable
+from tests.local_model import require_local_model, unavailable
 
 pytestmark = pytest.mark.slow
 

@@ -188,7 +188,7 @@ def test_a_bulk_worker_whose_pool_processes_are_killed_again_and_again_keeps_con
     and the bulk worker's pool processes SIGKILLed three times mid-run (the OOM killer): the
     worker takes the next batches every time, a lost batch is sent again at once (not after
     the coordinator's ten minutes without progress), and the run succeeds with every response."""
-    from tests.engine.local_model import require_local_model
+    from tests.local_model import require_local_model
 
     key = require_local_model()
     good, bad, _ = build_corpus(embedder)

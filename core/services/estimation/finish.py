@@ -29,7 +29,6 @@ from core.engine.strategies import get_strategy
 from core.engine.strategies.codec import jsonable
 from core.engine.types import JSONObject, JSONValue
 from core.models import EstimationRun, FactQuery, ReliabilityScore, RunAnswer, RunResponse, SourceDependence
-from core.services.engine_context import weight_scheme
 from core.services.estimation.coordinate import RunProgress, run_layout, run_pairs
 from core.services.estimation.locks import finish_claim_name
 from core.services.topics import latest_topics
@@ -140,9 +139,11 @@ def finish_run(run: EstimationRun) -> JSONObject:
         gold=gold,
         topics=topic_input(queries),
     )
-    # Answers weigh votes as the configured estimator does (engine_context.source_infos).
+    # Answers weigh votes as the configured estimator does (engine_context.weight_scheme, not
+    # imported: the engine context reads this module's copy groups through the pages).
+    scheme = get_estimator(settings.RELIABILITY_ESTIMATOR).weight_scheme
     calibration = calibration_from_records(
-        records, source_ids, result, gold, default_kappa(), seed=run.pk or 0, scheme=weight_scheme()
+        records, source_ids, result, gold, default_kappa(), seed=run.pk or 0, scheme=scheme
     )
     weight = dict(zip(source_ids, result.weights, strict=False))
     answers = []
