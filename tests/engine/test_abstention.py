@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-from core.engine.backends.generation import ExtractiveReader
-from core.engine.backends.nli import EmbeddingLexicalNLI
-from core.engine.params import parse_params
-from core.engine.steps.memory_retriever import InMemoryRetriever
-from core.engine.strategies import EngineContext, StrategyResult, get_strategy
+from core.engine.strategies import StrategyResult
 from core.engine.text import is_idk
-from core.engine.types import SourceInfo
-from tests.fakes import HashEmbedder
-
-QUESTION = "who recorded i can't help falling in love with you"
-TRUE = "Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961."
-FALSE = "Frank Sinatra recorded the song I Can't Help Falling in Love with You in 1970."
-NOISE = "The Chicago Fire fourth season has twenty three episodes."
+from tests.engine.one_passage import FALSE, NOISE, TRUE, ask
 
 
 def _ask(name: str, sources: list[tuple[str, float, float]]) -> StrategyResult:
-    """Each source: its one passage, its estimated accuracy and its weight."""
-    embedder = HashEmbedder()
-    retriever = InMemoryRetriever()
-    infos = []
-    for i, (text, accuracy, weight) in enumerate(sources):
-        retriever.add_texts(i, [text], embedder)
-        infos.append(SourceInfo(i, f"source {i}", weight=weight, answers_count=40, accuracy=accuracy))
-    ctx = EngineContext(retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), infos)
-    strategy = get_strategy(name)
-    return strategy.answer_checked(
-        QUESTION, ctx, parse_params(strategy.Params, {"kappa": 3} if name == "ra-rag" else {})
-    )
+    return ask(name, sources, kappa=3)
 
 
 def test_an_answer_only_unreliable_sources_give_is_no_reliable_answer() -> None:

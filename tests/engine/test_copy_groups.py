@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from core.engine.backends.generation import ExtractiveReader
-from core.engine.backends.nli import EmbeddingLexicalNLI
-from core.engine.params import parse_params
 from core.engine.reliability.base import Dependence
 from core.engine.steps.calibration import checked_examples
 from core.engine.steps.dependence import copied_note, copy_groups, groups_from_dependence, once_per_group, units
-from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.steps.voting import answer_probability
-from core.engine.strategies import EngineContext, StrategyResult, get_strategy
+from core.engine.strategies import StrategyResult
 from core.engine.types import SourceInfo
-from tests.fakes import HashEmbedder
-
-QUESTION = "who recorded i can't help falling in love with you"
-TRUE = "Elvis Presley recorded the song I Can't Help Falling in Love with You in 1961."
-FALSE = "Frank Sinatra recorded the song I Can't Help Falling in Love with You in 1970."
-NOISE = "The Chicago Fire fourth season has twenty three episodes."
+from tests.engine.one_passage import FALSE, NOISE, TRUE, ask
 
 # The demo's estimate after the run script's three checks (bench, reader, seed 0): the
 # Reference Desk, the Wire Service and the Quiz Club, then the bloc that AccuCopy found
@@ -31,19 +22,7 @@ DESK, WIRE, QUIZ, TRENDING, FARM = 0.981, 0.958, 0.818, 0.32, 0.268
 def _ask(
     sources: list[tuple[str, float, float]], groups: tuple[frozenset[int], ...] = (), name: str = "ra-rag"
 ) -> StrategyResult:
-    """Each source: its one passage, its estimated accuracy and its weight."""
-    embedder = HashEmbedder()
-    retriever = InMemoryRetriever()
-    infos = []
-    for i, (text, accuracy, weight) in enumerate(sources):
-        retriever.add_texts(i, [text], embedder)
-        infos.append(SourceInfo(i, f"source {i}", weight=weight, answers_count=40, accuracy=accuracy))
-    ctx = EngineContext(
-        retriever, embedder, ExtractiveReader(), EmbeddingLexicalNLI(embedder), infos, copy_groups=groups
-    )
-    strategy = get_strategy(name)
-    kappa = {"kappa": len(sources)} if name == "ra-rag" else {}
-    return strategy.answer_checked(QUESTION, ctx, parse_params(strategy.Params, kappa))
+    return ask(name, sources, groups=groups)
 
 
 def test_copy_groups_are_the_identified_dependent_pairs_with_false_answers_in_common() -> None:
