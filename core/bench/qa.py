@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.bench.attribution import attribute, ceiling, ceilings
-from core.bench.corpus import Corpus, build_corpus, make_sources
+from core.bench.corpus import Corpus, CorpusDoc, build_corpus, make_sources
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
 from core.bench.datasets import BenchQuestion
 from core.bench.metrics import correlations
@@ -26,7 +26,7 @@ from core.engine.estimation import calibration_from_records
 from core.engine.params import parse_assignments
 from core.engine.reliability import DEFAULT_ESTIMATOR, get_estimator
 from core.engine.reliability.base import MIN_SHARED_FALSE
-from core.engine.strategies.base import Requirement
+from core.engine.strategies.base import Requirement, StrategyResult
 from core.engine.text import IDK, answer_contains_gold, is_idk
 from core.engine.types import Embedder, JSONObject, JSONValue, Passage, SourceInfo
 
@@ -142,6 +142,11 @@ class MethodRun:
     # "I don't know" or an answer with a warning
     outside: int = 0
     outside_abstained_or_warned: int = 0
+    # Each wrong answer with what lost it: the question, the gold, the answer, its stage, its
+    # confidence and notes, and every source's vote (what it wrote, what the filter kept, the
+    # passages it read and whether they were the question's factual ones): the record behind
+    # the ``lost_at`` counts, to read one case at a time
+    wrong: list[dict[str, JSONValue]] = field(default_factory=list)
 
 
 @dataclass
@@ -430,6 +435,8 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             run.confidences.append(float(result.confidence))
             run.stages.append(attribute(corpus, q, result, documents, limits[len(run.stages)]))
             run.warned.append(bool(result.notes))
+            if not run.correct[-1]:
+                run.wrong.append(wrong_record(q, result, run.stages[-1], documents))
             if name == CROWD_BASE:
                 labels = {c.id: c.label for c in result.clusters}
                 test_votes.append([(v.source_id, labels[v.cluster]) for v in result.votes if v.cluster is not None])
@@ -489,6 +496,40 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         topic_cells=topic_cells,
         topics=topical.model.as_dict()["topics"] if topical and topical.model else [],  # type: ignore[arg-type]  # as_dict's topics: a list of dicts
     )
+
+
+def wrong_record(
+    q: BenchQuestion, result: StrategyResult, stage: str | None, documents: Mapping[int, CorpusDoc]
+) -> dict[str, JSONValue]:
+    """One wrong answer as JSON (MethodRun.wrong): a passage read is named by its kind for this
+    question ("factual", "misinfo") or "other" (retrieved for another question)."""
+
+    def kind(chunk_id: int) -> str:
+        doc = documents.get(chunk_id)
+        return doc.kind if doc is not None and doc.qid == q.qid else "other"
+
+    return {
+        "qid": q.qid,
+        "question": q.question,
+        "gold": list(q.gold),
+        "answer": result.answer,
+        "confidence": round(float(result.confidence), 4),
+        "stage": stage,
+        "notes": list(result.notes),
+        "votes": [
+            {
+                "source": v.source_id,
+                "raw": v.raw_response,
+                "response": v.response,
+                "filtered": v.filtered,
+                "cluster": v.cluster,
+                "weight": round(float(v.weight), 4),
+                "backend": v.backend,
+                "passages": [kind(p.chunk_id) for p in v.passages],
+            }
+            for v in result.votes
+        ],
+    }
 
 
 def topic_reliability_cells(

@@ -53,6 +53,8 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
                 sum(m.outside_abstained_or_warned for m in per_seed),
                 sum(m.outside for m in per_seed),
             ],
+            # Every wrong answer with its stage and votes, per seed (core.bench.qa.wrong_record)
+            "wrong_answers": [{"seed": r.seed, **w} for r in runs for w in r.methods[name].wrong],
         }
     correlations = [r.reliability_correlation for r in runs]
     return {

@@ -11,6 +11,7 @@ from core.bench.attribution import attribute, ceiling, ceilings
 from core.bench.corpus import Corpus, CorpusDoc, Holding, SimSource
 from core.bench.datasets import BenchQuestion
 from core.bench.demo import DEMO_DIR, DemoDataError, load_demo_corpus
+from core.bench.qa import wrong_record
 from core.engine.strategies.base import ClusterInfo, SourceVote, StrategyResult
 from core.engine.text import IDK
 from core.engine.types import CallStats, Passage
@@ -77,6 +78,29 @@ def test_a_wrong_answer_is_put_down_to_the_first_stage_that_explains_it() -> Non
     assert lost("Elvis Presley", missed) == "retrieval"
     # The holder was never asked.
     assert lost("Elvis Presley", [_vote(2, "Elvis Presley", "Elvis Presley", 0, 2, 0.1)]) == "selection"
+
+
+def test_a_wrong_answer_is_recorded_with_its_stage_and_what_each_source_read() -> None:
+    corpus = _corpus({1: "factual", 2: "misinfo"}, {1: 0.9, 2: 0.2})
+    docs = {d.id: d for d in corpus.documents}
+    votes = [
+        _vote(1, "Bobby Darin", IDK, None, 1, 1.0),
+        _vote(2, "Elvis Presley", "Elvis Presley", 0, 2, 0.1),
+        _vote(3, "Paul Anka", "Paul Anka", 1, 7, 0.5),  # a passage of another question
+    ]
+    record = wrong_record(Q, _result("Elvis Presley", votes), "filter-dropped", docs)
+    assert (record["qid"], record["answer"], record["stage"], record["gold"]) == (
+        "q1",
+        "Elvis Presley",
+        "filter-dropped",
+        ["Frankie Valli"],
+    )
+    read_back = json.loads(json.dumps(record))  # plain JSON, as the benchmark writes it
+    assert [(v["source"], v["raw"], v["response"], v["filtered"], v["passages"]) for v in read_back["votes"]] == [
+        (1, "Bobby Darin", IDK, True, ["factual"]),
+        (2, "Elvis Presley", "Elvis Presley", False, ["misinfo"]),
+        (3, "Paul Anka", "Paul Anka", False, ["other"]),
+    ]
 
 
 def test_the_corpus_loses_what_no_perfect_reader_could_win() -> None:
