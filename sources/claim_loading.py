@@ -36,7 +36,7 @@ from sources.uploads import keep_uploads
 
 UPSERT_BATCH = 2000
 # What a stored claim is compared on: equal in all of these, a reload leaves it untouched.
-_COMPARED = ("value", "raw_value", "normalizer", "method", "provenance", "document_id")
+_COMPARED = ("value", "raw_value", "normalizer", "method", "provenance", "document_id", "tolerance")
 
 
 @dataclass
@@ -75,6 +75,7 @@ class _Row:
     claim: ExtractedClaim
     normalizer: str
     document_id: int | None = None
+    tolerance: str = ""  # the mapping's tolerance for the attribute (Tolerance.spec; empty: exact)
 
 
 def _job_id(job: int | JobRecord | None) -> int | None:
@@ -143,8 +144,8 @@ def _first_per_key(rows: Iterable[_Row]) -> list[_Row]:
 def _upsert(rows: list[_Row], job_id: int | None) -> tuple[int, int, int]:
     """Write claims keyed by (source, subject, attribute): (created, updated, unchanged).
 
-    Rows already stored with the same value, raw value, normaliser, method, provenance and
-    document are not written at all (a reload is a no-op); the rest go through one
+    Rows already stored with the same value, raw value, normaliser, tolerance, method,
+    provenance and document are not written at all (a reload is a no-op); the rest go through one
     INSERT ... ON CONFLICT DO UPDATE per batch. Call inside a transaction."""
     if not rows:
         return 0, 0, 0
@@ -164,7 +165,7 @@ def _upsert(rows: list[_Row], job_id: int | None) -> tuple[int, int, int]:
     objects: list[Claim] = []
     for row in rows:
         c = row.claim
-        values = [c.value, c.raw_value, row.normalizer, c.method, c.provenance, row.document_id]
+        values = [c.value, c.raw_value, row.normalizer, c.method, c.provenance, row.document_id, row.tolerance]
         before = existing.get((row.source_id, c.subject, c.attribute))
         if before is None:
             created += 1
@@ -182,6 +183,7 @@ def _upsert(rows: list[_Row], job_id: int | None) -> tuple[int, int, int]:
                 value=c.value,
                 raw_value=c.raw_value,
                 normalizer=row.normalizer,
+                tolerance=row.tolerance,
                 method=c.method,
                 provenance=c.provenance,
                 job_id=job_id,
@@ -196,6 +198,7 @@ def _upsert(rows: list[_Row], job_id: int | None) -> tuple[int, int, int]:
             "value",
             "raw_value",
             "normalizer",
+            "tolerance",
             "method",
             "provenance",
             "document",
@@ -251,6 +254,7 @@ def load_claims(
     progress.set_total(len(files) + 1, f"Parsing {len(files)} file(s)")
     parsed = parse_claim_files(files, mapping, format_name=format_name, progress=progress)
     normalizers = {spec.name: spec.normalizer for spec in mapping.attributes}
+    tolerances = {spec.name: spec.tolerance.spec for spec in mapping.attributes if spec.tolerance is not None}
     result = ClaimLoadResult(files=len(files))
     parsed_count = sum(len(claims) for claims in parsed)
     message = f"Storing {parsed_count} claims from {len(files)} file(s)"
@@ -263,7 +267,9 @@ def load_claims(
             {c.source for claims in parsed for c in claims if c.source}, source
         )
         rows = _first_per_key(
-            _Row(ids[c.source], c, normalizers.get(c.attribute, "raw")) for claims in parsed for c in claims
+            _Row(ids[c.source], c, normalizers.get(c.attribute, "raw"), tolerance=tolerances.get(c.attribute, ""))
+            for claims in parsed
+            for c in claims
         )
         result.claims = len(rows)
         result.created, result.updated, result.unchanged = _upsert(rows, _job_id(job))

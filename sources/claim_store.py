@@ -140,7 +140,7 @@ def embed_claim_keys(
     return {"keys": done, "model": embedder.name}
 
 
-def _records(rows: Iterable[tuple[int, int, str, str, str, str, str]]) -> list[ClaimRecord]:
+def _records(rows: Iterable[tuple[int, int, str, str, str, str, str, str]]) -> list[ClaimRecord]:
     return [
         ClaimRecord(
             id=pk,
@@ -150,12 +150,13 @@ def _records(rows: Iterable[tuple[int, int, str, str, str, str, str]]) -> list[C
             value=value,
             raw_value=raw_value,
             normalizer=normalizer,
+            tolerance=tolerance,
         )
-        for pk, source_id, subject, attribute, value, raw_value, normalizer in rows
+        for pk, source_id, subject, attribute, value, raw_value, normalizer, tolerance in rows
     ]
 
 
-_RECORD_FIELDS = ("id", "source_id", "subject", "attribute", "value", "raw_value", "normalizer")
+_RECORD_FIELDS = ("id", "source_id", "subject", "attribute", "value", "raw_value", "normalizer", "tolerance")
 
 
 class PgClaimStore:

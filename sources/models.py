@@ -142,6 +142,9 @@ class Claim(models.Model):
     value = models.TextField()  # normalised: what agreement is judged on
     raw_value = models.TextField(blank=True)
     normalizer = models.CharField(max_length=20, default="raw")
+    # The mapping's tolerance for the attribute ("1", "0.5", "1%"; empty: exact): values of an
+    # item this close are one value (core.engine.claims.tolerance).
+    tolerance = models.CharField(max_length=20, blank=True, default="")
     method = models.CharField(max_length=10, choices=Method.choices, default=Method.MAPPING)
     provenance = models.JSONField(default=dict, blank=True)
     job = models.ForeignKey("tasks.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="claims")

@@ -112,12 +112,25 @@ def build_world(dataset: str, data_dir: Path, estimator: str) -> FusionWorld:
     names = sorted({str(c.source) for c in extracted})
     ids = {name: i + 1 for i, name in enumerate(names)}
     normalizers = {a.name: a.normalizer for a in mapping.attributes}
+    tolerances = mapping.tolerances()
+    specs = {name: tolerance.spec for name, tolerance in tolerances.items()}
     claims = [
-        ClaimRecord(n + 1, ids[str(c.source)], c.subject, c.attribute, c.value, c.raw_value, normalizers[c.attribute])
+        ClaimRecord(
+            n + 1,
+            ids[str(c.source)],
+            c.subject,
+            c.attribute,
+            c.value,
+            c.raw_value,
+            normalizers[c.attribute],
+            specs.get(c.attribute, ""),
+        )
         for n, c in enumerate(extracted)
     ]
     started = time.perf_counter()
-    resolution = resolve_claims([(c.source_id, (c.subject, c.attribute), c.value) for c in claims], estimator)
+    resolution = resolve_claims(
+        [(c.source_id, (c.subject, c.attribute), c.value) for c in claims], estimator, tolerances=tolerances
+    )
     estimation_seconds = time.perf_counter() - started
     sources = [
         SourceInfo(

@@ -72,7 +72,9 @@ def estimator_truths(claims: ClaimSet, name: str) -> TruthOutput:
     product's claim-level estimation runs take)."""
     from core.engine.claims.resolve import resolve_claims
 
-    resolution = resolve_claims([(c.source, c.task, c.value) for c in claims.claims], name)
+    resolution = resolve_claims(
+        [(c.source, c.task, c.value) for c in claims.claims], name, tolerances=claims.tolerances
+    )
     truths = {(r.subject, r.attribute): r.value for r in resolution.items}
     return TruthOutput(truths, {s: rel.accuracy for s, rel in resolution.sources.items()})
 

@@ -54,10 +54,16 @@ class GroupSourceSerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     claim_id = serializers.IntegerField()
     reliability = serializers.FloatField(allow_null=True, help_text="The source's current estimated accuracy.")
+    value = serializers.CharField(
+        allow_blank=True, help_text="The value this source claims (within the attribute's tolerance of the group's)."
+    )
 
 
 class GroupValueSerializer(serializers.Serializer[object]):
-    value = serializers.CharField(allow_blank=True)
+    value = serializers.CharField(
+        allow_blank=True,
+        help_text="The value; values within the tolerance the mapping declares are one, shown as the run shows it.",
+    )
     claims = serializers.IntegerField(help_text="Claims (one per source) asserting this value.")
     sources = GroupSourceSerializer(many=True)
 
@@ -66,6 +72,11 @@ class ResolutionValueSerializer(serializers.Serializer[object]):
     value = serializers.CharField(allow_blank=True)
     sources = serializers.ListField(child=serializers.IntegerField(), help_text="Ids of the sources claiming it.")
     share = serializers.FloatField(help_text="Its share of the item's positive voting weight.")
+    spellings = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        help_text="The values claimed within the attribute's tolerance of this one (it first); absent for a value alone.",
+    )
 
 
 class GroupResolutionSerializer(serializers.Serializer[object]):

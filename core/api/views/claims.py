@@ -36,7 +36,7 @@ from core.engine.claims.mapping import ClaimMapping, MappingError
 from core.engine.jsondepth import JsonTooDeep, loads_bounded
 from core.models import ClaimResolution, EstimationRun
 from core.services.estimation import TooManyRuns, start_claim_run
-from core.services.pages.claim_scoring import item_rows, multirag_answer, score_rows
+from core.services.pages.claim_scoring import item_rows, multirag_answer, score_rows, shown_values
 from sources.claim_loading import start_claim_load
 from sources.ingest import IngestError
 from sources.models import Claim
@@ -156,19 +156,22 @@ def claim_group(subject: str, attribute: str) -> dict[str, object] | None:
     rows = item_rows(subject, attribute)
     if not rows:
         return None
+    resolution = latest_resolution(subject, attribute)
+    # Values within the tolerance the mapping declares are one value (as the run and pages show them).
+    shown = shown_values(rows, resolution.value, resolution.values) if resolution is not None else shown_values(rows)
     values: dict[str, list[dict[str, object]]] = {}
     for r in rows:
-        values.setdefault(r["value"], []).append(
+        values.setdefault(shown[r["value"]], []).append(
             {
                 "id": r["source_id"],
                 "name": r["source__name"],
                 "claim_id": r["id"],
                 "reliability": r["source__reliability"],
+                "value": r["value"],
             }
         )
     scored = score_rows(rows, subject, attribute)
     answer, answer_share = multirag_answer(scored, rows)
-    resolution = latest_resolution(subject, attribute)
     return {
         "subject": subject,
         "attribute": attribute,
@@ -194,13 +197,13 @@ def claim_group(subject: str, attribute: str) -> dict[str, object] | None:
             "kept": scored.kept,
             "isolated": scored.isolated,
             "llm_used": scored.llm_used,
-            "answer": answer,
+            "answer": shown.get(answer, answer),
             "answer_share": answer_share,
             "nodes": [
                 {
                     "claim_id": n.claim_id,
                     "source_id": n.source_id,
-                    "value": n.value,
+                    "value": shown.get(n.value, n.value),
                     "consistency": n.consistency,
                     "authority": n.authority,
                     "llm_authority": n.llm_authority,

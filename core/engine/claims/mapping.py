@@ -8,8 +8,10 @@ A mapping, as JSON (given on the CLI, in the admin upload form and in the API)::
       "source": "src",                         # optional: field naming each record's source
       "attributes": {                          # claim attribute -> normaliser, or
         "act_dep_time": "time",                #   {"field": "record field", "normalizer": "..."}
-        "authors": {"field": "author list", "normalizer": "name-list"}
-      },
+        "authors": {"field": "author list", "normalizer": "name-list"},
+        "departure": {"field": "dep", "normalizer": "time", "tolerance": 1}
+      },                                       # tolerance: values that close are one value
+                                               #   (core.engine.claims.tolerance)
       "columns": ["store", "isbn", "title", "authors"],   # optional: a headerless CSV/TSV
       "records": "data.items"                  # optional: JSON path to the array of records,
     }                                          #   or the XML element tag of one record
@@ -26,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.engine.claims.normalize import NORMALIZERS, get_normalizer
+from core.engine.claims.tolerance import Tolerance, ToleranceError, parse_tolerance
 from core.engine.claims.types import (
     MAX_ATTRIBUTE_BYTES,
     MAX_ATTRIBUTE_CHARS,
@@ -39,6 +42,7 @@ from core.engine.types import JSONObject, JSONValue
 
 MAX_ATTRIBUTES = 200
 MAPPING_KEYS = {"subject", "subject_normalizer", "source", "attributes", "columns", "records"}
+ATTRIBUTE_KEYS = {"field", "normalizer", "tolerance"}
 
 
 class MappingError(ValueError):
@@ -55,6 +59,16 @@ class AttributeSpec:
     name: str  # the claim's attribute
     field: str  # the record field it is read from (a dotted path)
     normalizer: str = "text"
+    tolerance: Tolerance | None = None  # values this close are one value (None: exact)
+
+    def spec_json(self) -> JSONValue:
+        if self.field == self.name and self.tolerance is None:
+            return self.normalizer
+        out: JSONObject = {"field": self.field, "normalizer": self.normalizer}
+        if self.tolerance is not None:
+            t = self.tolerance
+            out["tolerance"] = t.spec if t.relative else (int(t.amount) if t.amount.is_integer() else t.amount)
+        return out
 
 
 @dataclass(frozen=True)
@@ -102,10 +116,7 @@ class ClaimMapping:
     def to_json(self) -> JSONObject:
         out: JSONObject = {
             "subject": list(self.subject) if len(self.subject) > 1 else self.subject[0],
-            "attributes": {
-                a.name: a.normalizer if a.field == a.name else {"field": a.field, "normalizer": a.normalizer}
-                for a in self.attributes
-            },
+            "attributes": {a.name: a.spec_json() for a in self.attributes},
         }
         if self.subject_normalizer != "raw":
             out["subject_normalizer"] = self.subject_normalizer
@@ -116,6 +127,10 @@ class ClaimMapping:
         if self.records:
             out["records"] = self.records
         return out
+
+    def tolerances(self) -> dict[str, Tolerance]:
+        """Attribute -> its declared tolerance (only the attributes that declare one)."""
+        return {a.name: a.tolerance for a in self.attributes if a.tolerance is not None}
 
     @property
     def fields(self) -> set[str]:
@@ -243,16 +258,21 @@ def _attributes(value: object) -> list[AttributeSpec]:
         if isinstance(spec, str):
             specs.append(AttributeSpec(attribute, attribute, _normalizer_name(spec, key)))
         elif isinstance(spec, Mapping):
-            extra = sorted(set(spec) - {"field", "normalizer"})
+            extra = sorted(set(spec) - ATTRIBUTE_KEYS)
             if extra:
-                raise MappingError(f"unknown keys {extra}; allowed: ['field', 'normalizer']", field=key)
+                raise MappingError(f"unknown keys {extra}; allowed: {sorted(ATTRIBUTE_KEYS)}", field=key)
+            normalizer = _normalizer_name(spec.get("normalizer", "text"), f"{key}.normalizer")
+            tolerance = None
+            if spec.get("tolerance") is not None:
+                try:
+                    tolerance = parse_tolerance(normalizer, spec["tolerance"])
+                except ToleranceError as exc:
+                    raise MappingError(str(exc), field=f"{key}.tolerance") from None
             specs.append(
                 AttributeSpec(
-                    attribute,
-                    _field_name(spec.get("field", attribute), f"{key}.field"),
-                    _normalizer_name(spec.get("normalizer", "text"), f"{key}.normalizer"),
+                    attribute, _field_name(spec.get("field", attribute), f"{key}.field"), normalizer, tolerance
                 )
             )
         else:
-            raise MappingError("expected a normaliser name or {field, normalizer}", field=key)
+            raise MappingError("expected a normaliser name or {field, normalizer, tolerance}", field=key)
     return specs

@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.engine.claims.normalize import exact_similarity, set_similarity, similarity_for
+from core.engine.claims.tolerance import record_groups
 from core.engine.claims.types import ClaimRecord
 
 NO_EVIDENCE = 0.5  # consistency and graph confidence of an isolated claim; reliability of an unknown source
@@ -143,6 +144,13 @@ class NodeConfidence:
     historical_authority: float  # Auth_hist(v)
     confidence: float  # C(v) = consistency + authority, in [0, 2]
     kept: bool  # confidence >= the node threshold
+    # The value's group: values within the tolerance the mapping declares are one value
+    # (core.engine.claims.tolerance); the value itself without one.
+    group: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.group or self.value
 
 
 @dataclass(frozen=True)
@@ -163,35 +171,56 @@ class GroupConfidence:
         return kept or list(self.nodes)
 
     def value_confidence(self, nodes: Sequence[NodeConfidence] | None = None) -> dict[str, float]:
-        """Summed node confidence per value (of ``nodes``, default every node)."""
+        """Summed node confidence per value (per group of values within the tolerance; of
+        ``nodes``, default every node)."""
         out: dict[str, float] = {}
         for node in self.nodes if nodes is None else nodes:
-            out[node.value] = out.get(node.value, 0.0) + node.confidence
+            out[node.key] = out.get(node.key, 0.0) + node.confidence
         return out
+
+    def group_of(self, value: str) -> str:
+        """The group of a claimed value (values within the tolerance are one; itself without one)."""
+        return next((n.key for n in self.nodes if n.value == value), value)
+
+    @staticmethod
+    def _elect(nodes: Sequence[NodeConfidence], weigh: Callable[[NodeConfidence], float]) -> tuple[str, str]:
+        """(group, value): the group with the most weight (ties: more nodes, then the smaller
+        value), and within it the spelling with the most (the group itself without a tolerance)."""
+        mass: dict[str, float] = {}
+        count: Counter[str] = Counter()
+        for node in nodes:
+            mass[node.key] = mass.get(node.key, 0.0) + weigh(node)
+            count[node.key] += 1
+        group = min(mass, key=lambda v: (-mass[v], -count[v], v))
+        spelling: dict[str, float] = {}
+        among: Counter[str] = Counter()
+        for node in nodes:
+            if node.key == group:
+                spelling[node.value] = spelling.get(node.value, 0.0) + weigh(node)
+                among[node.value] += 1
+        return group, min(spelling, key=lambda v: (-spelling[v], -among[v], v))
 
     @property
     def answer(self) -> str:
         """The resolved value: the largest summed confidence among the voting nodes (ties:
-        more nodes, then the smaller value, so the choice is deterministic)."""
-        voting = self.voting_nodes
-        mass = self.value_confidence(voting)
-        count = Counter(n.value for n in voting)
-        return min(mass, key=lambda v: (-mass[v], -count[v], v))
+        more nodes, then the smaller value, so the choice is deterministic); of values within
+        the tolerance, the group's and then its spelling's."""
+        return self._elect(self.voting_nodes, lambda n: n.confidence)[1]
 
     def weighted_answer(self, weights: Mapping[int, float]) -> tuple[str, float]:
         """The value the voting nodes back with the most source voting weight (weights by
-        source id, negatives as 0; ties: more nodes, then the smaller value), and its share of
-        the weight of every node of the group (pruned ones are dissent too)."""
-        voting = self.voting_nodes
-        mass: dict[str, float] = {}
-        for node in voting:
-            mass[node.value] = mass.get(node.value, 0.0) + max(0.0, float(weights.get(node.source_id, 0.0)))
-        count = Counter(n.value for n in voting)
-        value = min(mass, key=lambda v: (-mass[v], -count[v], v))
-        total = sum(max(0.0, float(weights.get(n.source_id, 0.0))) for n in self.nodes)
+        source id, negatives as 0; ties: more nodes, then the smaller value; of values within
+        the tolerance, the group's and then its spelling's), and its group's share of the
+        weight of every node of the group (pruned ones are dissent too)."""
+
+        def weigh(node: NodeConfidence) -> float:
+            return max(0.0, float(weights.get(node.source_id, 0.0)))
+
+        group, value = self._elect(self.voting_nodes, weigh)
+        total = sum(weigh(n) for n in self.nodes)
         if total <= 0.0:
-            return value, sum(1 for n in self.nodes if n.value == value) / len(self.nodes)
-        return value, mass[value] / total
+            return value, sum(1 for n in self.nodes if n.key == group) / len(self.nodes)
+        return value, sum(weigh(n) for n in self.voting_nodes if n.key == group) / total
 
     @property
     def answer_share(self) -> float:
@@ -199,10 +228,10 @@ class GroupConfidence:
         included: the share of the whole group's weighed evidence behind the answer)."""
         mass = self.value_confidence()
         total = sum(mass.values())
-        answer = self.answer
+        group = self._elect(self.voting_nodes, lambda n: n.confidence)[0]
         if total <= 0.0:
-            return sum(1 for n in self.nodes if n.value == answer) / len(self.nodes)
-        return mass[answer] / total
+            return sum(1 for n in self.nodes if n.key == group) / len(self.nodes)
+        return mass[group] / total
 
 
 def _similarity_matrix(values: Sequence[str], similarity: Callable[[str, str], float]) -> FloatArray | None:
@@ -250,8 +279,12 @@ def score_group(
     n = len(claims)
     history = history or {}
     llm_scores = llm_scores or {}
+    # Values within the tolerance the mapping declares are one value (the claim run's grouping).
+    group_of = record_groups(claims)
     code: dict[str, int] = {}
-    codes = np.fromiter((code.setdefault(c.value, len(code)) for c in claims), dtype=np.int64, count=n)
+    codes = np.fromiter(
+        (code.setdefault(group_of.get(c.value, c.value), len(code)) for c in claims), dtype=np.int64, count=n
+    )
     counts = np.bincount(codes, minlength=len(code)).astype(np.float64)
     values = list(code)
 
@@ -300,6 +333,7 @@ def score_group(
             historical_authority=h,
             confidence=conf,
             kept=k,
+            group=group_of.get(c.value, c.value),
         )
         for c, s, a, lm, h, conf, k in zip(
             claims,

@@ -58,6 +58,7 @@ class ClaimRecord:
     value: str
     raw_value: str = ""
     normalizer: str = "raw"
+    tolerance: str = ""  # the mapping's tolerance for the attribute (core.engine.claims.tolerance)
 
 
 def dedupe_first(claims: list[ExtractedClaim]) -> list[ExtractedClaim]:

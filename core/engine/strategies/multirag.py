@@ -104,8 +104,9 @@ class MultiRagParams(ParamSet):
 
 
 def _display(claims: Sequence[ClaimRecord]) -> str:
-    """The raw text the claims most often give (their normalised value when none has one)."""
-    raws = Counter(c.raw_value.strip() or c.value for c in claims)
+    """The raw text the claims most often give (their normalised value when none has one), of
+    the first claim's value (the claims may hold several values within the mapping's tolerance)."""
+    raws = Counter(c.raw_value.strip() or c.value for c in claims if c.value == claims[0].value)
     return raws.most_common(1)[0][0]
 
 
@@ -186,7 +187,8 @@ def _votes_and_clusters(
     """One vote per source (its most confident claim); one cluster per value of the voting nodes."""
     voting = {n.claim_id for n in group.voting_nodes}
     mass = group.value_confidence([n for n in group.nodes if n.claim_id in voting])
-    order = sorted(mass, key=lambda v: (v != answer, -mass[v], v))
+    chosen = group.group_of(answer)  # values within the mapping's tolerance are one cluster
+    order = sorted(mass, key=lambda v: (v != chosen, -mass[v], v))
     cluster_of = {value: i for i, value in enumerate(order)}
     members: dict[str, list[ClaimRecord]] = {v: [] for v in order}
     votes: list[SourceVote] = []
@@ -198,7 +200,7 @@ def _votes_and_clusters(
         claim = claims[node.claim_id]
         votes_for = node.claim_id in voting
         if votes_for:
-            members[node.value].append(claim)
+            members[node.key].append(claim)
         votes.append(
             SourceVote(
                 source_id=node.source_id,
@@ -207,7 +209,7 @@ def _votes_and_clusters(
                 response=claim.raw_value or claim.value if votes_for else IDK,
                 filtered=not votes_for,
                 align_score=node.consistency,
-                cluster=cluster_of[node.value] if votes_for else None,
+                cluster=cluster_of[node.key] if votes_for else None,
                 weight=node.confidence,
                 passages=[],
             )
@@ -228,17 +230,18 @@ def _votes_and_clusters(
 def _claim_evidence(group: GroupConfidence, value: str, voting: set[int], match: KeyMatch) -> list[Evidence]:
     """The group's claims as evidence, the claims behind the answer first (then by confidence)."""
     distance = max(0.0, 1.0 - min(match.score, 1.0))
+    chosen = group.group_of(value)
     return [
         Evidence(
             chunk_id=NO_CHUNK,
             source_id=n.source_id,
             document_id=None,
             distance=distance,
-            used=n.claim_id in voting and n.value == value,
+            used=n.claim_id in voting and n.key == chosen,
             credibility=min(1.0, max(0.0, n.confidence / 2.0)),
             claim_id=n.claim_id,
         )
-        for n in sorted(group.nodes, key=lambda n: (not (n.claim_id in voting and n.value == value), -n.confidence))
+        for n in sorted(group.nodes, key=lambda n: (not (n.claim_id in voting and n.key == chosen), -n.confidence))
     ]
 
 
@@ -441,7 +444,9 @@ class MultiRagStrategy(AnswerStrategy[MultiRagParams]):
         else:
             value, confidence = group.answer, group.answer_share
         voting = {n.claim_id for n in group.voting_nodes}
-        behind = [claims[n.claim_id] for n in group.nodes if n.claim_id in voting and n.value == value]
+        chosen = group.group_of(value)  # values within the mapping's tolerance back it too
+        behind = [claims[n.claim_id] for n in group.nodes if n.claim_id in voting and n.key == chosen]
+        behind.sort(key=lambda c: c.value != value)  # the elected spelling's claims first (stable)
         if group.isolated:
             confidence = min(confidence, ISOLATED_CAP)
             notes.append(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from core.bench.paths import default_data_dir
 from core.bench.truth import DATA_FILES, MAPPINGS, extract_claims, load_gold, read_records
 from core.engine.claims.mapping import ClaimMapping
+from core.engine.claims.tolerance import Tolerance
 from core.engine.reliability import available_estimators
 from core.engine.types import JSONObject
 from core.models import ClaimResolution, EstimationRun, ReliabilityScore
@@ -62,9 +63,17 @@ def jobs_run_here() -> Iterator[None]:
         set_dispatcher(previous)
 
 
-def score(run: EstimationRun, gold: dict[tuple[str, str], str], items: set[tuple[str, str]]) -> JSONObject:
+def score(
+    run: EstimationRun,
+    gold: dict[tuple[str, str], str],
+    items: set[tuple[str, str]],
+    tolerances: Mapping[str, Tolerance] | None = None,
+) -> JSONObject:
     """Accuracy on the labelled items, as the benchmark counts it: gold items that some claim
-    of the run is about; an item the run left unresolved counts as wrong."""
+    of the run is about; an item the run left unresolved counts as wrong. ``accuracy`` is
+    exact (the resolved value equals the gold, as the literature scores Flights);
+    ``accuracy_within_tolerance`` also counts a value within the tolerance the data set's
+    mapping declares (a minute for Flights' times) as right."""
     resolved = dict(
         ((subject, attribute), value)
         for subject, attribute, value in ClaimResolution.objects.filter(run=run).values_list(
@@ -73,7 +82,20 @@ def score(run: EstimationRun, gold: dict[tuple[str, str], str], items: set[tuple
     )
     labelled = [item for item in gold if item in items]
     correct = sum(resolved.get(item) == gold[item] for item in labelled)
-    return {"accuracy": correct / len(labelled) if labelled else 0.0, "correct": correct, "labelled": len(labelled)}
+    close = sum(_close(resolved.get(item), gold[item], (tolerances or {}).get(item[1])) for item in labelled)
+    return {
+        "accuracy": correct / len(labelled) if labelled else 0.0,
+        "correct": correct,
+        "labelled": len(labelled),
+        "accuracy_within_tolerance": close / len(labelled) if labelled else 0.0,
+        "correct_within_tolerance": close,
+    }
+
+
+def _close(value: str | None, truth: str, tolerance: Tolerance | None) -> bool:
+    if value is None:
+        return False
+    return value == truth or (tolerance is not None and tolerance.same(value, truth))
 
 
 def verdict(run: EstimationRun) -> JSONObject:
@@ -152,7 +174,7 @@ class Command(BaseCommand):
             "estimator": run.params["estimator"],
             "run_id": run.pk,
             "job_id": run.job_id,
-            **score(run, gold, items),
+            **score(run, gold, items, mapping.tolerances()),
             "items": len(items),
             "resolved": ClaimResolution.objects.filter(run=run).count(),
             "conflicting": ClaimResolution.objects.filter(run=run, conflicting=True).count(),
@@ -173,6 +195,11 @@ class Command(BaseCommand):
                 f"with {report['estimator']}"
             )
         )
+        if report["correct_within_tolerance"] != report["correct"]:
+            self.stdout.write(
+                f"  within the mapping's tolerance: {report['accuracy_within_tolerance']:.4f} "
+                f"({report['correct_within_tolerance']}/{report['labelled']})"
+            )
         self.stdout.write(
             f"  {report['claims']} claims of {report['sources']} sources on {report['items']} items "
             f"({report['conflicting']} in conflict); run {run.pk}, job {run.job_id}"

@@ -35,9 +35,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.engine.claims.resolve import ClaimResolution as EngineResolution
-from core.engine.claims.resolve import resolve_claims
+from core.engine.claims.resolve import ValueSupport, resolve_claims
+from core.engine.claims.tolerance import Tolerance, common_tolerance, tolerance_of
 from core.engine.reliability import available_estimators
-from core.engine.types import JSONObject
+from core.engine.types import JSONObject, JSONValue
 from core.models import ClaimResolution, EstimationRun, ReliabilityScore, SourceDependence
 from core.services.estimation.finish import DEPENDENT, MAX_EXAMPLES, UNFINISHED, RunEnded
 from core.services.estimation.start import SUPERSEDED_MESSAGE, _check_concurrency, superseded
@@ -189,13 +190,28 @@ def refuse_gold_update(run: EstimationRun) -> None:
 Row = tuple[int, str, str, str]  # (source id, subject, attribute, value)
 
 
-def _read_claims(run: EstimationRun) -> list[Row]:
+def _read_claims(run: EstimationRun) -> tuple[list[Row], dict[tuple[str, str], Tolerance]]:
+    """The run's claims, and the tolerance of each item whose claims declare one (the
+    claims pages read the same from an item's claims: ``tolerance.record_tolerance``)."""
     source_ids = list(run.sources.values_list("id", flat=True))
     claims = Claim.objects.filter(source_id__in=source_ids)
     attributes = run.params.get("attributes")
     if attributes:
         claims = claims.filter(attribute__in=attributes)
-    return list(claims.order_by("id").values_list("source_id", "subject", "attribute", "value"))
+    rows: list[Row] = []
+    declared: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
+    for source_id, subject, attribute, value, normalizer, spec in claims.order_by("id").values_list(
+        "source_id", "subject", "attribute", "value", "normalizer", "tolerance"
+    ):
+        rows.append((source_id, subject, attribute, value))
+        declared[(subject, attribute)].add((normalizer, spec))
+    tolerances = {}
+    for item, specs in declared.items():
+        if any(spec for _normalizer, spec in specs):
+            tolerance = common_tolerance([tolerance_of(normalizer, spec) for normalizer, spec in specs])
+            if tolerance is not None:
+                tolerances[item] = tolerance
+    return rows, tolerances
 
 
 def _resolution_rows(
@@ -210,13 +226,24 @@ def _resolution_rows(
             confidence=float(item.confidence),
             claims=sum(len(v.sources) for v in item.values),
             conflicting=item.conflicting,
-            values=[
-                {"value": v.value, "sources": sorted(ids[s] for s in v.sources), "share": round(float(v.share), 6)}
-                for v in item.values
-            ],
+            values=[_value_row(v, ids) for v in item.values],
         )
         for item in resolution.items
     ]
+
+
+def _value_row(support: ValueSupport[str], ids: dict[str, int]) -> JSONObject:
+    """A value of a resolution as stored: the value, its sources' ids, its share and, for
+    values within a tolerance of each other, every spelling claimed (the value first)."""
+    sources: list[JSONValue] = [ids[s] for s in sorted(support.sources, key=lambda s: ids[s])]
+    out: JSONObject = {
+        "value": support.value,
+        "sources": sources,
+        "share": round(float(support.share), 6),
+    }
+    if support.spellings:
+        out["spellings"] = list(support.spellings)
+    return out
 
 
 def _store_resolutions(run: EstimationRun, resolutions: list[ClaimResolution]) -> None:
@@ -262,6 +289,7 @@ def _identification(
         "reason": found.reason,
         "estimate_side": [ids[columns[j]] for j in found.estimate_side],
         "dissent_bloc": [ids[columns[j]] for j in found.dissent_bloc],
+        "unsettled_blocs": [[ids[columns[j]] for j in bloc] for bloc in found.unsettled_blocs],
         "contested": [pk[item] for item in resolution.contested if item in pk],
         "checks": [pk[item] for item in resolution.checks if item in pk],
         "agreement": list(found.agreement),
@@ -274,13 +302,14 @@ def _score_rows(
     run: EstimationRun, resolution: EngineResolution[str], rows: list[Row], ids: dict[str, int]
 ) -> list[ReliabilityScore]:
     """One score per source: the estimator's accuracy, weight and interval; ``answers`` its
-    claims and ``agreements`` those equal to the resolved value of their item."""
-    truth = resolution.truths()
+    claims and ``agreements`` those equal to the resolved value of their item (or within its tolerance)."""
+    resolved = {(r.subject, r.attribute): r for r in resolution.items}
     answers: dict[int, int] = defaultdict(int)
     agreements: dict[int, int] = defaultdict(int)
     for source_id, subject, attribute, value in rows:  # one claim per (source, item): a unique constraint
         answers[source_id] += 1
-        agreements[source_id] += int(truth.get((subject, attribute)) == value)
+        item = resolved.get((subject, attribute))
+        agreements[source_id] += int(item is not None and item.agrees(value))  # within the tolerance counts
     scores = []
     for name, rel in resolution.sources.items():
         sid = ids[name]
@@ -348,7 +377,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
     if run.state == EstimationRun.State.PENDING:
         EstimationRun.objects.filter(pk=run.pk).update(state=EstimationRun.State.RUNNING)
         run.state = EstimationRun.State.RUNNING
-    rows = _read_claims(run)
+    rows, tolerances = _read_claims(run)
     if not rows:
         raise ValueError(f"Run #{run.pk}: its sources hold no claims (any more). {NO_CLAIMS}")
     names = dict(Source.objects.filter(pk__in={r[0] for r in rows}).values_list("id", "name"))
@@ -360,6 +389,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
         estimator,
         gold=checked_values(run),
         progress=progress.log,
+        tolerances=tolerances.get,
     )
     progress.set_progress(2, f"Storing {len(resolution.items)} resolved items")
     resolutions = _resolution_rows(run, resolution, ids)

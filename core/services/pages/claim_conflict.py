@@ -21,6 +21,7 @@ from core.services.pages.claim_scoring import (
     multirag_answer,
     resolutions_of,
     score_claims,
+    shown_values,
 )
 from core.services.pages.claims_browser import document_link, provenance_label
 from core.services.pages.run_sets import claims_runs
@@ -53,6 +54,8 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
     node_of = {n.claim_id: n for n in group.nodes} if group else {}
     resolved_value = resolution["value"] if resolution else None
     shares = {v.get("value"): v.get("share") for v in (resolution["values"] if resolution else [])}
+    # Values within the tolerance the mapping declares are one value (shown as the run does).
+    shown = shown_values(rows, resolved_value, resolution["values"] if resolution else None)
 
     claims = []
     by_value: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -76,7 +79,7 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
             "llm_authority": node.llm_authority,
             "confidence": node.confidence,
             "kept": node.kept,
-            "resolved": row["value"] == resolved_value,
+            "resolved": shown[row["value"]] == resolved_value,
             # Numbers as the page prints them: formatting 900 rows with the floatformat filter
             # would take most of the page's 200 ms budget.
             "text": {
@@ -89,16 +92,22 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
             },
         }
         claims.append(claim)
-        by_value[row["value"]].append(claim)
+        by_value[shown[row["value"]]].append(claim)
 
     answer, answer_share = multirag_answer(group, rows) if group else (None, None)
+    answer = shown.get(answer, answer) if answer is not None else None
     values = []
     for value, members in by_value.items():
         members.sort(key=lambda c: (-(c["reliability"] if c["reliability"] is not None else -1.0), c["source_name"]))
         raw = Counter(c["raw_value"] or c["value"] for c in members)
+        spellings = Counter(c["value"] for c in members)
         values.append(
             {
                 "value": value,
+                # the values within the tolerance of this one (it first), when there are several
+                "spellings": sorted(spellings, key=lambda v: (v != value, -spellings[v], v))
+                if len(spellings) > 1
+                else [],
                 "raw_forms": [{"text": text, "count": n} for text, n in raw.most_common(RAW_FORMS)],
                 "more_raw_forms": max(0, len(raw) - RAW_FORMS),
                 "claims": len(members),
@@ -120,6 +129,7 @@ def conflict_view(subject: str, attribute: str, run: EstimationRun | None = None
             values.append(
                 {
                     "value": value,
+                    "spellings": [],
                     "raw_forms": [],
                     "more_raw_forms": 0,
                     "claims": 0,

@@ -6,6 +6,7 @@ a claims run stored for a subject."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
@@ -13,6 +14,7 @@ from typing import Any, TypedDict
 from django.db.models import Exists, OuterRef, QuerySet
 
 from core.engine.claims.multirag import GRAPH_THRESHOLD, NODE_THRESHOLD, GroupConfidence, score_group
+from core.engine.claims.tolerance import common_tolerance, tolerance_of, value_groups
 from core.engine.claims.types import ClaimRecord
 from core.engine.reliability.weights import voting_weight
 from core.models import ClaimResolution, EstimationRun
@@ -46,6 +48,7 @@ ITEM_COLUMNS = (
     "value",
     "raw_value",
     "normalizer",
+    "tolerance",
     "method",
     "provenance",
     "document_id",
@@ -66,6 +69,7 @@ def claim_records(rows: Sequence[Mapping[str, Any]], subject: str, attribute: st
             value=r["value"],
             raw_value=r.get("raw_value") or "",
             normalizer=r.get("normalizer") or "raw",
+            tolerance=r.get("tolerance") or "",
         )
         for r in rows
     ]
@@ -99,6 +103,31 @@ def score_claims(records: Sequence[ClaimRecord], rows: Sequence[Mapping[str, Any
         node_threshold=NODE_THRESHOLD,
         graph_threshold=GRAPH_THRESHOLD,
     )
+
+
+def shown_values(
+    rows: Sequence[Mapping[str, Any]],
+    resolved: str | None = None,
+    resolved_values: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, str]:
+    """Each value claimed in one item's rows -> the value the pages show it as: itself, or,
+    where its claims declare a tolerance (``core.engine.claims.tolerance``), its group's,
+    grouped as the claim run grouped them (around its ``resolved`` value first) and shown as
+    the run shows the group (``resolved_values``: the resolution's stored values with their
+    ``spellings``), else as the group's most claimed value. Values within the tolerance of
+    one another are one value, never a conflict."""
+    declared = {(r.get("normalizer") or "raw", r.get("tolerance") or "") for r in rows}
+    tolerance = common_tolerance([tolerance_of(normalizer, spec) for normalizer, spec in declared])
+    counts = Counter(r["value"] for r in rows)
+    groups = value_groups(counts, tolerance, centres=(resolved,) if resolved is not None else ())
+    shown: dict[str, str] = {}
+    for entry in resolved_values or []:
+        value = entry.get("value")
+        if isinstance(value, str):
+            for member in [value, *(entry.get("spellings") or [])]:
+                if member in groups:
+                    shown.setdefault(groups[member], value)
+    return {value: shown.get(centre, centre if centre in counts else value) for value, centre in groups.items()}
 
 
 def claim_source_count() -> int:

@@ -14,6 +14,7 @@ from core.services.pages.claim_scoring import (
     multirag_answer,
     resolutions_of,
     score_claims,
+    shown_values,
 )
 from sources.models import Claim
 
@@ -27,6 +28,7 @@ _SUBJECT_COLUMNS = (
     "value",
     "raw_value",
     "normalizer",
+    "tolerance",
 )
 
 
@@ -46,7 +48,12 @@ def subject_view(subject: str, run: EstimationRun | None = None) -> dict[str, An
         members = by_attribute.get(attribute, [])
         resolution = resolutions.get(attribute)
         group = score_claims(claim_records(members, subject, attribute), members) if members else None
-        values = Counter(r["value"] for r in members)
+        # Values within the tolerance the mapping declares are one value (as the run counts them).
+        shown = (
+            shown_values(members, resolution["value"], resolution["values"]) if resolution else shown_values(members)
+        )
+        values = Counter(shown[r["value"]] for r in members)
+        answer = multirag_answer(group, members, n_sources)[0] if group else None
         attributes.append(
             {
                 "attribute": attribute,
@@ -60,7 +67,7 @@ def subject_view(subject: str, run: EstimationRun | None = None) -> dict[str, An
                 "group_confidence": group.confidence if group else None,
                 "group_kept": group.kept if group else None,
                 "isolated": group.isolated if group else False,
-                "answer": multirag_answer(group, members, n_sources)[0] if group else None,
+                "answer": shown.get(answer, answer) if answer is not None else None,
             }
         )
     run_id = next((r["run_id"] for r in resolutions.values()), run.pk if run else None)

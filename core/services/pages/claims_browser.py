@@ -89,20 +89,29 @@ def claim_filter_choices() -> dict[str, list[Any]]:
 
 def with_resolutions(rows: Iterable[Mapping[str, Any]], run: EstimationRun | None) -> list[dict[str, Any]]:
     """One page of browser rows, each with its provenance and the run's resolved value for its
-    item (``agrees``: the claim's value is the resolved one; None without a run); the view adds
+    item (``agrees``: the claim's value is the resolved one, or within its tolerance; None without a run); the view adds
     the links. One query."""
     page = [dict(r) for r in rows]
     resolved: dict[tuple[str, str], Mapping[str, Any]] = {}
     if run is not None and page:
         found = ClaimResolution.objects.filter(
             run=run, subject__in={r["subject"] for r in page}, attribute__in={r["attribute"] for r in page}
-        ).values("subject", "attribute", "value", "confidence", "conflicting")
+        ).values("subject", "attribute", "value", "confidence", "conflicting", "values")
         resolved = {(r["subject"], r["attribute"]): r for r in found}
     for row in page:
         resolution = resolved.get((row["subject"], row["attribute"]))
         row["resolved"] = resolution
-        row["agrees"] = None if resolution is None else resolution["value"] == row["value"]
+        row["agrees"] = None if resolution is None else _agrees(resolution, row["value"])
         row["provenance_label"] = provenance_label(row.get("provenance"))
         row["document"] = document_link(row)
         row["raw_differs"] = bool(row.get("raw_value")) and row["raw_value"] != row["value"]
     return page
+
+
+def _agrees(resolution: Mapping[str, Any], value: str) -> bool:
+    """Whether a claimed value is the resolved one, or one of the spellings within the
+    tolerance that the run counted as it (the resolved value's ``spellings``)."""
+    if resolution["value"] == value:
+        return True
+    first = (resolution.get("values") or [{}])[0]
+    return first.get("value") == resolution["value"] and value in (first.get("spellings") or [])
