@@ -1,7 +1,8 @@
 """The answer's plain-language notes in headless Chromium, at a desktop (1280 px) and a phone
 (390 px) width: an abstention ("No reliable answer", its reason and what the low sources said,
 and no confident answer), a contested answer and a copied one, each note on the answer's own
-page right under the answer and on the first screen, with the confidence the API serves.
+page right under the answer and on the first screen, with the confidence the API serves, and
+each marked in the list of questions asked.
 
 The answers are the product's own (core.services.asking.ask_now: the configured extractive
 reader and the real embedder, in-process) over five sources whose reliabilities come from a
@@ -188,6 +189,23 @@ def test_the_notes_are_shown_with_the_answer_and_its_confidence_is_the_apis(
         # The first screen, as the reader sees it at this width.
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / f"answer_notes_{viewport}_{list(asked).index(text)}.png"))
+
+    # The list of questions asked marks each of these answers: none of them reads as plain.
+    set_viewport(browser, size, mobile=viewport == "phone")
+    browser.get(f"{base}/questions/")
+    rows = WebDriverWait(browser, 20).until(
+        ec.presence_of_all_elements_located((By.CSS_SELECTOR, "#history-table tbody tr"))
+    )
+    marks = {
+        row.find_element(By.CSS_SELECTOR, "td:nth-child(2) a").text: [
+            tag.text for tag in row.find_elements(By.CSS_SELECTOR, ".history-note")
+        ]
+        for row in rows
+    }
+    assert marks == {ABSTAINED: ["see the note"], CONTESTED: ["caution"], COPIED: ["caution"]}, marks
+    assert axe_violations(browser) == []
+    if viewport == "phone":
+        assert_no_sideways_scroll(browser, "the questions asked", PHONE[0])
 
 
 @pytest.mark.worker

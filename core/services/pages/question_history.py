@@ -37,5 +37,5 @@ def question_history(
         .select_related("asked_by", "job")
         .annotate(vote_count=Count("votes"), times_asked=Subquery(times, output_field=IntegerField()))
         .order_by("-created_at", "-id")
-        .defer("params", "notes", "clusters")
+        .defer("params", "clusters")  # not the notes: the list marks an answer that has some
     )
