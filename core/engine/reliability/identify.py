@@ -36,7 +36,9 @@ This module finds that situation and what would settle it:
    answer, where that answer is not the most given of both groups. Without reference answers,
    independent sources that outnumber the bloc settle it (see MIN_SIDE_UNITS); a group of
    mirrors whose listing the estimate itself mirrors is not one of them (the estimate may rest
-   on a copied feed), nor is another group of mirrors that does not give the estimate's answer.
+   on a copied feed), nor is another group of mirrors that does not give the estimate's answer,
+   nor a source that gives the bloc's answer more often than the estimate's (it leans to the
+   bloc, even when most of its answers are a third one).
 4. **Checks that settle it** (active gold): the contested queries, those answered by the
    most sources of both groups first (one reference answer there scores every member of
    both groups at once); the unsettled blocs' checks first, a few of each in turn.
@@ -158,14 +160,24 @@ def _loyal(labels: LabelMatrix, bloc: list[int], bloc_answer: Mapping[int, int])
     return loyal
 
 
-def _opposed(labels: LabelMatrix, in_bloc: npt.NDArray[np.bool_], bloc_answer: Mapping[int, int]) -> list[int]:
-    """The sources outside the bloc that answered its contested queries and mostly did not give
-    its answer there: the voices the bloc's story has against it (they need not agree with
-    the estimate: with noisy readers many give a third answer)."""
+def _opposed(
+    labels: LabelMatrix, truth: npt.NDArray[np.int64], in_bloc: npt.NDArray[np.bool_], bloc_answer: Mapping[int, int]
+) -> list[int]:
+    """The sources outside the bloc that answered its contested queries, mostly did not give its
+    answer there, and gave the estimate's answer more often than the bloc's: the voices the
+    bloc's story has against it. They need not mostly agree with the estimate (with noisy
+    readers many give a third answer), but a source that gives the bloc's answer more often than
+    the estimate's leans to the bloc, even when most of its answers are a third one (on a
+    Flights slice, "two feeds b" in scripts/bench_claim_slices.py, an accurate site gave an
+    accurate pair's value on 21 of their 52 disputed items, the estimate's on none and another
+    time on the rest: counted against the pair, it made the fifth voice that called settled an
+    estimate below majority vote, which the pair's value was on all 52)."""
     out = []
     for j in np.flatnonzero(~in_bloc):
         answered = [q for q in bloc_answer if labels[q, j] != MISSING]
-        if answered and 2 * sum(1 for q in answered if labels[q, j] == bloc_answer[q]) < len(answered):
+        with_bloc = sum(1 for q in answered if labels[q, j] == bloc_answer[q])
+        with_estimate = sum(1 for q in answered if labels[q, j] == truth[q])
+        if answered and 2 * with_bloc < len(answered) and with_estimate > with_bloc:
             out.append(int(j))
     return out
 
@@ -364,7 +376,9 @@ def _examine(
     # A group of mirrors whose listing the estimate itself mirrors is what the estimate rests on
     # (a copied feed can be): it witnesses nothing for the estimate against another bloc.
     opposed = [
-        j for j in _opposed(labels, in_bloc, bloc_answer) if not resting[j] and (not mirrors[j].any() or j in side)
+        j
+        for j in _opposed(labels, truth, in_bloc, bloc_answer)
+        if not resting[j] and (not mirrors[j].any() or j in side)
     ]
     side_units = independent_units(opposed, mirrors)
     bloc_units = independent_units(_loyal(labels, bloc, bloc_answer) or bloc, mirrors)
