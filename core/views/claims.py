@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from core.forms.query import ClaimBrowserForm, ClaimItemForm
 from core.models import EstimationRun
 from core.roles import analyst_required, is_curator
+from core.services.estimation.checks import unsettled_view
 from core.services.pages.claim_conflict import conflict_version, conflict_view
 from core.services.pages.claim_subject import subject_view
 from core.services.pages.claims_browser import browse_claims, claim_filter_choices, with_resolutions
@@ -32,6 +33,13 @@ def _chosen_run(form: ClaimItemForm) -> EstimationRun | None:
     """The claims run named by ?run= (404 when it is not a succeeded claims run), else None: the latest."""
     run_id = form.cleaned_data.get("run")
     return None if run_id is None else get_object_or_404(claims_runs(), pk=run_id)
+
+
+def _unsettled(run: EstimationRun | None) -> dict[str, object] | None:
+    """The note a claims page shows when its claims run (``run``, else the latest) is not
+    identified, naming every group of sites it leaves unsettled; None when it is."""
+    shown = run or latest_claims_run()
+    return unsettled_view(shown) if shown is not None else None
 
 
 def cached_conflict_view(subject: str, attribute: str, run: EstimationRun | None = None) -> dict[str, Any] | None:
@@ -81,6 +89,7 @@ def _browser(request: HttpRequest, source: Source | None) -> HttpResponse:
             "query": form.pager_query(),
             "filtered": bool(q or attribute or (source is None and source_id is not None)),
             "is_curator": is_curator(request.user),
+            "unsettled": unsettled_view(run) if run else None,
         },
     )
 
@@ -103,12 +112,23 @@ def claim_subject(request: HttpRequest) -> HttpResponse:
     subject = form.text("subject")
     if not subject:
         return render(request, "core/claims_subject.html", {"subject": "", "view": None})
-    view = subject_view(subject, _chosen_run(form))
+    chosen = _chosen_run(form)
+    view = subject_view(subject, chosen)
     for attribute in view["attributes"]:
         attribute["url"] = conflict_url(subject, attribute["attribute"])
     view["graph"] = subject_graph(subject, view["rows"], view["resolved_values"]) if view["rows"] else None
     found = bool(view["attributes"])
-    return render(request, "core/claims_subject.html", {"subject": subject, "view": view}, status=200 if found else 404)
+    return render(
+        request,
+        "core/claims_subject.html",
+        {
+            "subject": subject,
+            "view": view,
+            "unsettled": _unsettled(chosen) if found else None,
+            "is_curator": is_curator(request.user),
+        },
+        status=200 if found else 404,
+    )
 
 
 @analyst_required
@@ -122,7 +142,12 @@ def claim_conflict(request: HttpRequest) -> HttpResponse:
         # where every item links here, says so instead of a bare 404.
         messages.info(request, "Choose an item (a subject and an attribute) to see how its sources conflict.")
         return redirect("claim-list")
-    view = cached_conflict_view(subject, attribute, _chosen_run(form))
+    chosen = _chosen_run(form)
+    view = cached_conflict_view(subject, attribute, chosen)
     if view is None:
         raise Http404("No claim about this subject and attribute.")
-    return render(request, "core/claims_conflict.html", {"view": view, "is_curator": is_curator(request.user)})
+    return render(
+        request,
+        "core/claims_conflict.html",
+        {"view": view, "is_curator": is_curator(request.user), "unsettled": _unsettled(chosen)},
+    )

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from core.api.fields import MAX_ID, IdRelatedField, StrictSerializer
 from core.models import EstimationRun, QueryCollection, ReliabilityScore
 from core.services.estimation import ALL_SOURCES
+from core.services.estimation.checks import unsettled_blocs
 from core.services.pages.runs import RunChanges, run_changes
 from sources.models import Source
 
@@ -89,6 +90,27 @@ class RunSerializer(serializers.ModelSerializer[EstimationRun]):
     state = serializers.ChoiceField(choices=EstimationRun.State.choices, source="effective_state", read_only=True)
     created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True, default=None)
     sources: serializers.PrimaryKeyRelatedField[Source] = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    unsettled_blocs = serializers.SerializerMethodField(
+        help_text="Every group of sources the run's estimate leaves unsettled (its `identification`: agreement "
+        "does not say whether the group or the sources outvoting it are right), largest first, each a list of "
+        "{id, name}; [] when the run is identified. Text and claim runs alike."
+    )
+
+    @extend_schema_field(
+        {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+                    "required": ["id", "name"],
+                },
+            },
+        }
+    )
+    def get_unsettled_blocs(self, run: EstimationRun) -> list[list[dict[str, object]]]:
+        return [[dict(s) for s in bloc] for bloc in unsettled_blocs(run.identification or {})]
 
     class Meta:
         model = EstimationRun
@@ -110,6 +132,7 @@ class RunSerializer(serializers.ModelSerializer[EstimationRun]):
             "parent",
             "gold_queries",
             "identification",
+            "unsettled_blocs",
             # How answer probabilities relate to being right on the run's checked queries
             # (slope, intercept, queries, examples, ece_before, ece_after, diagram); {} without checks.
             "calibration",

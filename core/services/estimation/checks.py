@@ -10,6 +10,8 @@ which sources formed the two groups, the disputed queries and the checks propose
   (one click on an answer, or typed); it is added to the query's reference answers and to
   the run's allowed gold (``gold_query_ids``, when the run lists them), and the run is
   estimated again from its stored responses (no new generation): the run updates online;
+- ``unsettled_view(run)``: a run that is not identified, for the claim pages: the group its
+  estimate follows and every group it leaves unsettled (``unsettled_blocs``), each named;
 - ``unsettled_run_of(source_ids)``: the unidentified run behind these sources' current
   reliabilities, if any (an answer that relies on it shows NOT_IDENTIFIED_MESSAGE).
 """
@@ -56,6 +58,33 @@ def _names(ids: list[int]) -> list[NamedSource]:
     return [{"id": i, "name": names.get(i, f"source {i}")} for i in ids]
 
 
+def unsettled_blocs(stored: JSONObject) -> list[list[NamedSource]]:
+    """Every group of sources that a stored identification leaves unsettled (each with its
+    sources' names), largest first; a run stored before the identification listed them all
+    (or a claim run that lists none) has its one dissenting group when it is not identified."""
+    listed = [[as_int(i, "unsettled_blocs") for i in as_list(bloc)] for bloc in as_list(stored.get("unsettled_blocs"))]
+    if not listed and stored.get("identified", True) is False and as_list(stored.get("dissent_bloc")):
+        listed = [_ids(stored, "dissent_bloc")]
+    names = dict(Source.objects.filter(pk__in={i for bloc in listed for i in bloc}).values_list("id", "name"))
+    return [[{"id": i, "name": names.get(i, f"source {i}")} for i in bloc] for bloc in listed if bloc]
+
+
+def unsettled_view(run: EstimationRun) -> dict[str, object] | None:
+    """What a page about a run's results says when the run is not identified: the run, why,
+    the group the estimate follows and every group it leaves unsettled; None when the run is
+    identified or has no identification stored (the claim pages show it beside each value)."""
+    stored: JSONObject = run.identification or {}
+    if not stored or stored.get("identified", True) is not False:
+        return None
+    return {
+        "run_id": run.pk,
+        "reason": str(stored.get("reason", "")),
+        "estimate_side": _names(_ids(stored, "estimate_side")),
+        "unsettled_blocs": unsettled_blocs(stored),
+        "checks": len(as_list(stored.get("checks"))),
+    }
+
+
 def _options(run: EstimationRun, query_ids: list[int]) -> dict[int, list[AnswerOption]]:
     """Per query: its distinct answers (clusters) with the sources behind each, most first."""
     rows = (
@@ -99,6 +128,7 @@ def identification_view(run: EstimationRun) -> dict[str, object] | None:
         "reason": str(stored.get("reason", "")),
         "estimate_side": _names(_ids(stored, "estimate_side")),
         "dissent_bloc": _names(_ids(stored, "dissent_bloc")),
+        "unsettled_blocs": unsettled_blocs(stored),
         "agreement": stored.get("agreement", [0.0, 0.0]),
         "disputed": len(as_list(stored.get("contested"))),
         "settled_by_gold": as_int(stored.get("settled_by_gold", 0), "settled_by_gold"),
@@ -130,6 +160,7 @@ def _groups(stored: JSONObject) -> dict[str, object]:
         "reason": str(stored.get("reason", "")),
         "estimate_side": _names(_ids(stored, "estimate_side")),
         "dissent_bloc": _names(_ids(stored, "dissent_bloc")),
+        "unsettled_blocs": unsettled_blocs(stored),
         "agreement": stored.get("agreement", [0.0, 0.0]),
         "disputed": len(as_list(stored.get("contested"))),
         "settled_by_gold": as_int(stored.get("settled_by_gold", 0), "settled_by_gold"),
