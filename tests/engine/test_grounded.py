@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from core.engine.backends.generation import Generation, GenerationRequest, GroundedGenerator
 from core.engine.backends.generation.base import Capability
-from core.engine.backends.generation.grounded import answer_in_sentence, echoes_question, why_replaced
+from core.engine.backends.generation.grounded import answer_in_sentence, echoes_question, in_own_words, why_replaced
 from core.engine.text import is_idk
 
 DARRELL = "who is darrell brother in the walking dead"
@@ -140,3 +140,27 @@ def test_yes_no_answers_alternatives_and_passage_free_requests_are_kept() -> Non
     model = Recorded({"who wrote the hobbit": "J. R. R. Tolkien"})
     (out,) = GroundedGenerator(model).generate([GenerationRequest("who wrote the hobbit", [])])
     assert (out.text, out.backend) == ("J. R. R. Tolkien", "recorded-model")
+
+
+def test_a_kept_answer_is_given_in_its_passage_own_words() -> None:
+    # The 0.5B's outputs on PoisonedRAG (seed 1): right, but short of the passage's wording,
+    # so a reader comparing them with the reference, or with a source that wrote it out, sees
+    # a different answer.
+    flag = "what are the colors of the netherlands flag"
+    meter = "how far is a meter in feet"
+    amendment = "what constitutional amendment defines women's rights"
+    passages = {
+        flag: "The flag of the Netherlands is red, white, and blue, in three horizontal bands.",
+        meter: "A meter is a unit of length equal to 3.28084 feet.",
+        amendment: "The Nineteenth Amendment to the Constitution gave women the right to vote.",
+        DARRELL: DARRELL_PASSAGE,
+    }
+    model = Recorded({flag: "red, white, blue", meter: "3.28084", amendment: "Nineteenth", DARRELL: "Merle Dixon"})
+    out = GroundedGenerator(model).generate([GenerationRequest(q, [text]) for q, text in passages.items()])
+    assert [g.text for g in out] == ["red, white, and blue", "3.28084 feet", "Nineteenth Amendment", "Merle Dixon"]
+    assert {g.backend for g in out} == {"recorded-model"}  # still the model's answers
+    # Only function words are taken in between, only a word the question names is added after.
+    assert in_own_words(flag, "red, blue", [passages[flag]]) == "red, blue"
+    assert in_own_words("who was the brother", "Merle Dixon", [DARRELL_PASSAGE]) == "Merle Dixon"
+    assert in_own_words("who wrote hamlet", "Shakespeare", ["Hamlet was written by Shakespeare."]) == "Shakespeare"
+    assert in_own_words(meter, "3.28084", ["No passage holds it."]) == "3.28084"

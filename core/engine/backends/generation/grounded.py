@@ -100,6 +100,45 @@ def is_sentence(answer: str) -> bool:
 SENTENCE_WORDS = 4
 
 
+_WORD = re.compile(r"\w+(?:[.'’-]\w+)*")
+MAX_GAP = 1  # function words a passage may put between two of the answer's words (", and")
+
+
+def in_own_words(question: str, answer: str, passages: Sequence[str]) -> str:
+    """``answer`` as its passage words it: the first run of a passage's words that gives the
+    answer's words in order, with at most MAX_GAP function words between two of them ("red,
+    white, blue" -> "red, white, and blue"), and the word right after it when the question
+    names that word (the unit or kind it asks for: "3.28084" -> "3.28084 feet" for "how far
+    is a meter in feet", "Nineteenth" -> "Nineteenth Amendment" for "what constitutional
+    amendment"). Unchanged when no passage holds its words so."""
+    wanted = [w.lower() for w in _WORD.findall(answer)]
+    if not wanted or len(wanted) > MAX_ANSWER_WORDS:
+        return answer
+    asked = content_set(question)
+    for text in passages:
+        tokens = list(_WORD.finditer(text))
+        lowered = [t.group().lower() for t in tokens]
+        for start, word in enumerate(lowered):
+            if word != wanted[0]:
+                continue
+            end, matched = start, 1
+            while matched < len(wanted):
+                step = next(
+                    (j for j in range(end + 1, min(end + 2 + MAX_GAP, len(lowered))) if lowered[j] == wanted[matched]),
+                    None,
+                )
+                if step is None or any(content_set(lowered[j]) for j in range(end + 1, step)):
+                    break
+                end, matched = step, matched + 1
+            if matched < len(wanted):
+                continue
+            named = content_set(lowered[end + 1]) if end + 1 < len(tokens) else set()
+            if named and named <= asked and not named <= content_set(" ".join(lowered[start : end + 1])):
+                end += 1
+            return text[tokens[start].start() : tokens[end].end()]
+    return answer
+
+
 def why_replaced(question: str, answer: str, passages: Sequence[str]) -> str | None:
     """Why the model's ``answer`` is not kept (None: it is kept)."""
     if is_idk(answer) or answer.strip().strip(".!").lower() in YES_NO:
@@ -154,6 +193,14 @@ class GroundedGenerator:
                 out[i] = Generation(answer, model.backend, model.prompt_tokens, model.completion_tokens)
             else:
                 redo.append(i)
+        for i, (request, generation) in enumerate(zip(requests, out, strict=True)):
+            # A kept answer in its passage's own words (in_own_words); the reader's spans are.
+            if i not in redo and request.prompt is None and request.passages and not is_idk(generation.text):
+                worded = in_own_words(request.question, generation.text, request.passages)
+                if worded != generation.text:
+                    out[i] = Generation(
+                        worded, generation.backend, generation.prompt_tokens, generation.completion_tokens
+                    )
         if redo:
             spans = self.reader.generate([requests[i] for i in redo])
             for i, span in zip(redo, spans, strict=True):
