@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from difflib import SequenceMatcher
 
 from core.engine.backends.generation.base import Capability, Generation, GenerationRequest, Generator
 from core.engine.backends.generation.extractive import ExtractiveReader, options_of
@@ -38,12 +39,32 @@ YES_NO = frozenset({"yes", "no"})
 ECHO_SHARE = 0.75  # an answer this much made of the question's own words repeats it
 
 
+# a word this long, this alike to one of the question's and of about its length, is that word misspelt
+MISSPELT_LENGTH = 6
+MISSPELT_RATIO = 0.8
+
+
+def _echoed(word: str, asked: set[str]) -> bool:
+    """``word`` is one of the question's words, or that word misspelt in the question
+    ("supernatural" for "supernatrual")."""
+    if word in asked:
+        return True
+    return len(word) >= MISSPELT_LENGTH and any(
+        len(other) >= MISSPELT_LENGTH
+        and abs(len(other) - len(word)) <= 2
+        and SequenceMatcher(None, word, other).ratio() >= MISSPELT_RATIO
+        for other in asked
+    )
+
+
 def echoes_question(question: str, answer: str) -> bool:
     """Whether ``answer`` mostly repeats the question's words (an "X or Y?" question's
-    alternative excepted: naming one is the answer). A share, not all of them, so that a
-    misspelt question ("supernatrual") still counts."""
+    alternative excepted: naming one is the answer). A share, not all of them, and a word
+    misspelt in the question still counts as its own ("supernatural drama" repeats "What WB
+    supernatrual drama series ...")."""
     words = content_set(answer)
-    if not words or len(words & content_set(question)) < ECHO_SHARE * len(words):
+    asked = content_set(question)
+    if not words or sum(_echoed(word, asked) for word in words) < ECHO_SHARE * len(words):
         return False
     if re.search(r"\bor\b", question, re.IGNORECASE):
         return False  # naming an alternative of an "X or Y" question is its answer
@@ -102,15 +123,16 @@ SENTENCE_WORDS = 4
 
 _WORD = re.compile(r"\w+(?:[.'’-]\w+)*")
 MAX_GAP = 1  # function words a passage may put between two of the answer's words (", and")
+MAX_NAMED = 3  # words the question names that may follow the answer in its passage
 
 
 def in_own_words(question: str, answer: str, passages: Sequence[str]) -> str:
     """``answer`` as its passage words it: the first run of a passage's words that gives the
     answer's words in order, with at most MAX_GAP function words between two of them ("red,
-    white, blue" -> "red, white, and blue"), and the word right after it when the question
-    names that word (the unit or kind it asks for: "3.28084" -> "3.28084 feet" for "how far
-    is a meter in feet", "Nineteenth" -> "Nineteenth Amendment" for "what constitutional
-    amendment"). Unchanged when no passage holds its words so."""
+    white, blue" -> "red, white, and blue"), and the words right after it that the question
+    names (the unit or kind it asks for: "3.28084" -> "3.28084 feet" for "how far is a meter
+    in feet", "Nineteenth" -> "Nineteenth Amendment" for "what constitutional amendment").
+    Unchanged when no passage holds its words so."""
     wanted = [w.lower() for w in _WORD.findall(answer)]
     if not wanted or len(wanted) > MAX_ANSWER_WORDS:
         return answer
@@ -132,9 +154,12 @@ def in_own_words(question: str, answer: str, passages: Sequence[str]) -> str:
                 end, matched = step, matched + 1
             if matched < len(wanted):
                 continue
-            named = content_set(lowered[end + 1]) if end + 1 < len(tokens) else set()
-            if named and named <= asked and not named <= content_set(" ".join(lowered[start : end + 1])):
-                end += 1
+            given = content_set(" ".join(lowered[start : end + 1]))
+            for _ in range(MAX_NAMED):  # "4" -> "4 Death Stars" for "how many death stars"
+                named = content_set(lowered[end + 1]) if end + 1 < len(tokens) else set()
+                if not named or not named <= asked or named <= given:
+                    break
+                end, given = end + 1, given | named
             return text[tokens[start].start() : tokens[end].end()]
     return answer
 
