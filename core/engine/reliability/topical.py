@@ -25,6 +25,13 @@ estimate settled (measured: three colluders of nine, 40 queries: 0.45 against ma
 vote's 0.425 with topics equalised, 0.65 without, as with one reliability per source). The
 overall estimate is still equalised when agreement does not identify it (identify.equalise).
 
+A question's membership can also read its sources' answers (`answer_posterior`, used at
+answer time by core.engine.steps.topic_weights): a question whose text sits between two
+topics, and on which the sources wrong on one of them disagree with the rest, belongs mostly
+to that one. The estimate's own re-vote keeps the text's membership: reading the estimation
+queries' answers there too gained nothing on topic-hammer and cost the beta prior 0.2 points
+(docs/benchmarks.md, 2026-11-28).
+
 Pure numpy, no database; the run's services persist what it returns.
 """
 
@@ -53,7 +60,15 @@ from core.engine.reliability.weights import voting_weight
 
 FloatMatrix = npt.NDArray[np.float64]
 
-__all__ = ["STRENGTH", "TopicCell", "TopicalReliability", "shrunk", "topical_reliability"]
+__all__ = [
+    "ANSWER_TEMPER",
+    "STRENGTH",
+    "TopicCell",
+    "TopicalReliability",
+    "answer_posterior",
+    "shrunk",
+    "topical_reliability",
+]
 
 # The prior's weight, in answers: a topic's own evidence outweighs the overall number from
 # about STRENGTH answers on (three answers all wrong move a source at 0.9 to 0.5, not to 0);
@@ -88,6 +103,63 @@ def shrunk(agreements: FloatMatrix, answers: FloatMatrix, overall: FloatMatrix, 
         spread = max(0.0, float(np.mean(deviation**2) - np.mean(noise[rows, j])))
         keep = spread / (spread + noise[rows, j])
         out[rows, j] = np.clip(overall[j] + keep * deviation, 0.0, 1.0)
+    return out
+
+
+# How much the sources' answers move a question's topics from its text: the answers'
+# log-likelihood under each topic is multiplied by this (1: Bayes' rule with the cells taken
+# as exact; the floor below bounds what one answer can do). Measured on PoisonedRAG's
+# topic-hammer (docs/benchmarks.md): 0.5 gained less, 2.0 no more.
+ANSWER_TEMPER = 1.0
+# Accuracies are held in [FLOOR, 1 - FLOOR] in the likelihood: one source's answer moves the
+# odds between two topics by at most (1 - FLOOR) / FLOOR, whatever its cells say.
+POSTERIOR_FLOOR = 0.05
+
+
+def answer_posterior(
+    prior: FloatMatrix,
+    labels: LabelMatrix,
+    accuracy: FloatMatrix,
+    *,
+    temper: float = ANSWER_TEMPER,
+) -> FloatMatrix:
+    """queries x topics: each query's topic membership after reading its sources' answers.
+
+    ``prior``: queries x topics (the text's membership, rows summing to 1); ``labels``:
+    queries x sources answer clusters (MISSING: no answer); ``accuracy``: topics x sources.
+    Under topic t a query's answers have the one-coin likelihood (Dawid-Skene with one
+    accuracy per source and topic) marginalised over its candidate answers, the clusters given
+    and "none of them" (K candidates, each equally likely a priori):
+
+        L_t = 1/K sum_c prod_s [a_st if l_s = c else (1 - a_st) / (K - 1)]
+
+    and the posterior is prior_t * L_t ** temper, normalised. Evidence is weak by
+    construction where it should be: one answer, or sources whose cells do not differ between
+    topics, give every topic the same likelihood, and the text's membership stands."""
+    n_queries, n_topics = prior.shape
+    out = np.array(prior, dtype=np.float64, copy=True)
+    if n_topics < 2:
+        return out
+    a = np.clip(accuracy, POSTERIOR_FLOOR, 1.0 - POSTERIOR_FLOOR)
+    for q in range(n_queries):
+        row = labels[q]
+        answered = row >= 0
+        if answered.sum() < 2:
+            continue
+        given = row[answered]
+        clusters = np.unique(given)
+        k = len(clusters) + 1
+        right = np.log(a[:, answered])  # topics x answering sources
+        wrong = np.log((1.0 - a[:, answered]) / (k - 1))
+        # Per candidate (each cluster, then "none"): topics x log-likelihood.
+        per_candidate = [np.where(given[None, :] == c, right, wrong).sum(axis=1) for c in clusters]
+        per_candidate.append(wrong.sum(axis=1))
+        stacked = np.stack(per_candidate, axis=1)
+        top = stacked.max(axis=1, keepdims=True)
+        log_likelihood = (top[:, 0] + np.log(np.exp(stacked - top).sum(axis=1))) - np.log(k)
+        log_post = np.log(np.clip(prior[q], 1e-12, None)) + temper * (log_likelihood - log_likelihood.max())
+        weights = np.exp(log_post - log_post.max())
+        out[q] = weights / weights.sum()
     return out
 
 

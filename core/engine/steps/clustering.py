@@ -148,6 +148,15 @@ def _match(relation: dict[tuple[int, int], int], a: int, b: int, strict: bool) -
     return ab != 2 and ba != 2 and not (ab == 1 and ba == 1)
 
 
+def reweighed(clustering: Clustering, answers: Sequence[str], weights: Sequence[float]) -> Clustering:
+    """The same clusters with each one's representative chosen under new vote weights."""
+    return Clustering(
+        list(clustering.labels),
+        [_representative(answers, weights, m) for m in clustering.members],
+        [list(m) for m in clustering.members],
+    )
+
+
 def _representative(answers: Sequence[str], weights: Sequence[float], members: list[int]) -> str:
     totals: dict[str, float] = {}
     surface: dict[str, str] = {}

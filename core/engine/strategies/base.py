@@ -32,7 +32,7 @@ from core.engine.claims.store import ClaimStore
 from core.engine.params import NoParams, ParamSet
 from core.engine.steps.calibration import IDENTITY, Calibration
 from core.engine.topics import TopicModel
-from core.engine.types import CallStats, Embedder, Passage, Retriever, SourceInfo
+from core.engine.types import CallStats, Embedder, Passage, Retriever, SourceInfo, Vector
 from core.engine.types import JSONValue as JSONValue  # re-exported (its home is core.engine.types)
 
 
@@ -261,6 +261,15 @@ class Answering:
     question: str
     ctx: EngineContext
     stats: CallStats = field(default_factory=CallStats)
+    # The question's embedding, encoded once for this answer (question_vector): the topics
+    # it is weighed under and every search read the same vector.
+    vector: Vector | None = None
+
+    def question_vector(self) -> Vector:
+        """The question's embedding (encoded on first use, then kept)."""
+        if self.vector is None:
+            self.vector = self.ctx.embedder.encode([self.question])[0]
+        return self.vector
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """One batched generator call, counted."""
@@ -270,8 +279,7 @@ class Answering:
 
     def pooled_passages(self, k: int) -> list[Passage]:
         """The question's k nearest passages over all sources together (one encoding, one search)."""
-        vector = self.ctx.embedder.encode([self.question])[0]
-        return self.ctx.retriever.top_k_pooled(vector, k)
+        return self.ctx.retriever.top_k_pooled(self.question_vector(), k)
 
     def result(
         self,

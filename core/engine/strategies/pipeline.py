@@ -10,7 +10,7 @@ from dataclasses import replace
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many, support_scores, support_texts
-from core.engine.steps.clustering import answer_texts, cluster_answers, unsettled_texts
+from core.engine.steps.clustering import Clustering, answer_texts, cluster_answers, unsettled_texts
 from core.engine.steps.dependence import once_per_group, units
 from core.engine.steps.relevance import MIN_SIMILARITY, generate_read, on_topic
 from core.engine.steps.voting import (
@@ -34,10 +34,15 @@ from core.engine.types import CallStats, Passage, SourceInfo, Vector
 
 
 def retrieve_per_source(
-    question: str, ctx: EngineContext, k: int, sources: Sequence[SourceInfo] | None = None
+    question: str,
+    ctx: EngineContext,
+    k: int,
+    sources: Sequence[SourceInfo] | None = None,
+    vector: Vector | None = None,
 ) -> dict[int, list[Passage]]:
-    """Embed the question once; one retriever call for every source."""
-    vector = ctx.embedder.encode([question])[0]
+    """Embed the question once (unless ``vector`` is its embedding); one retriever call for every source."""
+    if vector is None:
+        vector = ctx.embedder.encode([question])[0]
     ids = [s.id for s in (sources if sources is not None else ctx.sources)]
     return ctx.retriever.top_k_per_source(vector, ids, k)
 
@@ -45,7 +50,7 @@ def retrieve_per_source(
 class PassagesAhead:
     """Per-source passages searched as κ-RRSS reaches the sources, not all at once.
 
-    The question is encoded once, on the first search. A batch that reaches sources not yet
+    The question is encoded once, on the first search (not at all when ``vector`` is given). A batch that reaches sources not yet
     searched searches them together with the sources after them, in visiting order: twice the
     batch, or as many as have been searched so far if more (κ = 4: 8, then 8 more, 16, 32...).
     Most questions visit fewer than 2κ sources (some abstain) and need one search; one that
@@ -54,7 +59,9 @@ class PassagesAhead:
     on which other sources are searched with it, so every source gets the passages one search
     over all sources would give it."""
 
-    def __init__(self, question: str, ctx: EngineContext, k: int, order: Sequence[SourceInfo]) -> None:
+    def __init__(
+        self, question: str, ctx: EngineContext, k: int, order: Sequence[SourceInfo], vector: Vector | None = None
+    ) -> None:
         self.question = question
         self.ctx = ctx
         self.k = k
@@ -62,7 +69,7 @@ class PassagesAhead:
         self.position = {sid: i for i, sid in enumerate(self.order)}
         # Every source searched so far, in the order searched, with its passages.
         self.passages: dict[int, list[Passage]] = {}
-        self._vector: Vector | None = None
+        self._vector: Vector | None = vector  # the question's embedding where the caller has it
 
     def searched(self) -> list[int]:
         return list(self.passages)
@@ -202,8 +209,25 @@ def report_skipped(ctx: EngineContext, sources: Sequence[SourceInfo], asked: Ite
     ctx.report([SourceEvent(s.id, s.name, SourceState.SKIPPED) for s in sources if s.id not in done])
 
 
+def cluster_votes(question: str, ctx: EngineContext, votes: Sequence[SourceVote], strict: bool = False) -> Clustering:
+    """The votes' responses clustered into answers (IDK: no cluster)."""
+    return cluster_answers(
+        [v.response for v in votes],
+        ctx.nli,
+        question=question,
+        strict=strict,
+        weights=[v.weight for v in votes],
+    )
+
+
 def cluster_and_vote(
-    question: str, ctx: EngineContext, votes: list[SourceVote], strict: bool = False, *, estimated: bool = True
+    question: str,
+    ctx: EngineContext,
+    votes: list[SourceVote],
+    strict: bool = False,
+    *,
+    estimated: bool = True,
+    clustering: Clustering | None = None,
 ) -> tuple[VoteOutcome, list[ClusterInfo], str]:
     """Cluster the votes' responses in place, run WMV with each vote's weight. The outcome's
     confidence is the answer's probability under the one-coin model (answer_probability),
@@ -212,14 +236,10 @@ def cluster_and_vote(
 
     ``estimated``: the votes carry the estimate's weights (not MV's ones or the oracle's);
     under a log-odds estimator (ctx.weight_scheme) they are then the weights on this
-    question's candidate answers (candidate_weights), as the estimator weighed them."""
-    clustering = cluster_answers(
-        [v.response for v in votes],
-        ctx.nli,
-        question=question,
-        strict=strict,
-        weights=[v.weight for v in votes],
-    )
+    question's candidate answers (candidate_weights), as the estimator weighed them.
+    ``clustering``: the votes' responses already clustered (cluster_votes)."""
+    if clustering is None:
+        clustering = cluster_votes(question, ctx, votes, strict)
     for vote, label in zip(votes, clustering.labels, strict=False):
         vote.cluster = label
     accuracy = {s.id: s.accuracy for s in ctx.sources}

@@ -7,10 +7,11 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from core.engine.params import ParamSet, param
+from core.engine.steps.clustering import reweighed
 from core.engine.steps.dependence import copied_note
 from core.engine.steps.relevance import MIN_SIMILARITY
 from core.engine.steps.selection import by_reliability, kappa_rrss, kappa_rss
-from core.engine.steps.topic_weights import weigh_by_topic
+from core.engine.steps.topic_weights import answer_share, topic_share, topics_apply, weigh_by_share
 from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import (
     Answering,
@@ -24,6 +25,7 @@ from core.engine.strategies.pipeline import (
     PassagesAhead,
     answer_sources,
     cluster_and_vote,
+    cluster_votes,
     contested_note,
     evidence_caveat,
     report_skipped,
@@ -76,7 +78,9 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
     def choose(self, answering: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         """The votes: each chosen source answers from its own passages (f_align filtered)."""
         sources = self.weights(answering.ctx, list(answering.ctx.sources))
-        passages = retrieve_per_source(answering.question, answering.ctx, params.k, sources)
+        passages = retrieve_per_source(
+            answering.question, answering.ctx, params.k, sources, vector=answering.question_vector()
+        )
         return self.vote(answering, sources, passages, params)
 
     def vote(
@@ -103,18 +107,38 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
 
     def answer(self, question: str, ctx: EngineContext, params: SourceVotingParams) -> StrategyResult:
         trace: dict[str, object] = {}
-        if self.estimated and self.topical:
-            sources, topic = weigh_by_topic(question, ctx)
-            if topic is not None:
-                ctx = replace(ctx, sources=sources)
-                trace["topic"] = topic
+        overall = ctx  # the sources with their overall numbers
+        vector = None
+        text_share: list[float] | None = None
+        if self.estimated and self.topical and topics_apply(ctx):
+            vector = ctx.embedder.encode([question])[0]  # once: the topics and every search read it
+            text_share = topic_share(ctx, vector)
+            sources, text_record = weigh_by_share(ctx, text_share)
+            ctx = replace(ctx, sources=sources)
+            trace["topic"] = text_record
         answering = self.begin(question, ctx)
+        answering.vector = vector
         listed = by_reliability(ctx.sources)  # the order kappa-RRSS and kappa-RSS ask them in
         report_waiting(ctx, listed)
         votes = self.choose(answering, params, trace)
         report_skipped(ctx, listed, (v.source_id for v in votes))
+        clustering = cluster_votes(question, ctx, votes, params.strict_clustering)
+        if text_share is not None:
+            # The answers are evidence of the topic too: the vote weighs the sources by the
+            # question's topics after reading them (steps.topic_weights.answer_share).
+            share = answer_share(
+                overall, text_share, [(v.source_id, c) for v, c in zip(votes, clustering.labels, strict=True)]
+            )
+            sources, topic = weigh_by_share(overall, share)
+            ctx = replace(overall, sources=sources)
+            weight = {s.id: s.weight for s in sources}
+            for vote in votes:
+                if vote.source_id in weight:
+                    vote.weight = weight[vote.source_id] * vote.factor
+            clustering = reweighed(clustering, [v.response for v in votes], [v.weight for v in votes])
+            trace["topic"] = {**topic, "text_membership": text_record["membership"]}
         outcome, clusters, answer = cluster_and_vote(
-            question, ctx, votes, params.strict_clustering, estimated=self.estimated
+            question, ctx, votes, params.strict_clustering, estimated=self.estimated, clustering=clustering
         )
         backers = [v.source_id for v in votes if outcome.winner is not None and v.cluster == outcome.winner]
         confidence, caveat = evidence_caveat(outcome.confidence, backers, ctx.sources)
@@ -161,7 +185,13 @@ class RaRag(_Voting):
 
     def choose(self, answering: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         assert isinstance(params, RaRagParams)
-        ahead = PassagesAhead(answering.question, answering.ctx, params.k, by_reliability(answering.ctx.sources))
+        ahead = PassagesAhead(
+            answering.question,
+            answering.ctx,
+            params.k,
+            by_reliability(answering.ctx.sources),
+            vector=answering.question_vector(),
+        )
         selection, results = kappa_rrss(
             answering.ctx.sources,
             params.kappa,
@@ -207,7 +237,9 @@ class RaRagRss(_Voting):
     def choose(self, answering: Answering, params: SourceVotingParams, trace: dict[str, object]) -> list[SourceVote]:
         assert isinstance(params, RaRagParams)
         sources = kappa_rss(list(answering.ctx.sources), params.kappa)
-        passages = retrieve_per_source(answering.question, answering.ctx, params.k, sources)
+        passages = retrieve_per_source(
+            answering.question, answering.ctx, params.k, sources, vector=answering.question_vector()
+        )
         return self.vote(answering, sources, passages, params)
 
 
