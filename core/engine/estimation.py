@@ -24,7 +24,7 @@ from core.engine.steps.alignment import align_many, support_texts
 from core.engine.steps.calibration import Calibration, calibrate
 from core.engine.steps.clustering import cluster_answers, clustering_texts
 from core.engine.steps.dependence import groups_from_dependence, units
-from core.engine.steps.relevance import generate_read, on_topic
+from core.engine.steps.relevance import generate_read, on_topic, subject_floor
 from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import EngineContext
 from core.engine.text import IDK, answer_contains_gold
@@ -71,10 +71,11 @@ def answer_pairs(
     passages: dict[tuple[int, int], list[Passage]] = {}
     for q, vector in zip(queries, vectors, strict=False):
         hits = ctx.retriever.top_k_per_source(vector, by_query[q], ctx.params.k)
+        floor = subject_floor((p for found in hits.values() for p in found), ctx.params.min_relevance)
         for s in by_query[q]:
             # Passages retrieved for another subject are not read (steps.relevance): a source
             # left with none abstains without a generator call.
-            passages[(q, s)] = on_topic(questions[q], hits.get(s, []), ctx.params.min_relevance)
+            passages[(q, s)] = on_topic(questions[q], hits.get(s, []), ctx.params.min_relevance, floor)
     generations = generate_read(
         ctx.generator, [GenerationRequest(questions[q], [p.text for p in passages[(q, s)]]) for q, s in pairs]
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.params import parse_params
 from core.engine.steps.memory_retriever import InMemoryRetriever
-from core.engine.steps.relevance import about_question, on_topic
+from core.engine.steps.relevance import about_question, on_topic, subject_floor
 from core.engine.strategies import EngineContext, get_strategy
 from core.engine.text import is_idk
 from core.engine.types import Passage, SourceInfo
@@ -28,6 +28,23 @@ def test_a_passage_is_about_the_question_by_similarity_or_by_the_questions_words
     assert about_question(QUESTION, _passage(OTHER_SUBJECT, 0.0), min_similarity=0.0)  # 0 reads everything
     kept = on_topic(QUESTION, [_passage(OTHER_SUBJECT, 0.2), _passage(ON_TOPIC, 0.7)])
     assert [p.text for p in kept] == [ON_TOPIC]
+
+
+def test_a_passage_far_less_similar_than_the_questions_best_is_about_another_subject() -> None:
+    # The demo's "how much square feet is a basketball court": two sources read a passage
+    # about another question ("111 consecutive ...") that shares "basketball court" and sits
+    # at 0.45, while another source's own passage sits at 0.8.
+    basketball = "how much square feet is a basketball court"
+    own = _passage("A regulation basketball court is 4700 square feet.", 0.80)
+    other = _passage("The team played 111 consecutive games on its home basketball court.", 0.45)
+    floor = subject_floor([own, other])
+    assert floor == 0.65 * 0.80
+    assert [p.text for p in on_topic(basketball, [other, own], floor=floor)] == [own.text]
+    # Without a closer passage the absolute rules decide alone, as before.
+    assert on_topic(basketball, [other], floor=subject_floor([other])) == [other]
+    # Threshold 0 reads everything, floor or not.
+    assert subject_floor([own, other], min_similarity=0.0) == 0.0
+    assert about_question(basketball, other, min_similarity=0.0, floor=0.9)
 
 
 def _context(generator: ScriptedGenerator) -> EngineContext:

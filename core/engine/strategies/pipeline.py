@@ -12,7 +12,7 @@ from core.engine.reliability.weights import PRIOR_ACCURACY
 from core.engine.steps.alignment import align_many, support_scores, support_texts
 from core.engine.steps.clustering import Clustering, answer_texts, cluster_answers, unsettled_texts
 from core.engine.steps.dependence import once_per_group, units
-from core.engine.steps.relevance import MIN_SIMILARITY, generate_read, on_topic
+from core.engine.steps.relevance import MIN_SIMILARITY, generate_read, on_topic, subject_floor
 from core.engine.steps.voting import (
     VoteOutcome,
     answer_probability,
@@ -116,7 +116,8 @@ def answer_sources(
     ctx.report([SourceEvent(s.id, s.name, SourceState.ASKING) for s in sources])
     # Passages retrieved for another subject are neither read nor support (steps.relevance):
     # a source left with none abstains without a generator call.
-    passages = {s.id: on_topic(question, passages.get(s.id, []), min_relevance) for s in sources}
+    floor = subject_floor((p for found in passages.values() for p in found), min_relevance)
+    passages = {s.id: on_topic(question, passages.get(s.id, []), min_relevance, floor) for s in sources}
     generations = generate_read(
         ctx.generator, [GenerationRequest(question, [p.text for p in passages[s.id]]) for s in sources]
     )

@@ -42,8 +42,9 @@ def inputs_digest(run: EstimationRun, question: str, source_digest: str) -> str:
     system text and head included: a change to them makes every response new)."""
     prompt = hashlib.sha256(f"{SYSTEM}\x1f{ANSWER_HEAD}".encode()).hexdigest()
     # The relevance rule and the grounding of a local model's answers change responses too
-    # (issue 36): responses made under other settings, or before them, are not reused.
-    rules = f"min_relevance={run.params.get('min_relevance')};grounding={settings.ANSWER_GROUNDING};v2"
+    # (issue 36): responses made under other settings, or before them, are not reused (v3: the
+    # relevance floor and the passage wording of answers).
+    rules = f"min_relevance={run.params.get('min_relevance')};grounding={settings.ANSWER_GROUNDING};v3"
     parts = [run.backend, prompt, str(run.params.get("k")), str(run.params.get("tau")), rules, question, source_digest]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
