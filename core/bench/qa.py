@@ -173,10 +173,18 @@ class SeedRun:
     # (estimated, true) accuracy per source x true topic (topic_reliability_cells)
     topic_cells: list[tuple[int, str, float, float]] = field(default_factory=list)
     topics: list[dict[str, object]] = field(default_factory=list)  # the topics the run found
+    # The same cells with each test question's topics as ra-rag weighed its vote, after reading
+    # its sources' answers (steps.topic_weights.answer_share); empty: ra-rag not run.
+    topic_cells_answers: list[tuple[int, str, float, float]] = field(default_factory=list)
 
     @property
     def topic_correlation(self) -> dict[str, float]:
         return correlations([c[2] for c in self.topic_cells], [c[3] for c in self.topic_cells])
+
+    @property
+    def topic_correlation_answers(self) -> dict[str, float]:
+        cells = self.topic_cells_answers
+        return correlations([c[2] for c in cells], [c[3] for c in cells])
 
     @property
     def reliability_correlation(self) -> dict[str, float]:
@@ -410,6 +418,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     tests = [corpus.question(q) for q in corpus.test_ids]
     limits = [ceiling(corpus, q) for q in tests]
     topic_cells = topic_reliability_cells(corpus, tests, ctx, embedder)
+    voted_shares: dict[str, list[float]] = {}  # qid -> ra-rag's topics for the vote
     runs: dict[str, MethodRun] = {}
     test_votes: list[list[tuple[int, str]]] = []
     strategy_names = [m for m in methods if m not in CROWD_METHODS]
@@ -437,6 +446,11 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
             run.warned.append(bool(result.notes))
             if not run.correct[-1]:
                 run.wrong.append(wrong_record(q, result, run.stages[-1], documents))
+            if name == "ra-rag" and ctx.topics is not None:
+                topic = result.trace.get("topic")
+                membership = topic.get("membership") if isinstance(topic, dict) else None
+                if isinstance(membership, dict):
+                    voted_shares[q.qid] = [float(membership.get(t.key, 0.0)) for t in ctx.topics.topics]
             if name == CROWD_BASE:
                 labels = {c.id: c.label for c in result.clusters}
                 test_votes.append([(v.source_id, labels[v.cluster]) for v in result.votes if v.cluster is not None])
@@ -494,6 +508,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         calibration=ctx.calibration.as_dict() if ctx.calibration.fitted else {},
         ceilings=ceilings(corpus, tests),
         topic_cells=topic_cells,
+        topic_cells_answers=topic_reliability_cells(corpus, tests, ctx, embedder, voted_shares) if voted_shares else [],
         topics=topical.model.as_dict()["topics"] if topical and topical.model else [],  # type: ignore[arg-type]  # as_dict's topics: a list of dicts
     )
 
@@ -533,13 +548,19 @@ def wrong_record(
 
 
 def topic_reliability_cells(
-    corpus: Corpus, tests: Sequence[BenchQuestion], ctx: EngineContext, embedder: Embedder
+    corpus: Corpus,
+    tests: Sequence[BenchQuestion],
+    ctx: EngineContext,
+    embedder: Embedder,
+    shares: Mapping[str, Sequence[float]] | None = None,
 ) -> list[tuple[int, str, float, float]]:
     """(source id, true topic, estimated, true) per source and true topic: the mean over the test questions of that
     topic of the accuracy the product weighs the source with on each (its topics' blend,
     steps.topic_weights, or its one overall number), against the source's true reliability
-    on the topic. What ``reliability.topic_pearson`` correlates."""
-    from core.engine.steps.topic_weights import weigh_by_topic
+    on the topic. What ``reliability.topic_pearson`` correlates. ``shares``: per question id,
+    its membership in the run's topics as the vote read it (after the answers), in place of
+    its text's (``reliability.topic_pearson_answers``)."""
+    from core.engine.steps.topic_weights import weigh_by_share, weigh_by_topic
 
     by_topic: dict[str, list[BenchQuestion]] = {}
     for q in tests:
@@ -548,7 +569,8 @@ def topic_reliability_cells(
     for topic, questions in sorted(by_topic.items()):
         sums: dict[int, float] = {}
         for q in questions:
-            weighed, _record = weigh_by_topic(q.question, ctx)
+            share = shares.get(q.qid) if shares is not None else None
+            weighed, _record = weigh_by_topic(q.question, ctx) if share is None else weigh_by_share(ctx, share)
             for s in weighed:
                 sums[s.id] = sums.get(s.id, 0.0) + float(s.accuracy if s.accuracy is not None else 0.5)
         truth = {s.id: s.reliability_on(topic) for s in corpus.sources}

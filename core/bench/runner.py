@@ -68,6 +68,9 @@ def summarise(config: QAConfig, runs: Sequence[SeedRun]) -> dict[str, Any]:
             # Estimated against true reliability over source x (true) topic cells: what each
             # source is weighed with on a topic's questions (core.bench.qa.topic_reliability_cells)
             "topic_pearson": mean_ignoring_nan([r.topic_correlation["pearson"] for r in runs]),
+            # The same with each question's topics as ra-rag's vote read them (its text and its
+            # sources' answers); NaN when ra-rag was not run or the runs found no topics
+            "topic_pearson_answers": mean_ignoring_nan([r.topic_correlation_answers["pearson"] for r in runs]),
             "per_seed": [
                 {
                     "seed": r.seed,
