@@ -40,3 +40,11 @@ def test_it_counts_whitespace_tokens_as_cost() -> None:
     assert gen.backend == READER.name
     assert gen.prompt_tokens > 10
     assert gen.completion_tokens == len(gen.text.split())
+
+
+def test_a_sentence_initial_name_the_passage_also_capitalises_inside_a_sentence_is_a_name() -> None:
+    # "Paris" opens the sentence that answers; only a word capitalised by its position alone
+    # is doubted (it was "Eiffel Tower" here, the product's worker test found).
+    reader = READER
+    passage = "Paris is the capital of France. The Eiffel Tower stands in Paris on the Champ de Mars."
+    assert reader.answer("What is the capital of France?", [passage]) == "Paris"

@@ -231,6 +231,13 @@ def _head_noun(question: str) -> str | None:
     return None
 
 
+def _capitalised_inside(tokens: list[Token], word: str) -> bool:
+    """Whether ``word`` also occurs capitalised inside a sentence of the passage."""
+    return word[:1].isupper() and any(
+        t.text == word and i > 0 and tokens[i - 1].sentence == t.sentence for i, t in enumerate(tokens)
+    )
+
+
 def _prior(tokens: list[Token], cand: Candidate, q_terms: set[str], kind: str, head: str | None) -> float:
     """Answer-likeness of a candidate from its form and its immediate context."""
     factor = 1.0
@@ -246,8 +253,11 @@ def _prior(tokens: list[Token], cand: Candidate, q_terms: set[str], kind: str, h
     if before in COPULAS:
         factor *= 1.2  # answers tend to follow "is", "was", "namely:"
     sentence_initial = cand.start == 0 or tokens[cand.start - 1].sentence != span[0].sentence
-    if sentence_initial and len(span) == 1:
-        factor *= 0.3  # a lone sentence-initial word is capitalised by position
+    if sentence_initial and len(span) == 1 and not _capitalised_inside(tokens, span[0].text):
+        # A lone sentence-initial word is capitalised by position, unless the passage also
+        # capitalises it inside a sentence: a name ("Paris is the capital of France. The
+        # Eiffel Tower stands in Paris").
+        factor *= 0.3
     # Candidates that mostly repeat the question ("Kansas City Chiefs" for "who did the
     # chiefs play") are the topic, not the answer.
     content = [t for t in span if t.text.lower() not in STOPWORDS and is_word(t.text)]
