@@ -6,6 +6,7 @@ rightly rejected) called the run settled and resolved it below majority vote."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -75,16 +76,25 @@ SLICE = (
 )
 
 
-@pytest.mark.skipif(not GOLD.is_file(), reason="the shared Flights gold is not here")
-def test_the_two_feeds_flights_slice_is_unsettled_and_one_check_reaches_the_oracle() -> None:
+def flights_slice(
+    name: str, sites: tuple[str, ...]
+) -> tuple[ClaimSet, list[tuple[str, Item, str]], Callable[[dict[Item, str]], float]]:
+    """The Flights claims of ``sites``, as rows for resolve_claims, and the share of the slice's
+    gold items a resolution gets right."""
     full = load_claims("flights", Path(GOLD).parents[1])
-    claims = ClaimSet("two feeds", [c for c in full.claims if c.source in SLICE], full.gold)
+    claims = ClaimSet(name, [c for c in full.claims if c.source in sites], full.gold)
     rows = [(c.source, c.task, c.value) for c in claims.claims]
     labelled = [t for t in claims.gold if t in set(claims.tasks)]
 
     def score(truths: dict[Item, str]) -> float:
         return sum(truths.get(t) == claims.gold[t] for t in labelled) / len(labelled)
 
+    return claims, rows, score
+
+
+@pytest.mark.skipif(not GOLD.is_file(), reason="the shared Flights gold is not here")
+def test_the_two_feeds_flights_slice_is_unsettled_and_one_check_reaches_the_oracle() -> None:
+    claims, rows, score = flights_slice("two feeds", SLICE)
     resolution = resolve_claims(rows, "accucopy")
     assert not resolution.identified  # was identified at 0.665 (majority vote 0.658)
     assert score(resolution.truths()) == score(majority_vote(claims).truths)
@@ -105,14 +115,7 @@ SLICE_B = (
 
 @pytest.mark.skipif(not GOLD.is_file(), reason="the shared Flights gold is not here")
 def test_a_slice_whose_accurate_pair_a_copied_feed_outvotes_is_unsettled_not_below_majority() -> None:
-    full = load_claims("flights", Path(GOLD).parents[1])
-    claims = ClaimSet("two feeds b", [c for c in full.claims if c.source in SLICE_B], full.gold)
-    rows = [(c.source, c.task, c.value) for c in claims.claims]
-    labelled = [t for t in claims.gold if t in set(claims.tasks)]
-
-    def score(truths: dict[Item, str]) -> float:
-        return sum(truths.get(t) == claims.gold[t] for t in labelled) / len(labelled)
-
+    claims, rows, score = flights_slice("two feeds b", SLICE_B)
     resolution = resolve_claims(rows, "accucopy")
     found = resolution.identification
     assert found is not None and not resolution.identified  # was identified at 0.673 (majority vote 0.681)
