@@ -121,6 +121,30 @@ def test_the_command_prints_a_short_summary_without_json(db, tmp_path):
     assert "claims of" in text and "load" in text
 
 
+@pytest.mark.skipif(not (FLIGHTS / "dirty.csv").is_file(), reason="the shared Flights data is not here")
+def test_a_curators_authority_fixes_the_items_it_lists_and_is_reported(db, tmp_path):
+    data_dir = flights_slice(tmp_path)
+    claims = load_claims("flights", data_dir)
+    site = "ua" if "ua" in claims.sources else "aa"
+    own = {c.task: c.value for c in claims.claims if c.source == site}
+    assert own  # the slice holds some of the airline's own listings
+    plain = truth_discovery("flights", "--data-dir", str(data_dir))
+    assert plain["authorities"] == []
+    report = truth_discovery("flights", "--data-dir", str(data_dir), "--authority", site)
+    assert report["authorities"] == [site]
+    run = EstimationRun.objects.get(pk=report["run_id"])
+    assert run.params["authorities"] == [Source.objects.get(name=site).pk]
+    resolved = {
+        (s, a): (v, c)
+        for s, a, v, c in ClaimResolution.objects.filter(run=run).values_list(
+            "subject", "attribute", "value", "confidence"
+        )
+    }
+    assert all(resolved[item] == (value, 1.0) for item, value in own.items())
+    with pytest.raises(CommandError, match="--authority: not a site"):
+        truth_discovery("flights", "--data-dir", str(data_dir), "--authority", "no-such-site")
+
+
 def test_a_missing_data_set_is_a_clear_error_and_stores_nothing(db, tmp_path):
     with pytest.raises(CommandError, match="No flights data at .*--data-dir"):
         call_command("truth_discovery", "flights", "--data-dir", str(tmp_path), "--json")

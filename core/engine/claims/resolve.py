@@ -19,12 +19,19 @@ compares values exactly: on Flights the feeds differ by a minute systematically 
 is one feed's exact time, so a minute's difference is the evidence that tells a copied feed
 from an accurate tracker (grouping before the estimate cost the demo's checked run 0.97 -> 0.70
 of the items, docs/claims.md "Tolerances").
+
+Authorities (optional, a curator's setting; docs/claims.md "Authorities"): sources a curator
+declares authoritative for what they list (an airline's own site for its flights, a registry
+for its records). An item that authorities claim, all with one value, and that no checked
+value fixes, is resolved to that value as a checked item is: it anchors the estimate
+(``authority_values``). Agreement alone never makes a source an authority; without the
+setting nothing changes.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
@@ -133,14 +140,19 @@ def resolve_claims(
     gold: Mapping[Item, str] | None = None,
     progress: Callable[[str], None] | None = None,
     tolerances: TolerancesOf | None = None,
+    authorities: Collection[S] = (),
 ) -> ClaimResolution[S]:
     """Resolve every item of ``claims`` (source, (subject, attribute), normalised value).
 
     ``gold`` fixes the truth of some items (the estimators' gold anchors); a gold value no
     source claims counts as "none of the values". A source claims an item at most once
     (the first claim counts). ``tolerances`` (attribute -> Tolerance, or a function of the
-    item): the values within it of the resolved value are that value (see the module)."""
+    item): the values within it of the resolved value are that value (see the module).
+    ``authorities``: sources whose value fixes an item as a checked value does, where they
+    all give one value and ``gold`` does not fix it (see the module)."""
     tolerance_of = _tolerance_of(tolerances)
+    if authorities:
+        gold = {**authority_values(claims, authorities), **(gold or {})}
     items, values, sources = value_codes(claims)
     row = {item: i for i, item in enumerate(items)}
     col = {s: j for j, s in enumerate(sources)}
@@ -223,6 +235,20 @@ def resolve_claims(
         checks=[items[q] for q in found.checks],
         contested=[items[q] for q in found.contested],
     )
+
+
+def authority_values(claims: Iterable[tuple[S, Item, str]], authorities: Collection[S]) -> dict[Item, str]:
+    """The items the authorities settle: those that authorities claim, every authority with the
+    same value (a source's first claim of an item counts, as in ``resolve_claims``); an item
+    they disagree on is left to the estimate."""
+    chosen = set(authorities)
+    seen: set[tuple[S, Item]] = set()
+    values: dict[Item, set[str]] = defaultdict(set)
+    for source, item, value in claims:
+        if source in chosen and (source, item) not in seen:
+            seen.add((source, item))
+            values[item].add(value)
+    return {item: next(iter(held)) for item, held in values.items() if len(held) == 1}
 
 
 def _grouped(supports: tuple[ValueSupport[S], ...], resolved: str, tolerance: Tolerance) -> tuple[ValueSupport[S], ...]:

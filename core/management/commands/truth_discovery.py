@@ -1,4 +1,4 @@
-"""python manage.py truth_discovery {flights,books} [--estimator NAME] [--data-dir DIR] [--json]
+"""python manage.py truth_discovery {flights,books} [--estimator NAME] [--data-dir DIR] [--authority SITE ...] [--json]
 
 Truth discovery through the product itself: load a public data set's file as claims with the
 product's claim loading (``sources.claim_loading.load_claims``, the data set's mapping from
@@ -8,6 +8,11 @@ stored and shows the run's progress, as a worker's would), then score the resolv
 against the gold file. The benchmark's truth-discovery path
 (``core.bench.truth_methods.estimator_truths``) reads the same file with the same mapping and
 resolves the same matrix, so both report the same accuracy.
+
+``--authority SITE`` (repeatable; a curator's setting, off by default): the named sites'
+values fix the items they agree on, as checked values do (``resolve_claims``'s
+``authorities``). The accuracy with authorities is a curator-assisted number, reported apart
+from the no-gold one; the report lists them (``authorities``).
 """
 
 from __future__ import annotations
@@ -135,6 +140,13 @@ class Command(BaseCommand):
             default=None,
             help="folder holding flights/ and books/ (default: BENCH_DATA_DIR, else ../shared/data)",
         )
+        parser.add_argument(
+            "--authority",
+            action="append",
+            default=[],
+            metavar="SITE",
+            help="a site whose values fix the items it lists (a curator's setting; repeatable; default none)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -159,9 +171,14 @@ class Command(BaseCommand):
         if len(source_ids) != len(names):
             raise CommandError(f"{len(names) - len(source_ids)} source(s) of the file were not stored by the load.")
         attributes = [a.name for a in mapping.attributes]
+        authorities: list[str] = sorted(set(opts["authority"]))
+        unknown = [a for a in authorities if a not in names]
+        if unknown:
+            raise CommandError(f"--authority: not a site of the {dataset} file: {', '.join(unknown)}")
+        authority_ids = list(Source.objects.filter(name__in=authorities).values_list("id", flat=True))
 
         started = time.perf_counter()
-        run = self.estimate(source_ids, attributes, opts["estimator"])
+        run = self.estimate(source_ids, attributes, opts["estimator"], authority_ids)
         estimate_seconds = time.perf_counter() - started
         items = set(
             Claim.objects.filter(source_id__in=source_ids, attribute__in=attributes)
@@ -185,6 +202,7 @@ class Command(BaseCommand):
             "load_seconds": round(load_seconds, 3),
             "estimate_seconds": round(estimate_seconds, 3),
             **verdict(run),
+            "authorities": authorities,
         }
         if opts["json"]:
             self.stdout.write(json.dumps(report, ensure_ascii=False))
@@ -219,11 +237,15 @@ class Command(BaseCommand):
             raise CommandError(f"Loading {name} as claims failed: {exc}") from None
         return result.as_dict()
 
-    def estimate(self, source_ids: list[int], attributes: list[str], estimator: str | None) -> EstimationRun:
+    def estimate(
+        self, source_ids: list[int], attributes: list[str], estimator: str | None, authorities: list[int] | None = None
+    ) -> EstimationRun:
         """Start the claim run and run its job here, to the end."""
         try:
             with jobs_run_here():
-                run = start_claim_run(source_ids=source_ids, estimator=estimator, attributes=attributes)
+                run = start_claim_run(
+                    source_ids=source_ids, estimator=estimator, attributes=attributes, authorities=authorities
+                )
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
         assert run.job_id is not None

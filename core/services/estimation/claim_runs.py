@@ -100,9 +100,14 @@ def start_claim_run(
     source_ids: list[int] | None = None,
     estimator: str | None = None,
     attributes: list[str] | None = None,
+    authorities: list[int] | None = None,
     user: Actor | None = None,
 ) -> EstimationRun:
     """Validate, store a claim-level run and its Job, enqueue ``tasks.claim_estimation``.
+
+    ``authorities`` (optional, a curator's setting): ids of the run's sources whose values fix
+    the items they agree on, as checked values do (``resolve_claims``'s ``authorities``;
+    stored in the run's ``authorities`` param). Each must be one of the run's sources.
 
     ``source_ids`` default: every active source that holds claims; ``estimator`` default: the
     RELIABILITY_ESTIMATOR setting; ``attributes`` default: every attribute. ValidationError
@@ -121,14 +126,21 @@ def start_claim_run(
         if missing:
             errors["attributes"] = f"No claim has the attribute(s): {', '.join(missing)}."
     chosen = _chosen_sources(source_ids, claims, errors) if "attributes" not in errors else []
+    chosen_authorities = list(dict.fromkeys(int(a) for a in authorities or []))
+    outside = [a for a in chosen_authorities if a not in set(chosen)]
+    if outside and not errors:
+        errors["authorities"] = f"Not a source of this run: {', '.join(map(str, outside))}."
     if errors:
         raise ValidationError(errors)
+    params: dict[str, object] = {"estimator": estimator, "attributes": chosen_attributes}
+    if chosen_authorities:
+        params["authorities"] = list(chosen_authorities)
     with transaction.atomic():
         _check_concurrency(user)
         run = EstimationRun.objects.create(
             kind=EstimationRun.Kind.CLAIMS,
             query_set=None,
-            params={"estimator": estimator, "attributes": chosen_attributes},
+            params=params,
             created_by=signed_in(user),
         )
         run.sources.set(chosen)
@@ -390,6 +402,7 @@ def run_claim_estimation(run: EstimationRun, progress: Progress | None = None) -
         gold=checked_values(run),
         progress=progress.log,
         tolerances=tolerances.get,
+        authorities={names[int(a)] for a in run.params.get("authorities") or [] if int(a) in names},
     )
     progress.set_progress(2, f"Storing {len(resolution.items)} resolved items")
     resolutions = _resolution_rows(run, resolution, ids)
