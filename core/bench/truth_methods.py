@@ -8,7 +8,10 @@ Every method maps a claim set to one value per task and one estimated accuracy p
   task by descending popularity (0 = most claimed value); that keeps DawidSkene's
   confusion matrices small (the raw value space has thousands of labels);
 - TruthFinder, the engine's :func:`core.engine.reliability.truthfinder.truthfinder` on the
-  claims themselves (it takes a value similarity: Jaccard of author sets for Books).
+  claims themselves (it takes a value similarity: Jaccard of author sets for Books);
+- LTM, the Latent Truth Model (Zhao et al., VLDB 2012; :mod:`core.bench.ltm`), a published
+  baseline: collapsed Gibbs sampling of every (item, value) fact's truth with each source's
+  sensitivity and false-positive rate; a source's accuracy is its sensitivity.
 A source's estimated accuracy is the method's own score where it has one (IWMV w_i,
 Wawa skill, TruthFinder t(w)); otherwise its agreement with the method's truths.
 """
@@ -21,12 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from core.bench.crowd import dawid_skene_probas, wawa_fit_predict
+from core.bench.ltm import ltm
 from core.bench.metrics import correlations
 from core.bench.truth import ClaimSet, Task, group_by_task
 from core.engine.claims.normalize import set_similarity
 from core.engine.reliability.truthfinder import exact_similarity, truthfinder
 
-TRUTH_METHODS = ("majority-vote", "iwmv", "dawid-skene", "wawa", "truthfinder", "onecoin", "accucopy")
+TRUTH_METHODS = ("majority-vote", "iwmv", "dawid-skene", "wawa", "truthfinder", "ltm", "onecoin", "accucopy")
 
 
 @dataclass
@@ -115,12 +119,18 @@ def truthfinder_truths(claims: ClaimSet) -> TruthOutput:
     return TruthOutput(result.truths, result.trust)
 
 
+def ltm_truths(claims: ClaimSet) -> TruthOutput:
+    result = ltm([(c.source, c.task, c.value) for c in claims.claims])
+    return TruthOutput(result.truths, result.sensitivity)
+
+
 METHODS: dict[str, Callable[[ClaimSet], TruthOutput]] = {
     "majority-vote": majority_vote,
     "iwmv": iwmv_truths,
     "dawid-skene": dawid_skene,
     "wawa": wawa,
     "truthfinder": truthfinder_truths,
+    "ltm": ltm_truths,
     "onecoin": lambda claims: estimator_truths(claims, "onecoin"),
     "accucopy": lambda claims: estimator_truths(claims, "accucopy"),
 }

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.bench.truth import Claim, ClaimSet, load_books, load_flights
-from core.bench.truth_methods import evaluate_truth_discovery, majority_vote, truthfinder_truths
+from core.bench.truth_methods import evaluate_truth_discovery, ltm_truths, majority_vote, truthfinder_truths
 from core.engine.claims.normalize import normalize_isbn as isbn10
 from core.engine.claims.normalize import normalize_name_list as normalize_authors
 from core.engine.claims.normalize import normalize_time, set_similarity
@@ -67,3 +67,20 @@ def test_iwmv_is_at_least_as_accurate_as_majority_vote_on_flights_and_books(data
         result = evaluate_truth_discovery(claims, methods=("majority-vote", "iwmv"))
         methods = result["methods"]
         assert methods["iwmv"]["accuracy"] >= methods["majority-vote"]["accuracy"]  # type: ignore[index]
+
+
+def test_ltm_trusts_the_sources_that_agree_with_the_rest_and_is_deterministic() -> None:
+    """LTM (Zhao et al., VLDB 2012): three sources agree on twenty items; a fourth gives its own
+    value on all of them and, on one more item, is alone against one of the three."""
+    rows: list[Claim] = []
+    for k in range(20):
+        task = (f"i{k}", "t")
+        rows += [Claim(s, task, f"v{k}") for s in ("s1", "s2", "s3")]
+        rows.append(Claim("bad", task, f"w{k}"))
+    rows += [Claim("s1", ("x", "t"), "right"), Claim("bad", ("x", "t"), "wrong")]
+    claims = ClaimSet("toy", rows, {})
+    first = ltm_truths(claims)
+    assert all(first.truths[(f"i{k}", "t")] == f"v{k}" for k in range(20))
+    assert first.truths[("x", "t")] == "right"
+    assert first.source_accuracy["s1"] > first.source_accuracy["bad"]
+    assert ltm_truths(claims).truths == first.truths
