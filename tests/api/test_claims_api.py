@@ -11,7 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from core.models import EstimationRun
+from core.models import ClaimResolution, EstimationRun
 from core.services.estimation import start_claim_run
 from sources.models import Claim
 from tasks.engine_tasks import claim_estimation
@@ -264,6 +264,26 @@ def test_a_curator_starts_a_claim_run_and_gets_202_with_its_job(as_curator, cura
     )
     assert body["run"]["kind"] == "claims" and sorted(body["run"]["sources"]) == sorted([aa.pk, ua.pk, orbitz.pk])
     assert body["job"] == run.job_id and response["Location"].endswith(f"/api/jobs/{run.job_id}/")
+
+
+def test_a_curator_may_declare_authorities_and_they_must_be_sources_of_the_run(as_curator):
+    world = claims_world()
+    aa, ua, orbitz = world["sources"]
+    response = as_curator.post(
+        "/api/claim-runs/", {"sources": [aa.pk, ua.pk], "authorities": [orbitz.pk]}, format="json"
+    )
+    assert response.status_code == 400 and "authorities" in error_of(response)["fields"]
+    assert not EstimationRun.objects.exists()
+    # orbitz alone says 07:30 against aa and ua's 07:16: declared an authority, its value holds.
+    response = as_curator.post(
+        "/api/claim-runs/", {"sources": [aa.pk, ua.pk, orbitz.pk], "authorities": [orbitz.pk]}, format="json"
+    )
+    assert response.status_code == 202, response.content
+    run = EstimationRun.objects.get(pk=response.json()["run"]["id"])
+    assert run.params["authorities"] == [orbitz.pk]
+    claim_estimation.apply(kwargs={"job_id": run.job_id})
+    resolved = ClaimResolution.objects.get(run=run, subject=FLIGHT, attribute="actual departure time")
+    assert (resolved.value, resolved.confidence) == ("07:30", 1.0)
 
 
 def test_a_claim_run_without_claims_or_with_bad_names_is_a_400(as_curator):

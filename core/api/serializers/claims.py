@@ -187,6 +187,15 @@ class StartClaimRunSerializer(StrictSerializer):
         max_length=200,
         help_text="Attributes to resolve; default: every attribute.",
     )
+    authorities = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=10000,
+        help_text=(
+            "Optional curator's setting: ids of the run's sources declared authoritative for what they list; "
+            "the items they agree on are fixed as checked items are. Default: none."
+        ),
+    )
 
 
 class ClaimRunAcceptedSerializer(serializers.Serializer[object]):

@@ -306,7 +306,9 @@ class ClaimRunView(ApiViewMixin, APIView):
         description=(
             "Resolves every (subject, attribute) of the chosen sources' claims (default: every active source with "
             "claims) to a value with confidence, and estimates the sources' reliability from their claims, as a "
-            "job: 202 with the run and its job. 400 when there are no claims, or on an unknown source or attribute."
+            "job: 202 with the run and its job. 400 when there are no claims, or on an unknown source or attribute. "
+            "Optional ``authorities``: sources a curator declares authoritative (their agreed values fix their items; "
+            "a number measured with them is not a no-gold one)."
         ),
         request=StartClaimRunSerializer,
         responses={
@@ -326,6 +328,7 @@ class ClaimRunView(ApiViewMixin, APIView):
                     source_ids=data.get("sources"),
                     estimator=data.get("estimator"),
                     attributes=data.get("attributes"),
+                    authorities=data.get("authorities"),
                     user=request.user,
                 )
         except TooManyRuns as exc:
