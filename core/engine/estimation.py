@@ -77,7 +77,8 @@ def answer_pairs(
             # left with none abstains without a generator call.
             passages[(q, s)] = on_topic(questions[q], hits.get(s, []), ctx.params.min_relevance, floor)
     generations = generate_read(
-        ctx.generator, [GenerationRequest(questions[q], [p.text for p in passages[(q, s)]]) for q, s in pairs]
+        ctx.generator,
+        [GenerationRequest(questions[q], [p.text for p in passages[(q, s)]], one_source=True) for q, s in pairs],
     )
     answered = [g for g in generations if g is not None]
     raw = [IDK if g is None else g.text for g in generations]

@@ -48,3 +48,21 @@ def test_a_sentence_initial_name_the_passage_also_capitalises_inside_a_sentence_
     reader = READER
     passage = "Paris is the capital of France. The Eiffel Tower stands in Paris on the Champ de Mars."
     assert reader.answer("What is the capital of France?", [passage]) == "Paris"
+
+
+def test_the_question_is_cut_into_words_as_its_passages_are() -> None:
+    # "2017–18" (an en dash) is the passage's "2017-18", and "F.C." one word, not "f" and "c":
+    # split apart, the question's words were too many for the passage to reach half of them.
+    question = (
+        "The 2017–18 Wigan Athletic F.C. season will be a year in which the team competes in the league cup "
+        "known as what for sponsorship reasons?"
+    )
+    passages = [
+        "In 2017-18, Wigan Athletic F.C. participated in the league cup with a new name due to sponsorship "
+        "reasons. The tournament was famously known as the Carabao Cup.",
+        "In 2017-18, Wigan Athletic F.C. remarkably competed in a league cup which, due to specific "
+        "sponsorship arrangements, was popularly referred to as the Carabao Cup.",
+    ]
+    assert READER.answer(question, passages) == "Carabao Cup"
+    # An en dash in the passages where the question has a hyphen matches too.
+    assert READER.answer(question.replace("–", "-"), [p.replace("-", "–") for p in passages]) == "Carabao Cup"

@@ -113,9 +113,41 @@ def test_the_reader_answers_where_the_model_did_not_and_says_so() -> None:
     assert out[0].prompt_tokens == 500  # the model's call still cost what it cost
     # The restated sentence gives its answer: still the model's.
     assert (out[1].text, out[1].backend) == ("nucleus", "recorded-model")
-    # The model's own abstention stands; a ready prompt is passed through untouched.
+    # The model's own abstention stands (one passage, nothing to read again); a ready prompt is
+    # passed through untouched.
     assert is_idk(out[2].text) and out[2].backend == "recorded-model"
     assert (out[3].text, out[3].backend) == ("Darrell", "recorded-model")
+
+
+WIGAN = (
+    "The 2017–18 Wigan Athletic F.C. season will be a year in which the team competes in the league cup "
+    "known as what for sponsorship reasons?"
+)
+# The demo's three passages for it (reference desk); the 0.5B said "I don't know" from them.
+WIGAN_PASSAGES = [
+    "In 2017-18, Wigan Athletic F.C. participated in a league cup. Due to sponsorship contracts, the "
+    "competition's title was the Carabao Cup, creating significant media attention.",
+    "In 2017-18, Wigan Athletic F.C. participated in the league cup with a new name due to sponsorship "
+    "reasons. The tournament was famously known as the Carabao Cup.",
+    "In 2017-18, Wigan Athletic F.C. remarkably competed in a league cup which, due to specific "
+    "sponsorship arrangements, was popularly referred to as the Carabao Cup.",
+]
+
+
+def test_an_abstention_gives_way_only_to_a_span_two_passages_hold() -> None:
+    model = Recorded({WIGAN: "I don't know"})
+    (out,) = GroundedGenerator(model).generate([GenerationRequest(WIGAN, WIGAN_PASSAGES)])
+    assert (out.text, out.backend) == ("Carabao Cup", "extractive (replacing recorded-model)")
+    # One passage holds it, the others are about something else: the abstention stands.
+    others = [DARRELL_PASSAGE, "The Premier League is England's top football division."]
+    (out,) = GroundedGenerator(model).generate([GenerationRequest(WIGAN, [WIGAN_PASSAGES[1], *others])])
+    assert is_idk(out.text) and out.backend == "recorded-model"
+    # A single passage, however clear, is one passage.
+    (out,) = GroundedGenerator(model).generate([GenerationRequest(WIGAN, WIGAN_PASSAGES[:1])])
+    assert is_idk(out.text)
+    # With unsupported="abstain" the reader never speaks, for an abstention either.
+    (out,) = GroundedGenerator(model, unsupported="abstain").generate([GenerationRequest(WIGAN, WIGAN_PASSAGES)])
+    assert is_idk(out.text) and out.backend == "recorded-model"
 
 
 def test_a_copied_passage_sentence_is_no_answer_and_unsupported_answers_may_abstain() -> None:
@@ -172,3 +204,36 @@ def test_a_kept_answer_is_given_in_its_passage_own_words() -> None:
     assert in_own_words(meter, "3.28084", ["No passage holds it."]) == "3.28084"
     stars = "how many death stars are there in star wars"
     assert in_own_words(stars, "2", ["There are 2 Death Stars in the original trilogy."]) == "2 Death Stars"
+
+
+CONFESSIONS = (
+    'What is the name of the singer who\'s song was released as the lead single from the album "Confessions", '
+    "and that had popular song stuck behind for eight consecutive weeks?"
+)
+# The demo's reference desk: three passages naming Usher, one of them ending with a Justin.
+CONFESSIONS_PASSAGES = [
+    "Usher, renowned pop singer, released a chart-topping hit, which turned out to be the lead single from his "
+    'album "Confessions". It remained unbeaten on charts for eight consecutive weeks.',
+    'Usher released the lead single from the album "Confessions". Remarkably, the popular song was stuck at the '
+    "number two spot for eight consecutive weeks. Justin's song gained immense fame.",
+    'Usher, a famous singer, released a lead single from his album "Confessions". His popular song remained at '
+    "the top for eight consecutive weeks, demonstrating his undeniable talent.",
+]
+
+
+def test_a_sources_answer_is_what_most_of_its_passages_say() -> None:
+    model = Recorded({CONFESSIONS: "Justin"})
+    (out,) = GroundedGenerator(model).generate([GenerationRequest(CONFESSIONS, CONFESSIONS_PASSAGES, one_source=True)])
+    assert (out.text, out.backend) == ("Usher", "extractive (replacing recorded-model)")
+    # Pooled passages (several sources', vanilla RAG): a passage majority is a source majority,
+    # so the model's answer stands; and with unsupported="abstain" the reader never speaks.
+    pooled = GroundedGenerator(model).generate([GenerationRequest(CONFESSIONS, CONFESSIONS_PASSAGES)])
+    assert pooled[0].text == "Justin"
+    (out,) = GroundedGenerator(model, unsupported="abstain").generate(
+        [GenerationRequest(CONFESSIONS, CONFESSIONS_PASSAGES, one_source=True)]
+    )
+    assert out.text == "Justin"
+    # An answer two of the passages hold stands, whatever the reader would say.
+    model = Recorded({CONFESSIONS: "Usher"})
+    (out,) = GroundedGenerator(model).generate([GenerationRequest(CONFESSIONS, CONFESSIONS_PASSAGES, one_source=True)])
+    assert (out.text, out.backend) == ("Usher", "recorded-model")

@@ -119,7 +119,8 @@ def answer_sources(
     floor = subject_floor((p for found in passages.values() for p in found), min_relevance)
     passages = {s.id: on_topic(question, passages.get(s.id, []), min_relevance, floor) for s in sources}
     generations = generate_read(
-        ctx.generator, [GenerationRequest(question, [p.text for p in passages[s.id]]) for s in sources]
+        ctx.generator,
+        [GenerationRequest(question, [p.text for p in passages[s.id]], one_source=True) for s in sources],
     )
     record(stats, [g for g in generations if g is not None])
     raw = [IDK if g is None else g.text for g in generations]

@@ -43,8 +43,9 @@ def inputs_digest(run: EstimationRun, question: str, source_digest: str) -> str:
     prompt = hashlib.sha256(f"{SYSTEM}\x1f{ANSWER_HEAD}".encode()).hexdigest()
     # The relevance rule and the grounding of a local model's answers change responses too
     # (issue 36): responses made under other settings, or before them, are not reused (v3: the
-    # relevance floor and the passage wording of answers).
-    rules = f"min_relevance={run.params.get('min_relevance')};grounding={settings.ANSWER_GROUNDING};v3"
+    # relevance floor and the passage wording of answers; v4: abstentions read again and a
+    # source's answer held to what most of its passages say).
+    rules = f"min_relevance={run.params.get('min_relevance')};grounding={settings.ANSWER_GROUNDING};v4"
     parts = [run.backend, prompt, str(run.params.get("k")), str(run.params.get("tau")), rules, question, source_digest]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 

@@ -55,6 +55,9 @@ class GenerationRequest:
     # The most tokens this request may write (None: the backend's setting, LLM_MAX_NEW_TOKENS).
     # Prompts that ask for passages or a consolidation need more than a short answer does.
     max_tokens: int | None = None
+    # The passages are one source's (RA-RAG's per-source reading), not a pool of several
+    # sources' (vanilla RAG): what most of them say is that source's answer.
+    one_source: bool = False
 
 
 MAX_REQUEST_TOKENS = 1024  # no request may ask for more, whatever it says

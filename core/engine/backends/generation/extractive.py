@@ -95,7 +95,8 @@ class ExtractiveReader:
         return out
 
     def answer(self, question: str, passages: Sequence[str]) -> str:
-        q_stems = {loose_stem(w) for w in re.findall(r"[\w'’\-]+", question)} - STOPWORD_STEMS
+        # The question's words cut as the passages' are ("F.C.", "2017–18" are one word each).
+        q_stems = {t.stem for t in tokenize(question) if t.text[0].isalnum()} - STOPWORD_STEMS
         q_terms = {t for t in q_stems if t and t not in STOPWORDS}
         if not q_terms or not passages:
             return IDK

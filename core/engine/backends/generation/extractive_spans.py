@@ -19,7 +19,8 @@ from core.engine.backends.generation.extractive_words import (
 from core.engine.lexical import NUMBER_WORDS, STOPWORDS
 from core.engine.text import normalize_answer
 
-_TOKEN = re.compile(r"\d+(?::\d+)+|\d+/\d+|\$?[\w][\w'’\-.,&]*[\w%]|\$?\w%?|[^\w\s]")
+# A word may hold hyphens, en dashes ("2017–18"), apostrophes, dots ("F.C."), commas and "&".
+_TOKEN = re.compile(r"\d+(?::\d+)+|\d+/\d+|\$?[\w][\w'’\-–.,&]*[\w%]|\$?\w%?|[^\w\s]")
 _DATE = re.compile(
     rf"\b(?:(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
     rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTHS})\.?,?\s+\d{{4}}"
@@ -41,7 +42,7 @@ _ABBREVIATION = re.compile(r"^(?:[A-Z]|[A-Z]\.[A-Z]|Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|vs|
 def loose_stem(word: str) -> str:
     """Folds inflections for matching question words ("recorded" ~ "record"). Memoised: a
     reader call stems every token of its passages, and words repeat across passages."""
-    word = word.lower().replace("’", "'")
+    word = word.lower().replace("’", "'").replace("–", "-")  # "2017–18" is "2017-18"
     if word.endswith("'s"):
         word = word[:-2]
     if word in NUMBER_WORDS:

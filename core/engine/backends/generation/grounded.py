@@ -12,9 +12,22 @@ something else, and on the demo these were the reading losses (docs/benchmarks.m
 
 Each such answer is replaced by what the extractive reader finds in the same passages (a
 span, so grounded by construction, or "I don't know"). A well-formed answer whose words are
-in the passages is kept, and so is the model's own "I don't know": a model that abstains is
-not overruled. Requests with a ready prompt (Astute RAG's, CrEst's) are passed through: their
-strategies parse the model's text themselves.
+in the passages is kept, with two exceptions, each needing at least
+``SECOND_READING_PASSAGES`` passages to hold the reader's span:
+
+- passages that are one source's (``one_source``), of which only one holds the model's
+  answer: a source's answer is what most of its passages say (three passages on Usher's
+  "Confessions", one ending "Justin's song gained immense fame", and the model said
+  "Justin"). Pooled passages of several sources (vanilla RAG) are not held to this: there the
+  majority of passages is the majority of sources, which is what misinformation wins;
+- the model's own "I don't know" (the 0.5B abstained on "the league cup known as what for
+  sponsorship reasons?" from three passages that each name the Carabao Cup). Passages
+  retrieved for another subject seldom agree on a span, so a question nobody's passages
+  answer stays unanswered.
+
+With ``unsupported="abstain"`` the reader never speaks: neither exception applies. Requests
+with a ready prompt (Astute RAG's, CrEst's) are passed through: their strategies parse the
+model's text themselves.
 
 Each Generation says which backend wrote it (``backend``), so an answer the reader gave is
 never shown as the model's.
@@ -109,6 +122,16 @@ def in_passages(answer: str, passages: Sequence[str]) -> bool:
     """Whether one passage holds every content word of ``answer``."""
     words = content_set(answer)
     return not words or any(words <= content_set(text) for text in passages)
+
+
+# A model's "I don't know" gives way to the reader's span only when this many passages hold it.
+SECOND_READING_PASSAGES = 2
+
+
+def held_by(answer: str, passages: Sequence[str]) -> int:
+    """How many of ``passages`` hold every content word of ``answer`` (0 for no words)."""
+    words = content_set(answer)
+    return sum(words <= content_set(text) for text in passages) if words else 0
 
 
 def is_sentence(answer: str) -> bool:
@@ -226,17 +249,56 @@ class GroundedGenerator:
                     out[i] = Generation(
                         worded, generation.backend, generation.prompt_tokens, generation.completion_tokens
                     )
-        if redo:
-            spans = self.reader.generate([requests[i] for i in redo])
-            for i, span in zip(redo, spans, strict=True):
-                model = out[i]
-                # The reader's span is held to the same rule ("supernatural" for a question
-                # about a "supernatrual drama series" is no answer either).
-                text = IDK if why_replaced(requests[i].question, span.text, requests[i].passages) else span.text
+        # A source's kept answer that only one of its passages holds gives way to the reader's
+        # span where more of them hold that (module docstring).
+        lone = [
+            i
+            for i, (request, generation) in enumerate(zip(requests, out, strict=True))
+            if i not in redo
+            and self.unsupported == "reader"
+            and request.one_source
+            and request.prompt is None
+            and len(request.passages) >= SECOND_READING_PASSAGES
+            and not is_idk(generation.text)
+            and generation.text.strip().strip(".!").lower() not in YES_NO
+            and held_by(generation.text, request.passages) < SECOND_READING_PASSAGES
+        ]
+        if lone:
+            for i, span in zip(lone, self.reader.generate([requests[i] for i in lone]), strict=True):
+                model, request = out[i], requests[i]
+                if (
+                    is_idk(span.text)
+                    or why_replaced(request.question, span.text, request.passages)
+                    or held_by(span.text, request.passages) <= max(1, held_by(model.text, request.passages))
+                ):
+                    continue  # the model's answer stands
                 out[i] = Generation(
-                    text,
+                    span.text,
                     f"{self.reader.name} (replacing {self.model.name})",
                     model.prompt_tokens,
                     model.completion_tokens,
                 )
+        # The model's abstentions, read a second time (module docstring).
+        second = [
+            i
+            for i, (request, generation) in enumerate(zip(requests, out, strict=True))
+            if self.unsupported == "reader"
+            and request.prompt is None
+            and len(request.passages) >= SECOND_READING_PASSAGES
+            and is_idk(generation.text)
+        ]
+        spans = self.reader.generate([requests[i] for i in redo + second]) if redo or second else []
+        for i, span in zip(redo + second, spans, strict=True):
+            model, request = out[i], requests[i]
+            # The reader's span is held to the same rule ("supernatural" for a question
+            # about a "supernatrual drama series" is no answer either).
+            text = IDK if why_replaced(request.question, span.text, request.passages) else span.text
+            if i in second and (is_idk(text) or held_by(text, request.passages) < SECOND_READING_PASSAGES):
+                continue  # the model's "I don't know" stands
+            out[i] = Generation(
+                text,
+                f"{self.reader.name} (replacing {self.model.name})",
+                model.prompt_tokens,
+                model.completion_tokens,
+            )
         return out
