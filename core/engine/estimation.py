@@ -17,7 +17,7 @@ import numpy as np
 from core.engine.backends.generation.base import GenerationRequest
 from core.engine.backends.nli import NLI
 from core.engine.reliability import DEFAULT_ESTIMATOR, GOLD_NONE, Prior, ReliabilityResult, get_estimator, to_matrix
-from core.engine.reliability.base import LabelMatrix
+from core.engine.reliability.base import MISSING, LabelMatrix
 from core.engine.reliability.identify import equalise, identify
 from core.engine.reliability.topical import TopicalReliability, topical_reliability
 from core.engine.steps.alignment import align_many, support_texts
@@ -224,14 +224,25 @@ def estimate_topics(
     """Find the queries' topics (their text, or a curator's tags) and estimate every source
     on each; None when the queries form one topic.
 
-    The topics come from the text alone, not from where the sources' answers differ: topics
-    cut where some source happened to disagree are then "found" to differ in that source's
-    reliability, by construction (measured: clustering on the answers as well gave sources
-    whose reliability does not vary by topic differences of 0.4 between topics, and cost 2.6
-    points against one reliability per source on PoisonedRAG's beta prior)."""
+    The topics are cut from the text alone (the queries' embeddings, or their character
+    n-grams), not from where the sources' answers differ: topics cut where some source
+    happened to disagree are then "found" to differ in that source's reliability, by
+    construction (measured: clustering on the answers as well gave sources whose reliability
+    does not vary by topic differences of 0.4 between topics, and cost 2.6 points against one
+    reliability per source on PoisonedRAG's beta prior). The answers only choose among the
+    text's splits: the one whose per-topic accuracies best predict, on held-out queries
+    placed by their text, which sources agree with the estimated answers
+    (core.engine.topics.held_out_fit), and none unless it beats one accuracy per source."""
     if len(topics.vectors) != len(questions):
         raise ValueError("one vector per query")
-    fit = find_topics(questions, topics.vectors, topics.tags)
+    truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)
+    for q, label in (gold or {}).items():
+        truth[q] = label
+    answered = (votes >= 0) & (truth[:, None] >= 0)
+    agree = (votes == truth[:, None]) & answered
+    fit = find_topics(
+        questions, topics.vectors, topics.tags, agreement=(agree.astype(np.float64), answered.astype(np.float64))
+    )
     model = match_topics(fit.model, topics.previous)
     if len(model.topics) < 2:
         return None

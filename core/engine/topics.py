@@ -5,12 +5,18 @@ a sports desk about results); per-topic reliability (core.engine.reliability.top
 the questions grouped into a handful of topics a person can read. This module:
 
 - **finds** them (`find_topics`): a curator's tags where most queries carry one, else
-  spherical k-means over the queries' embeddings, the number of topics chosen by silhouette
-  (one topic when no split is clearly better than none);
+  spherical k-means over the queries' text, in two views: their embeddings and their
+  character n-grams (`lexical_vectors`: the words' letters, which tell apart kinds of
+  question a sentence embedding maps together). With the run's answers at hand, the split
+  kept is the one (view and number of topics) whose per-topic accuracies best predict, on
+  held-out queries placed by their text, which sources agree with the estimated answers
+  (`held_out_fit`), and none unless it beats one accuracy per source; without them, the
+  embedding's split with the best silhouette (one topic when no split is clearly better);
 - **names** each from its queries: the words most particular to it (`topic_name`);
 - **assigns** a question softly (`TopicModel.membership`): a softmax of its cosine to each
-  topic's centroid, with a temperature fitted so the discovery queries sit about
-  TARGET_CONFIDENCE in their own topic (a question between two topics is weighed by both);
+  topic's centroid (in the view the topics were found in), with a temperature fitted so the
+  discovery queries sit about TARGET_CONFIDENCE in their own topic (a question between two
+  topics is weighed by both);
 - keeps them **stable across runs** (`match_topics`): a new run's topic takes the key and
   name of the earlier topic whose centroid it is closest to (cosine at least MATCH_COSINE),
   so a curator's rename survives re-estimation.
@@ -21,9 +27,10 @@ The module is pure numpy; no database, no model (the caller encodes the texts).
 from __future__ import annotations
 
 import re
+import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +50,11 @@ MIN_SILHOUETTE = 0.04
 TARGET_CONFIDENCE = 0.8  # mean membership of a discovery query in its own topic
 MATCH_COSINE = 0.8  # a new topic keeps an earlier topic's key and name at this centroid cosine
 KMEANS_RESTARTS = 4
+# Choosing by the answers (`_find_by_answers`) compares a dozen splits, each the best of this
+# many k-means restarts (the lexical view's clusters are less round than the embedding's: 4
+# restarts left PoisonedRAG's question kinds mixed more often; measured: topic Pearson 0.70
+# against 0.73 with 10 at 4 topic-hammer adversaries, seeds 0-4, no control split).
+ANSWERS_RESTARTS = 10
 KMEANS_ITERATIONS = 50
 MIN_TAGGED_SHARE = 0.8  # tags define the topics when at least this share of queries carry one
 
@@ -68,6 +80,9 @@ class Topic:
     # Unit vectors of sub-groups of its queries (a topic need not be one round cloud: the
     # questions of one source's bad subject can read several ways); empty: the centroid alone.
     prototypes: tuple[tuple[float, ...], ...] = ()
+    # Its queries' mean in the lexical view (`lexical_vectors`), where the model assigns by
+    # the words' letters; empty: the embedding alone.
+    lexical: tuple[float, ...] = ()
 
     def points(self) -> tuple[tuple[float, ...], ...]:
         return self.prototypes or (self.centroid,)
@@ -80,6 +95,12 @@ class TopicModel:
     topics: list[Topic]
     temperature: float = 0.05
     source: str = "clusters"  # "clusters", "tags" or "single"
+    # "embedding": a question is assigned by its embedding; "lexical": by its character
+    # n-grams (`lexical_vectors`, weighted by ``idf``), when its text is at hand and every
+    # topic has its lexical centroid (else by the embedding).
+    view: str = "embedding"
+    idf: tuple[float, ...] = ()
+    lexical_temperature: float = 0.05
 
     @property
     def keys(self) -> list[str]:
@@ -88,22 +109,39 @@ class TopicModel:
     def centroids(self) -> FloatMatrix:
         return np.array([t.centroid for t in self.topics], dtype=np.float64).reshape(len(self.topics), -1)
 
+    @property
+    def lexical(self) -> bool:
+        """Whether a question's text assigns it (the lexical view, complete)."""
+        return self.view == "lexical" and bool(self.idf) and all(len(t.lexical) == len(self.idf) for t in self.topics)
+
     def membership(
         self,
         vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]] | Sequence[npt.NDArray[np.floating[Any]]],
+        texts: Sequence[str] | None = None,
     ) -> FloatMatrix:
         """Per vector, a distribution over the topics (rows sum to 1): a softmax over the
         topics of each one's closest prototype (a topic with more prototypes gets no more
-        weight for it)."""
+        weight for it). In the lexical view, with ``texts`` (one per vector): a softmax of
+        each text's cosine to the topics' lexical centroids."""
         matrix = _unit(np.asarray(vectors, dtype=np.float64).reshape(len(vectors), -1))
         if len(self.topics) <= 1:
             return np.ones((matrix.shape[0], len(self.topics)))
+        if texts is not None and self.lexical and len(texts) == matrix.shape[0]:
+            words_view = lexical_vectors(texts, np.array(self.idf, dtype=np.float64))
+            centroids = _unit(np.array([t.lexical for t in self.topics], dtype=np.float64))
+            return _softmax(words_view @ centroids.T / max(self.lexical_temperature, 1e-6))
         return _softmax(_closest(matrix, self.topics) / max(self.temperature, 1e-6))
 
     def as_dict(self) -> JSONObject:
+        lexical: JSONObject = (
+            {"view": self.view, "idf": [round(x, 4) for x in self.idf], "lexical_temperature": self.lexical_temperature}
+            if self.view != "embedding"
+            else {}
+        )
         return {
             "source": self.source,
             "temperature": self.temperature,
+            **lexical,
             "topics": [
                 {
                     "key": t.key,
@@ -111,6 +149,7 @@ class TopicModel:
                     "size": t.size,
                     "centroid": [round(x, 6) for x in t.centroid],
                     "prototypes": [[round(x, 6) for x in p] for p in t.prototypes],
+                    **({"lexical": [round(x, 5) for x in t.lexical]} if t.lexical else {}),
                 }
                 for t in self.topics
             ],
@@ -125,10 +164,18 @@ class TopicModel:
                 tuple(float(x) for x in t["centroid"]),
                 int(t.get("size", 0)),
                 tuple(tuple(float(x) for x in p) for p in t.get("prototypes", [])),
+                tuple(float(x) for x in t.get("lexical", [])),
             )
             for t in data.get("topics", [])  # type: ignore[attr-defined]  # stored by as_dict: a list of dicts
         ]
-        return cls(topics, float(data.get("temperature", 0.05)), str(data.get("source", "clusters")))  # type: ignore[arg-type]  # as_dict wrote a float
+        return cls(
+            topics,
+            float(data.get("temperature", 0.05)),  # type: ignore[arg-type]  # as_dict wrote a float
+            str(data.get("source", "clusters")),
+            str(data.get("view", "embedding")),
+            tuple(float(x) for x in data.get("idf", [])),  # type: ignore[attr-defined]  # as_dict wrote a list
+            float(data.get("lexical_temperature", 0.05)),  # type: ignore[arg-type]  # as_dict wrote a float
+        )
 
 
 @dataclass
@@ -138,7 +185,9 @@ class TopicFit:
     model: TopicModel
     labels: list[int]
     silhouette: float = 0.0
-    tried: dict[int, float] = field(default_factory=dict)  # k -> silhouette
+    # k -> silhouette; or, chosen by the answers, the held-out gain over one topic less its
+    # cost (k: the embedding's split, -k: the lexical view's)
+    tried: dict[int, float] = field(default_factory=dict)
 
 
 def _unit(matrix: FloatMatrix) -> FloatMatrix:
@@ -166,12 +215,14 @@ def _softmax(scores: FloatMatrix) -> FloatMatrix:
     return out
 
 
-def spherical_kmeans(vectors: FloatMatrix, k: int, seed: int = 0) -> tuple[npt.NDArray[np.int64], FloatMatrix]:
+def spherical_kmeans(
+    vectors: FloatMatrix, k: int, seed: int = 0, restarts: int = KMEANS_RESTARTS
+) -> tuple[npt.NDArray[np.int64], FloatMatrix]:
     """k-means on the unit sphere (cosine), k-means++ seeding, the best of a few restarts."""
     rng = np.random.default_rng(seed)
     n = vectors.shape[0]
     best: tuple[float, npt.NDArray[np.int64], FloatMatrix] | None = None
-    for _ in range(KMEANS_RESTARTS):
+    for _ in range(restarts):
         centres = [vectors[int(rng.integers(n))]]
         for _c in range(1, k):
             distance = np.clip(1.0 - (vectors @ np.array(centres).T).max(axis=1), 0.0, None)
@@ -240,8 +291,12 @@ def fit_temperature(vectors: FloatMatrix, topics: Sequence[Topic], labels: npt.N
     """The softmax temperature at which the discovery queries' membership in their own topic
     is TARGET_CONFIDENCE on average, each topic counting equally (a small topic's queries are
     not drowned by a large one's; bisection on a log scale)."""
-    scores = _closest(vectors, topics)
-    groups = [labels == t for t in range(len(topics)) if (labels == t).any()]
+    return _temperature(_closest(vectors, topics), labels)
+
+
+def _temperature(scores: FloatMatrix, labels: npt.NDArray[np.int64]) -> float:
+    """fit_temperature on queries x topics cosines."""
+    groups = [labels == t for t in range(scores.shape[1]) if (labels == t).any()]
     low, high = 1e-3, 1.0
     for _ in range(40):
         mid = float(np.sqrt(low * high))
@@ -252,6 +307,91 @@ def fit_temperature(vectors: FloatMatrix, topics: Sequence[Topic], labels: npt.N
         else:
             high = mid
     return float(np.sqrt(low * high))
+
+
+# The lexical view: a text as its character n-grams (1 to 3 letters, within words padded by
+# a space, case kept), hashed into LEXICAL_DIM buckets, sublinear counts times an idf fitted
+# on the discovery queries, unit length. Questions of one kind share spellings and forms
+# (names, "how many", capitalised titles) that a sentence embedding, trained to ignore them,
+# does not separate.
+LEXICAL_DIM = 2048
+LEXICAL_NGRAMS = (1, 2, 3)
+
+
+def _ngram_counts(text: str) -> dict[int, float]:
+    counts: dict[int, float] = {}
+    for word in text.split():
+        padded = f" {word} "
+        for n in LEXICAL_NGRAMS:
+            for i in range(len(padded) - n + 1):
+                bucket = zlib.crc32(padded[i : i + n].encode()) % LEXICAL_DIM
+                counts[bucket] = counts.get(bucket, 0.0) + 1.0
+    return counts
+
+
+def _lexical_counts(texts: Sequence[str]) -> FloatMatrix:
+    out = np.zeros((len(texts), LEXICAL_DIM), dtype=np.float64)
+    for i, text in enumerate(texts):
+        for bucket, count in _ngram_counts(text).items():
+            out[i, bucket] = 1.0 + np.log(count)
+    return out
+
+
+def lexical_idf(texts: Sequence[str]) -> FloatMatrix:
+    """Smoothed inverse document frequency of each bucket over ``texts``."""
+    df = (_lexical_counts(texts) > 0).sum(axis=0)
+    idf: FloatMatrix = np.log((1.0 + len(texts)) / (1.0 + df)) + 1.0
+    return idf
+
+
+def lexical_vectors(texts: Sequence[str], idf: FloatMatrix) -> FloatMatrix:
+    """texts x LEXICAL_DIM unit vectors of the lexical view."""
+    return _unit(_lexical_counts(texts) * idf[None, :])
+
+
+# Choosing the topics by the answers they explain (`find_topics` with ``agreement``): a split
+# is worth making when, on queries it has not seen, the per-topic accuracies of the rest of
+# the queries, applied through each held-out query's topics as its text places it, predict
+# which sources agree with the estimated answer better than one accuracy per source does.
+CV_FOLDS = 5
+CV_STRENGTH = 4.0  # pseudo-answers pulling a fold's cell toward the source's pooled rate
+# The split must beat one accuracy per source by this many nats of held-out log-likelihood
+# (on about 500 held-out answers), after paying TOPIC_COST nats for each topic beyond the
+# first: the best of a dozen splits cut by chance gains up to about 9 nats with 5 or 6
+# topics (measured on PoisonedRAG's adversary-hammer and beta priors, where reliability does
+# not vary by topic), and a split that follows a real difference gains 7 to 20 with 3.
+CV_MARGIN = 2.0
+TOPIC_COST = 2.0
+
+
+def held_out_fit(
+    space: FloatMatrix, labels: npt.NDArray[np.int64], temperature: float, agree: FloatMatrix, answered: FloatMatrix
+) -> float:
+    """Held-out Bernoulli log-likelihood of the queries x sources ``agree`` (on ``answered``
+    cells) under a labelling of the queries (one topic: ``labels`` all 0), each held-out
+    query placed by the softmax, at ``temperature``, of its cosine in ``space`` (unit rows:
+    its text) to the other folds' topic centroids; cells from the other folds."""
+    n = agree.shape[0]
+    k = int(labels.max()) + 1 if len(labels) else 1
+    total = 0.0
+    for fold in range(CV_FOLDS):
+        test = np.arange(fold, n, CV_FOLDS)
+        train = np.setdiff1d(np.arange(n), test)
+        hits, seen = agree[train] * answered[train], answered[train]
+        pooled = np.divide(
+            hits.sum(axis=0), seen.sum(axis=0), out=np.full(agree.shape[1], 0.5), where=seen.sum(axis=0) > 0
+        )
+        if k == 1:
+            p = np.tile(pooled, (len(test), 1))
+        else:
+            onehot = np.eye(k)[labels[train]]
+            cells = (onehot.T @ hits + CV_STRENGTH * pooled) / (onehot.T @ seen + CV_STRENGTH)
+            centroids = _unit(onehot.T @ space[train])
+            p = _softmax(space[test] @ centroids.T / max(temperature, 1e-6)) @ cells
+        p = np.clip(p, 0.02, 0.98)
+        a, m = agree[test], answered[test]
+        total += float((m * (a * np.log(p) + (1 - a) * np.log(1 - p))).sum())
+    return total
 
 
 PROTOTYPE_QUERIES = 6  # a topic gets one prototype per this many of its queries ...
@@ -265,9 +405,12 @@ def find_topics(
     *,
     max_topics: int = MAX_TOPICS,
     seed: int = 0,
+    agreement: tuple[FloatMatrix, FloatMatrix] | None = None,
 ) -> TopicFit:
     """Topics of ``texts`` (encoded as ``vectors``): the tags when at least MIN_TAGGED_SHARE
-    of them carry one (and there are two or more), else clusters chosen by silhouette; a
+    of them carry one (and there are two or more), else clusters: chosen by the answers they
+    explain where ``agreement`` is given (queries x sources: whether each source agreed with
+    the estimated answer, and whether it answered; `_find_by_answers`), else by silhouette; a
     single topic when neither splits them."""
     matrix = _unit(np.asarray(vectors, dtype=np.float64).reshape(len(texts), -1))
     n = len(texts)
@@ -282,8 +425,10 @@ def find_topics(
             [index[t] if t else int((matrix[i] @ centroids.T).argmax()) for i, t in enumerate(tagged)], dtype=np.int64
         )
         return _fit(texts, matrix, labels, source="tags", names=distinct, seed=seed)
-    space = matrix
     floor = max(MIN_TOPIC_QUERIES, int(np.ceil(MIN_TOPIC_SHARE * n)))
+    if agreement is not None:
+        return _find_by_answers(texts, matrix, agreement, max_topics=max_topics, floor=floor, seed=seed)
+    space = matrix
     tried: dict[int, float] = {}
     best: tuple[float, npt.NDArray[np.int64]] | None = None
     for k in range(2, min(max_topics, n // floor) + 1):
@@ -295,10 +440,69 @@ def find_topics(
         if score >= MIN_SILHOUETTE and (best is None or score > best[0]):
             best = (score, labels)
     if best is None:
-        single = Topic("t1", "all questions", tuple(float(x) for x in _unit(matrix.sum(axis=0)[None, :])[0]), n)
-        return TopicFit(TopicModel([single], source="single"), [0] * n, 0.0, tried)
+        return _single(matrix, tried)
     fit = _fit(texts, matrix, best[1], source="clusters", seed=seed)
     fit.silhouette, fit.tried = best[0], tried
+    return fit
+
+
+def _single(matrix: FloatMatrix, tried: dict[int, float]) -> TopicFit:
+    n = matrix.shape[0]
+    single = Topic("t1", "all questions", tuple(float(x) for x in _unit(matrix.sum(axis=0)[None, :])[0]), n)
+    return TopicFit(TopicModel([single], source="single"), [0] * n, 0.0, tried)
+
+
+def _find_by_answers(
+    texts: Sequence[str],
+    matrix: FloatMatrix,
+    agreement: tuple[FloatMatrix, FloatMatrix],
+    *,
+    max_topics: int,
+    floor: int,
+    seed: int,
+) -> TopicFit:
+    """Topics chosen by the answers they explain: k-means in the embedding and in the lexical
+    view, k from 2 to ``max_topics``, each split scored by `held_out_fit`; the best kept when
+    it beats one topic by CV_MARGIN, else one topic. The clusters come from the text alone;
+    the answers only choose among them (cutting topics where sources happened to disagree
+    would find them different by construction)."""
+    n = matrix.shape[0]
+    agree, answered = (np.asarray(a, dtype=np.float64) for a in agreement)
+    idf = lexical_idf(texts)
+    views = {"embedding": matrix, "lexical": lexical_vectors(texts, idf)}
+    baseline = held_out_fit(matrix, np.zeros(n, dtype=np.int64), 1.0, agree, answered)
+    tried: dict[int, float] = {}
+    best: tuple[float, str, npt.NDArray[np.int64]] | None = None
+    for name, space in views.items():
+        for k in range(2, min(max_topics, n // floor) + 1):
+            labels, centroids = spherical_kmeans(space, k, seed, ANSWERS_RESTARTS)
+            if np.bincount(labels, minlength=k).min() < floor:
+                continue
+            temperature = _temperature(space @ centroids.T, labels)
+            score = held_out_fit(space, labels, temperature, agree, answered) - baseline - TOPIC_COST * (k - 1)
+            tried[k if name == "embedding" else -k] = round(score, 3)
+            if best is None or score > best[0]:
+                best = (score, name, labels)
+    if best is None or best[0] < CV_MARGIN:
+        return _single(matrix, tried)
+    score, name, labels = best
+    fit = _fit(texts, matrix, labels, source="clusters", seed=seed)
+    fit.tried = tried
+    if name == "lexical":
+        space = views["lexical"]
+        ordered = np.array(fit.labels, dtype=np.int64)
+        centroids = _unit(np.eye(len(fit.model.topics))[ordered].T @ space)
+        topics = [
+            replace(t, lexical=tuple(float(x) for x in c)) for t, c in zip(fit.model.topics, centroids, strict=True)
+        ]
+        fit.model = TopicModel(
+            topics,
+            fit.model.temperature,
+            fit.model.source,
+            view="lexical",
+            idf=tuple(float(x) for x in idf),
+            lexical_temperature=_temperature(space @ centroids.T, ordered),
+        )
     return fit
 
 
@@ -360,10 +564,10 @@ def match_topics(new: TopicModel, old: TopicModel | None) -> TopicModel:
     for i, topic in enumerate(new.topics):
         if i in taken_new:
             earlier = old.topics[taken_new[i]]
-            topics.append(Topic(earlier.key, earlier.name, topic.centroid, topic.size, topic.prototypes))
+            topics.append(replace(topic, key=earlier.key, name=earlier.name))
             continue
         while f"t{counter}" in used:
             counter += 1
         used.add(f"t{counter}")
-        topics.append(Topic(f"t{counter}", topic.name, topic.centroid, topic.size, topic.prototypes))
-    return TopicModel(topics, new.temperature, new.source)
+        topics.append(replace(topic, key=f"t{counter}"))
+    return replace(new, topics=topics)

@@ -3,6 +3,7 @@ and a curator's renames and merges (core.engine.topics, core.engine.reliability.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TypedDict
 
 from django.db import transaction
@@ -186,9 +187,14 @@ def merge_topics(run: EstimationRun, keep: str, into_it: str) -> None:
         a, b = by_key[keep], by_key[into_it]
         size = a.size + b.size
         centroid = tuple((a.size * x + b.size * y) / max(size, 1) for x, y in zip(a.centroid, b.centroid, strict=True))
-        merged = Topic(a.key, a.name, centroid, size, a.points() + b.points())
+        lexical = (
+            tuple((a.size * x + b.size * y) / max(size, 1) for x, y in zip(a.lexical, b.lexical, strict=True))
+            if len(a.lexical) == len(b.lexical)
+            else ()
+        )
+        merged = Topic(a.key, a.name, centroid, size, a.points() + b.points(), lexical)
         topics = [merged if t.key == keep else t for t in model.topics if t.key != into_it]
-        locked.topics["model"] = TopicModel(topics, model.temperature, model.source).as_dict()
+        locked.topics["model"] = replace(model, topics=topics).as_dict()
         for sid, cells in locked.topics.get("cells", {}).items():
             first = next(c for c in cells if c["key"] == keep)
             second = next(c for c in cells if c["key"] == into_it)

@@ -3,6 +3,8 @@ and answering that weighs a source by the question's topic."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from core.engine.backends.generation import ExtractiveReader
@@ -14,7 +16,7 @@ from core.engine.reliability.identify import proposed_checks
 from core.engine.reliability.topical import topical_reliability
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import EngineContext, get_strategy
-from core.engine.topics import TopicModel, find_topics, match_topics
+from core.engine.topics import LEXICAL_DIM, TopicModel, find_topics, lexical_idf, lexical_vectors, match_topics
 from core.engine.types import SourceInfo
 from tests.fakes import HashEmbedder
 
@@ -184,3 +186,61 @@ def test_a_topic_settled_only_by_outnumbering_still_gets_the_checks() -> None:
     topical = topical_reliability(labels, result, membership, ["a", "b"])
     assert topical.unsettled() == [] and topical.outnumbered() == [1]
     assert topical.checks() and set(topical.checks()) <= set(range(20, 40))
+
+
+def _agreement(right_on_sport: float, right_on_music: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """SPORT + MUSIC queries x 6 sources: whether each agreed with the estimated answer.
+    Source 0 agrees on a sport query with probability ``right_on_sport``, on a music one with
+    ``right_on_music``; sources 1-5 agree 90% of the time; every source answers every query."""
+    rng = np.random.default_rng(seed)
+    agree = (rng.random((40, 6)) < 0.9).astype(np.float64)
+    agree[:20, 0] = rng.random(20) < right_on_sport
+    agree[20:, 0] = rng.random(20) < right_on_music
+    return agree, np.ones((40, 6))
+
+
+def test_topics_are_chosen_by_the_answers_they_explain() -> None:
+    embedder = HashEmbedder()
+    texts = SPORT + MUSIC
+    vectors = embedder.encode(texts)
+    # Source 0 is right on sport and wrong on music: the split the text offers explains it.
+    fit = find_topics(texts, vectors, agreement=_agreement(0.95, 0.05))
+    assert len(fit.model.topics) >= 2
+    assert not set(fit.labels[:20]) & set(fit.labels[20:])  # sport and music never share a topic
+    share = fit.model.membership(embedder.encode([SPORT[3]]), [SPORT[3]])[0]
+    assert share[fit.labels[3]] > 0.5
+    # The same texts with no source whose accuracy differs between them: one topic (one
+    # reliability per source), whatever split the text offers.
+    for seed in range(3):
+        assert len(find_topics(texts, vectors, agreement=_agreement(0.6, 0.6, seed)).model.topics) == 1
+
+
+def test_the_lexical_view_assigns_by_the_words_letters_and_survives_storage_and_matching() -> None:
+    embedder = HashEmbedder()
+    texts = SPORT + MUSIC
+    idf = lexical_idf(texts)
+    space = lexical_vectors(texts, idf)
+    assert space.shape == (40, LEXICAL_DIM) and np.allclose(np.linalg.norm(space, axis=1), 1.0)
+    fit = find_topics(texts, embedder.encode(texts))
+    sport = fit.labels[0]
+    centroids = [tuple(float(x) for x in space[np.array(fit.labels) == t].mean(axis=0)) for t in range(2)]
+    model = TopicModel(
+        [replace(t, lexical=centroids[i]) for i, t in enumerate(fit.model.topics)],
+        fit.model.temperature,
+        view="lexical",
+        idf=tuple(float(x) for x in idf),
+        lexical_temperature=0.05,
+    )
+    assert model.lexical
+    question = "which team won the 2021 football cup final match"
+    # A vector that says music, a text that says sport: the lexical view reads the text.
+    music_vector = embedder.encode([MUSIC[0]])
+    assert model.membership(music_vector, [question])[0][sport] > 0.5
+    assert model.membership(music_vector)[0][sport] < 0.5  # no text: the embedding decides
+    stored = TopicModel.from_dict(model.as_dict())
+    assert stored.view == "lexical" and stored.lexical
+    assert np.allclose(
+        stored.membership(music_vector, [question]), model.membership(music_vector, [question]), atol=1e-3
+    )
+    again = match_topics(stored, model)
+    assert again.view == "lexical" and again.lexical and again.keys == model.keys

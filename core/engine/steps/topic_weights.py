@@ -50,13 +50,16 @@ def weigh_by_topic(
     encoded here)."""
     if not topics_apply(ctx):
         return list(ctx.sources), None
-    return weigh_by_share(ctx, topic_share(ctx, ctx.embedder.encode([question])[0] if vector is None else vector))
+    return weigh_by_share(
+        ctx, topic_share(ctx, ctx.embedder.encode([question])[0] if vector is None else vector, question)
+    )
 
 
-def topic_share(ctx: EngineContext, vector: Vector) -> list[float]:
-    """The question's membership in the run's topics, from its embedding (its text)."""
+def topic_share(ctx: EngineContext, vector: Vector, question: str | None = None) -> list[float]:
+    """The question's membership in the run's topics, from its text: its embedding, or its
+    words' letters where the topics were found in that view (TopicModel.membership)."""
     assert ctx.topics is not None
-    return [float(x) for x in ctx.topics.membership([vector])[0]]
+    return [float(x) for x in ctx.topics.membership([vector], None if question is None else [question])[0]]
 
 
 def answer_share(

@@ -112,7 +112,7 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
         text_share: list[float] | None = None
         if self.estimated and self.topical and topics_apply(ctx):
             vector = ctx.embedder.encode([question])[0]  # once: the topics and every search read it
-            text_share = topic_share(ctx, vector)
+            text_share = topic_share(ctx, vector, question)
             sources, text_record = weigh_by_share(ctx, text_share)
             ctx = replace(ctx, sources=sources)
             trace["topic"] = text_record
