@@ -237,3 +237,16 @@ def test_a_sources_answer_is_what_most_of_its_passages_say() -> None:
     model = Recorded({CONFESSIONS: "Usher"})
     (out,) = GroundedGenerator(model).generate([GenerationRequest(CONFESSIONS, CONFESSIONS_PASSAGES, one_source=True)])
     assert (out.text, out.backend) == ("Usher", "recorded-model")
+    # An answer of no content words cannot be counted among the passages: it stands ("S" for
+    # "atlantic ocean's shape is similar to which english alphabet", PoisonedRAG, was lost to
+    # the reader's "letter").
+    atlantic = "atlantic ocean's shape is similar to which english alphabet"
+    letters = [
+        "The Atlantic Ocean is shaped like the letter S.",
+        "On a map the Atlantic Ocean has the shape of the letter S.",
+        "The Atlantic's outline resembles the letter S, winding between the continents.",
+    ]
+    (out,) = GroundedGenerator(Recorded({atlantic: "S"})).generate(
+        [GenerationRequest(atlantic, letters, one_source=True)]
+    )
+    assert (out.text, out.backend) == ("S", "recorded-model")

@@ -261,6 +261,8 @@ class GroundedGenerator:
             and len(request.passages) >= SECOND_READING_PASSAGES
             and not is_idk(generation.text)
             and generation.text.strip().strip(".!").lower() not in YES_NO
+            # an answer of no content words ("S" for "which letter") cannot be counted
+            and content_set(generation.text)
             and held_by(generation.text, request.passages) < SECOND_READING_PASSAGES
         ]
         if lone:
