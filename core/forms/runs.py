@@ -86,12 +86,28 @@ class RunStartForm(forms.Form):
 
 
 class ClaimRunForm(forms.Form):
-    """A claim-level run over every active source that holds claims: only the estimator is chosen."""
+    """A claim-level run over every active source that holds claims: the estimator, and
+    optionally the sources a curator declares authorities for what they list (ids; the service
+    refuses one that is not a source of the run)."""
 
     estimator = forms.CharField(required=False)
+    authorities = forms.TypedMultipleChoiceField(
+        required=False,
+        coerce=int,
+        error_messages={"invalid_choice": "Choose authorities among the sources listed."},
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Any id is accepted here; whether it is one of the run's sources is the service's call.
+        offered = self.data.getlist("authorities") if hasattr(self.data, "getlist") else []
+        self.fields["authorities"].choices = [(v, v) for v in offered if str(v).strip().isdigit()]  # type: ignore[attr-defined]  # a ChoiceField
 
     def estimator_name(self) -> str | None:
         return str(self.cleaned_data.get("estimator") or "").strip() or None
+
+    def authority_ids(self) -> list[int]:
+        return [int(a) for a in self.cleaned_data.get("authorities") or []]
 
 
 class RunCheckForm(forms.Form):

@@ -54,6 +54,11 @@ def start_form_context(form: dict[str, Any] | None = None, errors: Errors | None
         # A run asks the sources' documents: sources that hold only claims have nothing to answer from.
         "all_sources": Source.objects.filter(active=True, chunk_count__gt=0).only("id", "name").order_by("name"),
         "claim_count": Claim.objects.count(),
+        # The sources a claims run covers, offered as authorities (optional, a curator's setting).
+        "claim_sources": Source.objects.filter(active=True, claims__isnull=False)
+        .distinct()
+        .only("id", "name")
+        .order_by("name"),
         "form": {"params": form_defaults(), "sources": [], **(form or {})},
         "default_estimator": settings.RELIABILITY_ESTIMATOR,
         "estimators": available_estimators(),
@@ -107,16 +112,21 @@ def run_start(request: HtmxHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def run_start_claims(request: HtmxHttpRequest) -> HttpResponse:
     """Start a claim-level run over every active source that holds claims (the run list's
-    second form); what is wrong comes back as a message on the run list."""
+    second form), with the authorities the curator chose (stored in the run's params); what is
+    wrong comes back as a message on the run list."""
     if request.method == "GET":
         return redirect(reverse("run-list") + "?start=1#start-claims-run")
     form = ClaimRunForm(request.POST)
-    form.is_valid()  # one optional text field: always valid
     try:
-        run = estimation.start_claim_run(estimator=form.estimator_name(), user=request.user)
+        if not form.is_valid():  # an authority that is not a source id
+            raise ValidationError({field: list(errors) for field, errors in form.errors.items()})
+        run = estimation.start_claim_run(
+            estimator=form.estimator_name(), authorities=form.authority_ids() or None, user=request.user
+        )
     except ValidationError as exc:
         details = exc.message_dict if hasattr(exc, "error_dict") else {"claims": exc.messages}
-        for problem in (m for msgs in details.values() for m in msgs):
-            messages.error(request, problem)
+        for field, msgs in details.items():
+            for problem in msgs:
+                messages.error(request, f"Authorities: {problem}" if field == "authorities" else problem)
         return redirect(reverse("run-list") + "?start=1#start-claims-run")
     return redirect("run-detail", pk=run.pk)
