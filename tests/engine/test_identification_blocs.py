@@ -166,7 +166,10 @@ def test_a_site_leaning_to_the_trackers_is_no_voice_against_them(seed: int) -> N
     found = resolution.identification
     assert found is not None and not resolution.identified
     names = sorted(resolution.sources)
-    assert [[names[j] for j in bloc] for bloc in found.unsettled_blocs] == [list(TRACKERS)]
+    groups = [[names[j] for j in bloc] for bloc in found.unsettled_blocs]
+    # The trackers first; the copies of the feed the estimate rests on may be named too (the
+    # listing examined as the side that may be wrong).
+    assert groups[0] == list(TRACKERS) and all(g == [f"feed-r{k}" for k in range(3)] for g in groups[1:])
     assert resolution.truths() == plurality(claims)
     first = resolution.checks[0]
     settled = resolve_claims(claims, "accucopy", gold={first: truth[first]})

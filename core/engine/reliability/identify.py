@@ -42,6 +42,19 @@ This module finds that situation and what would settle it:
 4. **Checks that settle it** (active gold): the contested queries, those answered by the
    most sources of both groups first (one reference answer there scores every member of
    both groups at once); the unsettled blocs' checks first, a few of each in turn.
+5. **The listing the estimate rests on.** A group of mirrors whose listing the estimate
+   mirrors is never a dissent bloc (the estimate rejects none of its answers), so steps 1-3
+   never ask whether *it* is the wrong side; the other blocs' verdicts can then all be
+   "settled" by sources that echo its common errors (AccuCopy on full Flights, at some
+   settings of its copy model: five sites publishing one feed rated 0.997, the accurate
+   trackers the bloc, outnumbered). So each such listing is examined as the side that may be
+   wrong: where the other sources (mirrors once) most often give another answer than the
+   listing the estimate follows, the sources giving that answer are counted as independent
+   voices only across the estimate's own dependence (mirrors or sharing rejected answers: one
+   voice), which can only merge voices and so favours the estimate; when they still reach
+   MIN_SIDE_UNITS and OUTNUMBER times the listing's voices (it and those leaning to it), and
+   no checked answer sides with the listing, the estimate is not identified, the listing is
+   an unsettled group and its disputed queries are checks (after the unsettled blocs').
 
 A run that is not identified must not amplify its winning group: `equalise` gives every
 source one reliability and one equal vote (a majority vote), so the product never does worse
@@ -217,7 +230,7 @@ def identify(
     # outvotes disagrees with the estimate on a quarter of its items).
     dependent = (same_rejected >= MIN_SHARED) & ((share >= SHARED_SHARE) | (mirrors & (share >= MIRROR_SHARED_SHARE)))
     blocs = sorted((c for c in _components(dependent) if len(c) >= 2), key=len, reverse=True)
-    if not blocs:
+    if not blocs and not mirrors.any():
         return Identification(True, "No group of sources shares answers that the estimate rejects.")
     settling = (
         {int(q) for q, label in gold.items() if int(label) >= 0}
@@ -232,7 +245,23 @@ def identify(
         verdicts.append(
             _examine(labels, truth, bloc, stories[k], checked, (both, same), mirrors, resting, checks=checks)
         )
-    unsettled = [v for v in verdicts if not v.identified]
+    # The listing the estimate rests on is examined as the side that may be wrong: the estimate
+    # rejects none of its answers, so it is never a dissent bloc (on full Flights, at some settings
+    # of AccuCopy's copy model, the estimate follows one copied feed and the accurate trackers are
+    # the bloc, outnumbered by sites that echo the feed's common errors). Only a verdict that
+    # leaves it unsettled counts: it adds that listing as an unsettled group, its checks after
+    # the unsettled blocs' (an identified verdict changes nothing the run reports).
+    linked = dependent | mirrors
+    listings = [
+        _examine_resting(labels, truth, group, linked, mirrors, settling, checked, (both, same), checks=checks)
+        for group in _components(mirrors)
+        if resting[group[0]]
+    ]
+    disputed = [v for v in listings if not v.identified]
+    if not verdicts and not disputed:
+        return Identification(True, "No group of sources shares answers that the estimate rejects.")
+    split = [v for v in verdicts if not v.identified]
+    unsettled = split + disputed
     if not unsettled:
         found = next((v for v in verdicts if v.dissent_bloc), verdicts[0])
     else:
@@ -241,20 +270,140 @@ def identify(
             found = replace(
                 found,
                 reason=found.reason
-                + f" ({len(unsettled)} groups of sources each share answers the estimate rejects; each is unsettled.)",
+                + (
+                    f" ({len(unsettled)} groups of sources are unsettled.)"
+                    if disputed
+                    else f" ({len(unsettled)} groups of sources each share answers the estimate rejects; each is unsettled.)"
+                ),
             )
-    # The unsettled blocs' checks first (a few on each), then those of the blocs settled only by
-    # outnumbering, then the others'.
+    # The unsettled blocs' checks first (a few on each), then the disputed listings', then those of
+    # the blocs settled only by outnumbering, then the others'.
     settled = [v for v in verdicts if v.identified]
-    ordered = _interleave([v.checks for v in unsettled])
-    for group in ([v for v in settled if v.outnumbered], [v for v in settled if not v.outnumbered]):
+    ordered = _interleave([v.checks for v in split])
+    for group in (disputed, [v for v in settled if v.outnumbered], [v for v in settled if not v.outnumbered]):
         ordered += [q for q in _interleave([v.checks for v in group]) if q not in ordered]
     return replace(
         found,
-        contested=sorted({q for v in verdicts for q in v.contested}),
+        contested=sorted({q for v in verdicts + disputed for q in v.contested}),
         checks=ordered[: max(checks, 0)],
         unsettled_blocs=[v.dissent_bloc for v in unsettled],
     )
+
+
+def _examine_resting(
+    labels: LabelMatrix,
+    truth: npt.NDArray[np.int64],
+    group: list[int],
+    linked: npt.NDArray[np.bool_],
+    mirrors: npt.NDArray[np.bool_],
+    settling: set[int],
+    checked: list[int],
+    pairs: tuple[FloatArray, FloatArray],
+    *,
+    checks: int,
+) -> Identification:
+    """The verdict on a group of mirrors whose listing the estimate mirrors, taken as the side
+    that may be wrong. Its disputed queries: those where the estimate gives the group's answer
+    and the other sources, mirrors counted once, most often give another. The voices against it
+    are the sources that mostly give that other answer there, counted as independent only across
+    the estimate's own dependence (mirrors, or sharing answers it rejects: one voice); when at
+    least MIN_SIDE_UNITS of them outnumber the group and those leaning to it OUTNUMBER to one,
+    the estimate follows one listing against agreement, and only checks can settle it."""
+    both, same = pairs
+    n_sources = labels.shape[1]
+    in_group = np.zeros(n_sources, dtype=bool)
+    in_group[group] = True
+    unit = _unit_of(linked)
+    mirror_unit = _unit_of(mirrors)
+    other: dict[int, int] = {}
+    for q in range(labels.shape[0]):
+        if truth[q] == MISSING or q in settling:
+            continue
+        row = labels[q]
+        given = row[group]
+        given = given[given != MISSING]
+        if not len(given) or int(np.bincount(given).argmax()) != truth[q]:
+            continue
+        counts: dict[int, set[int]] = {}
+        for j in np.flatnonzero(~in_group & (row != MISSING)):
+            counts.setdefault(int(row[j]), set()).add(mirror_unit[int(j)])
+        if not counts:
+            continue
+        best = max(counts, key=lambda a: (len(counts[a]), -a))
+        if best != truth[q] and len(counts[best]) > len(counts.get(int(truth[q]), ())):
+            other[q] = best
+    if not other and not checked:
+        return Identification(True, "No other answer is given by more sources where the estimate follows one listing.")
+    voices: dict[int, list[int]] = {}  # unit -> each answering member: 1 against, -1 leaning to it, 0
+    leaning: list[int] = list(group)
+    against: list[int] = []
+    for j in np.flatnonzero(~in_group):
+        answered = [q for q in other if labels[q, j] != MISSING]
+        if not answered:
+            continue
+        with_group = sum(1 for q in answered if labels[q, j] == truth[q])
+        with_other = sum(1 for q in answered if labels[q, j] == other[q])
+        says = (
+            1 if 2 * with_group < len(answered) and with_other > with_group else (-1 if with_group > with_other else 0)
+        )
+        voices.setdefault(unit[int(j)], []).append(says)
+        if says > 0:
+            against.append(int(j))
+        elif says < 0:
+            leaning.append(int(j))
+    group_units = {unit[j] for j in group} | {u for u, says in voices.items() if 2 * says.count(-1) > len(says)}
+    against_units = {u for u, says in voices.items() if u not in group_units and 2 * says.count(1) > len(says)}
+    contested = sorted(other)
+
+    def reach(q: int) -> tuple[int, int, int]:
+        row = labels[q]
+        a = int(sum(1 for j in group if row[j] == truth[q]))
+        b = int(sum(1 for j in against if row[j] == other[q]))
+        return (a + b, min(a, b), -q)
+
+    found = Identification(
+        True,
+        "",
+        estimate_side=sorted(leaning),
+        dissent_bloc=list(group),
+        contested=contested,
+        checks=sorted(contested, key=reach, reverse=True)[: max(checks, 0)],
+        agreement=(_mean_agreement(sorted(leaning), both, same), _mean_agreement(against, both, same)),
+    )
+    for_group, for_other = _gold_verdicts(labels, truth, set(checked), list(group), against)
+    found = replace(found, settled_by_gold=for_group + for_other)
+    if for_other >= for_group and for_other:
+        return replace(
+            found,
+            identified=False,
+            reason=f"Checked answers side against the listing the estimate follows on {for_other} of the queries "
+            f"where it is disputed ({for_group} with it). More checked answers on the disputed queries would settle it.",
+        )
+    if for_group:
+        return replace(
+            found,
+            reason=f"Checked answers side with the listing the estimate follows on {for_group} of "
+            "the queries where it is disputed.",
+        )
+    n_against, n_group = len(against_units), len(group_units)
+    if n_against >= MIN_SIDE_UNITS and n_against >= OUTNUMBER * n_group:
+        return replace(
+            found,
+            identified=False,
+            reason=f"The estimate follows the listing that a group of {len(group)} sources publishes as one, where "
+            f"{n_against} independent sources give another answer ({n_group} side with it): agreement does not "
+            "make that listing right. A few checked answers would settle it.",
+        )
+    return replace(found, reason="The listing the estimate follows is not disputed by enough independent sources.")
+
+
+def _unit_of(edges: npt.NDArray[np.bool_]) -> list[int]:
+    """Each source's independent voice: its connected component of ``edges`` (or itself)."""
+    out = list(range(edges.shape[0]))
+    for k, component in enumerate(_components(edges)):
+        for j in component:
+            out[j] = edges.shape[0] + k
+    return out
 
 
 def _resting(
