@@ -265,21 +265,6 @@ class GroundedGenerator:
             and content_set(generation.text)
             and held_by(generation.text, request.passages) < SECOND_READING_PASSAGES
         ]
-        if lone:
-            for i, span in zip(lone, self.reader.generate([requests[i] for i in lone]), strict=True):
-                model, request = out[i], requests[i]
-                if (
-                    is_idk(span.text)
-                    or why_replaced(request.question, span.text, request.passages)
-                    or held_by(span.text, request.passages) <= max(1, held_by(model.text, request.passages))
-                ):
-                    continue  # the model's answer stands
-                out[i] = Generation(
-                    span.text,
-                    f"{self.reader.name} (replacing {self.model.name})",
-                    model.prompt_tokens,
-                    model.completion_tokens,
-                )
         # The model's abstentions, read a second time (module docstring).
         second = [
             i
@@ -289,14 +274,19 @@ class GroundedGenerator:
             and len(request.passages) >= SECOND_READING_PASSAGES
             and is_idk(generation.text)
         ]
-        spans = self.reader.generate([requests[i] for i in redo + second]) if redo or second else []
-        for i, span in zip(redo + second, spans, strict=True):
+        # One reading serves the three groups (disjoint: redo holds answers with a reason,
+        # lone kept answers, second abstentions). The reader's span is held to the model's
+        # rule ("supernatural" for a question about a "supernatrual drama series" is no
+        # answer either); a lone answer or an abstention gives way only to a span that
+        # SECOND_READING_PASSAGES of the passages hold (more than hold a lone answer).
+        again = set(lone) | set(second)
+        batch = redo + lone + second
+        spans = self.reader.generate([requests[i] for i in batch]) if batch else []
+        for i, span in zip(batch, spans, strict=True):
             model, request = out[i], requests[i]
-            # The reader's span is held to the same rule ("supernatural" for a question
-            # about a "supernatrual drama series" is no answer either).
             text = IDK if why_replaced(request.question, span.text, request.passages) else span.text
-            if i in second and (is_idk(text) or held_by(text, request.passages) < SECOND_READING_PASSAGES):
-                continue  # the model's "I don't know" stands
+            if i in again and (is_idk(text) or held_by(text, request.passages) < SECOND_READING_PASSAGES):
+                continue  # the model's answer (or its "I don't know") stands
             out[i] = Generation(
                 text,
                 f"{self.reader.name} (replacing {self.model.name})",
