@@ -31,6 +31,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), which platform.processor() leaves empty on Linux."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--strategies", nargs="+", default=["ra-rag", "mv", "vanilla-rag"])
@@ -117,7 +128,13 @@ def main() -> None:
             "backend": items[0]["backend"] if items else "",
         }
     result = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "processor": platform.processor()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "processor": cpu_model(),
+            # The instruction set CTranslate2 was told to use (it picks the best one otherwise).
+            "ct2_isa": os.environ.get("CT2_FORCE_CPU_ISA", "auto"),
+        },
         "questions": len(asks),
         "summary": summary,
         "rows": rows,
