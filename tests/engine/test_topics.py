@@ -244,3 +244,43 @@ def test_the_lexical_view_assigns_by_the_words_letters_and_survives_storage_and_
     )
     again = match_topics(stored, model)
     assert again.view == "lexical" and again.lexical and again.keys == model.keys
+
+
+def test_checks_reach_a_topic_whose_bloc_outnumbers_the_honest_sources_there() -> None:
+    # 9 sources, 4 topics of 20 queries, a quarter of the answers missing; the truth is label 0.
+    # Colluders 0-2 give one wrong answer on topics A and B (the overall verdict's bloc,
+    # outnumbered by the six others); on topic D all six of 0-5 give it against three honest
+    # sources (6-8): there the bloc wins the estimate and the honest sources are the "bloc",
+    # outnumbered two to one. Overall the honest sources share too few rejected answers to
+    # form a bloc, so the overall verdict's checks are all on A and B; they must not take
+    # every check.
+    from core.engine.reliability import DEFAULT_ESTIMATOR
+    from core.engine.reliability.identify import equalise, identify
+
+    n = 20
+    labels = np.zeros((4 * n, 9), dtype=np.int64)
+    labels[: 2 * n, :3] = 1
+    labels[3 * n :, :6] = 1
+    labels[np.random.default_rng(0).random(labels.shape) < 0.25] = MISSING
+    membership = np.repeat(np.eye(4), n, axis=0)
+    estimator = get_estimator(DEFAULT_ESTIMATOR)
+
+    def run(gold: dict[int, int]):
+        result = estimator.estimate(labels, gold=gold or None)
+        result = equalise(result, identify(labels, result, gold=gold), scheme=estimator.weight_scheme)
+        topical = topical_reliability(
+            labels, result, membership, list("abcd"), scheme=estimator.weight_scheme, gold=gold
+        )
+        return replace(result, topical=topical)
+
+    before = run({})
+    assert before.identification is not None and before.identification.outnumbered
+    assert set(before.identification.checks) <= set(range(2 * n))
+    assert before.topical is not None and 3 in before.topical.outnumbered()
+    checks = proposed_checks(before, 5)
+    assert len(checks) == 5 and set(checks) & set(range(3 * n, 4 * n))
+    # Answered, they turn topic D to the honest sources.
+    after = run(dict.fromkeys(checks, 0))
+    assert after.topical is not None
+    assert after.topical.accuracy(3, 6) > after.topical.accuracy(3, 0) + 0.5
+    assert sum(after.topical.answers[q] == 0 for q in range(3 * n, 4 * n)) == n

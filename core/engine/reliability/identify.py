@@ -609,13 +609,28 @@ def proposed_checks(result: ReliabilityResult, n: int, *, exclude: Collection[in
     groups). Fewer, or none, when fewer queries are disputed: a check elsewhere settles
     nothing agreement has not (measured: five checks on the least certain queries of an
     identified estimate made it worse, 0.745 against 0.779 at one adversary of nine, since a
-    noisy query's reference often matches no answer and counts against every source)."""
+    noisy query's reference often matches no answer and counts against every source). With
+    topics, each topic's verdict proposes its disputed queries as the overall one does, and the
+    open verdicts take turns (see below)."""
     if n <= 0 or result.identification is None:
         return []
     skip = {int(q) for q in exclude}
     found = result.identification
-    # Then the disputed queries of topics that agreement does not settle (a bloc that is the
-    # majority on one topic only).
-    topical = result.topical.checks() if result.topical is not None else []
-    ordered = list(found.checks) + [q for q in topical if q not in found.checks]
-    return [q for q in ordered if q not in skip][:n]
+    topical = result.topical
+    topics = topical.identification if topical is not None else []
+    # Every open verdict, the overall one and each topic's, gets checks in turn: the first of
+    # each unsettled one, then of each settled only by outnumbering, then the seconds, ... (the
+    # overall verdict's other checks last). A bloc can be the larger side on one topic only:
+    # that topic's verdict is then "settled" by outnumbering, the wrong way, while the overall
+    # one is about other sources; with the overall verdict's checks ahead of every topic's, all
+    # of a run's checks went to topics already right (topic-hammer, 6 colluding, 5 checks, seed
+    # 4). One check on a disputed query scores every member of both groups at once, so a
+    # verdict's first check is worth more than another's second: with the unsettled verdicts'
+    # checks exhausted before any outnumbered one's, seed 6 got all five on one topic and their
+    # confirmations tipped the overall estimate (docs/benchmarks.md, 2026-11-28).
+    verdicts = [found, *(v for v in topics if v is not None)]
+    unsettled = [v for v in verdicts if not v.identified]
+    outnumbered = [v for v in verdicts if v.identified and v.outnumbered]
+    ordered = _interleave([[q for q in v.checks if q not in skip] for v in [*unsettled, *outnumbered]])
+    ordered += [q for q in found.checks if q not in skip and q not in ordered]
+    return ordered[:n]

@@ -18,12 +18,13 @@ drags the answers of that topic with its overall weight.
 
 Identification (core.engine.reliability.identify) is checked per topic as it is overall: a
 colluding bloc can be the majority on one topic only, and there only the bloc's size chose
-the answers. Such a topic's contested queries are proposed as checks first. It is not
-equalised: where a bloc is the larger side of one topic, a majority vote there follows the
-bloc too, and where the topic is merely small, equal votes threw away what the overall
-estimate settled (measured: three colluders of nine, 40 queries: 0.45 against majority
-vote's 0.425 with topics equalised, 0.65 without, as with one reliability per source). The
-overall estimate is still equalised when agreement does not identify it (identify.equalise).
+the answers. Such a topic's contested queries are proposed as checks, in turn with the
+overall verdict's and the other topics' (identify.proposed_checks). It is not equalised:
+where a bloc is the larger side of one topic, a majority vote there follows the bloc too,
+and where the topic is merely small, equal votes threw away what the overall estimate
+settled (measured: three colluders of nine, 40 queries: 0.45 against majority vote's 0.425
+with topics equalised, 0.65 without, as with one reliability per source). The overall
+estimate is still equalised when agreement does not identify it (identify.equalise).
 
 A question's membership can also read its sources' answers (`answer_posterior`, used at
 answer time by core.engine.steps.topic_weights): a question whose text sits between two
