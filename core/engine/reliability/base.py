@@ -170,14 +170,22 @@ class TopicalReliability:
         """The proposed checks of the unsettled topics, then of the topics settled only by
         outnumbering, interleaved (a few on each): a bloc can be the larger side on one topic
         only, and there agreement cannot tell it from the honest sources."""
-        lists = [
-            list(self.identification[t].checks)  # type: ignore[union-attr]  # both lists keep topics with a verdict
-            for t in [*self.unsettled(), *self.outnumbered()]
-        ]
-        out: list[int] = []
-        for rank in range(max((len(x) for x in lists), default=0)):
-            out += [x[rank] for x in lists if rank < len(x) and x[rank] not in out]
-        return out
+        return interleave(
+            [
+                list(self.identification[t].checks)  # type: ignore[union-attr]  # both lists keep topics with a verdict
+                for t in [*self.unsettled(), *self.outnumbered()]
+            ]
+        )
+
+
+def interleave(lists: list[list[int]]) -> list[int]:
+    """The first of each list, then the second of each, ..., without repeats."""
+    out: list[int] = []
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for x in lists:
+            if rank < len(x) and x[rank] not in out:
+                out.append(x[rank])
+    return out
 
 
 @dataclass(frozen=True)

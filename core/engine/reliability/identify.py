@@ -75,6 +75,7 @@ from core.engine.reliability.base import (
     LabelMatrix,
     ReliabilityResult,
     as_label_matrix,
+    interleave,
     interval_holding,
 )
 from core.engine.reliability.cells import AnswerCells, FloatArray
@@ -279,9 +280,9 @@ def identify(
     # The unsettled blocs' checks first (a few on each), then the disputed listings', then those of
     # the blocs settled only by outnumbering, then the others'.
     settled = [v for v in verdicts if v.identified]
-    ordered = _interleave([v.checks for v in split])
+    ordered = interleave([v.checks for v in split])
     for group in (disputed, [v for v in settled if v.outnumbered], [v for v in settled if not v.outnumbered]):
-        ordered += [q for q in _interleave([v.checks for v in group]) if q not in ordered]
+        ordered += [q for q in interleave([v.checks for v in group]) if q not in ordered]
     return replace(
         found,
         contested=sorted({q for v in verdicts + disputed for q in v.contested}),
@@ -421,16 +422,6 @@ def _resting(
             follows.append(bool(given.any()) and differ <= MIRROR_MAX_DIFFER * int(given.sum()))
         if all(follows):
             out[group] = True
-    return out
-
-
-def _interleave(lists: list[list[int]]) -> list[int]:
-    """The first of each list, then the second of each, ..., without repeats."""
-    out: list[int] = []
-    for rank in range(max((len(x) for x in lists), default=0)):
-        for x in lists:
-            if rank < len(x) and x[rank] not in out:
-                out.append(x[rank])
     return out
 
 
@@ -631,6 +622,6 @@ def proposed_checks(result: ReliabilityResult, n: int, *, exclude: Collection[in
     verdicts = [found, *(v for v in topics if v is not None)]
     unsettled = [v for v in verdicts if not v.identified]
     outnumbered = [v for v in verdicts if v.identified and v.outnumbered]
-    ordered = _interleave([[q for q in v.checks if q not in skip] for v in [*unsettled, *outnumbered]])
+    ordered = interleave([[q for q in v.checks if q not in skip] for v in [*unsettled, *outnumbered]])
     ordered += [q for q in found.checks if q not in skip and q not in ordered]
     return ordered[:n]
