@@ -128,6 +128,7 @@ class Identification:
             "agreement": [round(self.agreement[0], 4), round(self.agreement[1], 4)],
             "settled_by_gold": self.settled_by_gold,
             "unsettled_blocs": [cols(b) for b in self.unsettled_blocs],
+            "outnumbered": self.outnumbered,
         }
 
 

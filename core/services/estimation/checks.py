@@ -25,13 +25,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core.engine.claims.normalize import get_normalizer, normalize_text
-from core.engine.json_values import as_int, as_list
+from core.engine.json_values import as_int, as_list, as_object
 from core.engine.text import answer_contains_gold, is_idk
 from core.engine.types import JSONObject
 from core.models import ClaimResolution, EstimationRun, FactQuery, RunResponse, validate_question_bytes
 from core.services.estimation.claim_runs import checked_values, resume_claim_run
 from core.services.estimation.finish import usable_references
 from core.services.estimation.start import SUPERSEDED_MESSAGE, resume_estimation_run, superseded
+from core.services.topics import topic_choices
 from runtime.users import Actor
 from sources.models import Source
 
@@ -123,25 +124,23 @@ def identification_view(run: EstimationRun) -> dict[str, object] | None:
     options = _options(run, checks)
     gold = [int(q) for q in (run.gold_queries or [])]
     checked = FactQuery.objects.filter(pk__in=gold).only("pk", "question", "reference_answers").order_by("pk")
+    topics = topic_verdicts(run)
     return {
-        "identified": bool(stored.get("identified", True)),
-        "reason": str(stored.get("reason", "")),
-        "estimate_side": _names(_ids(stored, "estimate_side")),
-        "dissent_bloc": _names(_ids(stored, "dissent_bloc")),
-        "unsettled_blocs": unsettled_blocs(stored),
-        "agreement": stored.get("agreement", [0.0, 0.0]),
-        "disputed": len(as_list(stored.get("contested"))),
-        "settled_by_gold": as_int(stored.get("settled_by_gold", 0), "settled_by_gold"),
+        **_groups(stored),
         "checks": [
             {
                 "query_id": q,
                 "question": queries[q].question,
                 "references": usable_references(queries[q].reference_answers),
                 "answers": options.get(q, []),
+                # The topics whose open verdict proposed this query (none: the overall one's)
+                "topics": [t["name"] for t in topics if q in t["checks"]],
             }
             for q in checks
             if q in queries
         ],
+        "topics": topics,
+        "topics_unsettled": any(not t["identified"] for t in topics),
         # The queries whose reference answers this run's estimate used (its gold queries: checks
         # recorded here and references given before), with their reference answers as they
         # stand now; a proposed check that was answered leaves the proposals at the re-estimate
@@ -152,6 +151,48 @@ def identification_view(run: EstimationRun) -> dict[str, object] | None:
         ],
         "checked_total": checked.count(),
     }
+
+
+class TopicVerdict(TypedDict):
+    """One topic on which agreement leaves the estimate open: a group of sources outvoted there
+    (or, when ``identified``, outvoted only because the other side is larger)."""
+
+    key: str
+    name: str
+    identified: bool
+    reason: str
+    estimate_side: list[NamedSource]
+    dissent_bloc: list[NamedSource]
+    checks: list[int]
+
+
+def topic_verdicts(run: EstimationRun) -> list[TopicVerdict]:
+    """The topics of ``run`` whose own identification is open (stored under "topics" by
+    finish.stored_identification), each named as the run's topics are; a topic whose verdict
+    only repeats the overall one (the same two groups, settled the same way) is left out: the
+    overall verdict says it already."""
+    stored: JSONObject = run.identification or {}
+    names = dict(topic_choices(run))
+    overall = (set(_ids(stored, "estimate_side")), set(_ids(stored, "dissent_bloc")), stored.get("identified", True))
+    out: list[TopicVerdict] = []
+    for item in as_list(stored.get("topics")):
+        verdict = as_object(item)
+        key = str(verdict.get("key", ""))
+        groups = (set(_ids(verdict, "estimate_side")), set(_ids(verdict, "dissent_bloc")), verdict.get("identified"))
+        if groups == overall:
+            continue
+        out.append(
+            {
+                "key": key,
+                "name": names.get(key, key),
+                "identified": bool(verdict.get("identified", True)),
+                "reason": str(verdict.get("reason", "")),
+                "estimate_side": _names(_ids(verdict, "estimate_side")),
+                "dissent_bloc": _names(_ids(verdict, "dissent_bloc")),
+                "checks": _ids(verdict, "checks"),
+            }
+        )
+    return out
 
 
 def _groups(stored: JSONObject) -> dict[str, object]:

@@ -12,7 +12,7 @@ reference answer is the truth, or none of them) and the run records their ids
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from itertools import combinations
 from typing import TypedDict
 
@@ -21,9 +21,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.engine.estimation import ResponseRecord, TopicInput, calibration_from_records, estimate_from_records
-from core.engine.json_values import as_list
+from core.engine.json_values import as_list, as_object
 from core.engine.params import parse_params
 from core.engine.reliability import ReliabilityResult, get_estimator
+from core.engine.reliability.base import Identification
+from core.engine.reliability.identify import proposed_checks
 from core.engine.reliability.topical import TopicalReliability
 from core.engine.strategies import get_strategy
 from core.engine.strategies.codec import jsonable
@@ -103,6 +105,39 @@ def stored_topics(
         },
         "unsettled": [topical.keys[t] for t in topical.unsettled()],
     }
+
+
+def stored_identification(
+    result: ReliabilityResult, source_ids: list[int], query_ids: list[int], gold: Collection[int] = ()
+) -> JSONObject:
+    """The run's identification as EstimationRun.identification stores it (sources and queries
+    by id): the overall verdict, its ``checks`` the checks a curator should answer first, all
+    of them, in the order identify.proposed_checks gives (every open verdict, the overall one
+    and each topic's, in turn; the gold queries left out), and under ``topics`` each topic
+    whose verdict is open (unsettled, or settled only by its larger side outnumbering a bloc)
+    with its own groups and checks: a colluding bloc can be the larger side on one topic only,
+    where the overall verdict does not see it. {} without an identification."""
+    found = result.identification
+    if found is None:
+        return {}
+
+    def verdict(found: Identification) -> JSONObject:
+        return as_object(jsonable(found.as_dict(ids=source_ids, query_ids=query_ids)))
+
+    stored = verdict(found)
+    stored["checks"] = [query_ids[q] for q in proposed_checks(result, len(query_ids), exclude=gold)]
+    topical = result.topical
+    open_topics = (
+        [
+            (key, v)
+            for key, v in zip(topical.keys, topical.identification, strict=True)
+            if v is not None and v.checks and (not v.identified or v.outnumbered)
+        ]
+        if topical is not None
+        else []
+    )
+    stored["topics"] = [{"key": key, **verdict(v)} for key, v in open_topics]
+    return stored
 
 
 def finish_run(run: EstimationRun) -> JSONObject:
@@ -208,11 +243,7 @@ def finish_run(run: EstimationRun) -> JSONObject:
             converged=result.converged,
             finished_at=now,
             gold_queries=[queries[q].pk for q in sorted(gold)],
-            identification=(
-                result.identification.as_dict(ids=list(source_ids), query_ids=[q.pk for q in queries])
-                if result.identification is not None
-                else {}
-            ),
+            identification=stored_identification(result, list(source_ids), [q.pk for q in queries], gold),
             calibration=calibration.as_dict() if calibration.fitted else {},
             topics=stored_topics(result.topical, source_ids, [q.pk for q in queries]),
         )
