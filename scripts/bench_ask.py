@@ -31,7 +31,6 @@ import cProfile
 import io
 import json
 import os
-import platform
 import pstats
 import statistics
 import sys
@@ -43,6 +42,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from core.bench import machine  # noqa: E402  (after the path)
+
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import scratch_db  # noqa: E402
@@ -172,7 +174,7 @@ def main() -> int:
     questions = [q["question"] for q in json.loads((ROOT / "sources/demo_data/queries.json").read_text())["ask"]]
     questions = questions[: args.questions]
     result: dict[str, Any] = {
-        "machine": f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}",
+        "machine": machine.describe(),
         "generator": settings.GENERATOR_BACKEND + (f" ({settings.LLM_MODEL})" if settings.LLM_MODEL else ""),
         "kappa": settings.RA_RAG_KAPPA,
         "k": settings.RETRIEVAL_K,

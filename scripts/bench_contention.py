@@ -24,7 +24,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import platform
 import statistics
 import sys
 import time
@@ -38,6 +37,11 @@ if TYPE_CHECKING:
 # without type stubs here: they stay untyped.
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from core.bench import machine  # noqa: E402  (after the path)
+
 PROMPT = (
     "Answer the question from the passages in a few words, or say I don't know.\n"
     "Passages: Bram Stoker wrote the novel Dracula, published in 1897 in London. "
@@ -122,10 +126,7 @@ def main() -> int:
         }
         for name, v in settings.items()
     }
-    print(
-        f"{cores} cores, {platform.processor() or platform.machine()}; {args.asks} answers per setting; "
-        f"{args.bulk_processes} bulk process(es)"
-    )
+    print(f"{machine.describe()}; {args.asks} answers per setting; {args.bulk_processes} bulk process(es)")
     print("| setting | median s | p90 s | x idle |\n| --- | ---: | ---: | ---: |")
     for name, row in rows.items():
         print(f"| {name} | {row['median_s']} | {row['p90_s']} | {row['ratio_to_idle']} |")

@@ -30,16 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), which platform.processor() leaves empty on Linux."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+from core.bench import machine  # noqa: E402  (after the path)
 
 
 def main() -> None:
@@ -131,7 +122,9 @@ def main() -> None:
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
-            "processor": cpu_model(),
+            "processor": machine.cpu_model(),
+            "cores": machine.cores(),
+            "flags": machine.vector_flags(),
             # The instruction set CTranslate2 was told to use (it picks the best one otherwise).
             "ct2_isa": os.environ.get("CT2_FORCE_CPU_ISA", "auto"),
         },

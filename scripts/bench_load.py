@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import threading
@@ -32,6 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from core.bench import machine  # noqa: E402  (after the path)
+
 ACCOUNT_PREFIX = "load-analyst-"
 
 
@@ -171,7 +175,7 @@ def main() -> None:
     for thread in threads:
         thread.join()
     result = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+        "machine": machine.as_dict(),
         "settings": {
             "clients": args.clients,
             "page_clients": args.page_clients,

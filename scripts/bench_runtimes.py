@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from core.bench import machine  # noqa: E402  (after the path)
 
 
 def prompts(data: Path, n: int) -> list[GenerationRequest]:
@@ -72,7 +73,6 @@ def main() -> int:
 
     from core.engine.backends.generation import CTranslate2Generator, OpenAIChatGenerator, TransformersGenerator
     from core.engine.backends.generation.gguf_files import MODELS, assemble
-    from core.engine.backends.generation.local_transformers import cpu_flags
 
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
     requests = prompts(args.data, args.prompts)
@@ -139,11 +139,7 @@ def main() -> int:
         run["same_as_transformers"] = sum(a == b for a, b in zip(run["answers"], reference, strict=True))
         print(f"{name:14s} {run['same_as_transformers']}/{len(reference)} answers as transformers float32")
     result = {
-        "machine": {
-            "cpu": platform.processor() or platform.machine(),
-            "cores": len(os.sched_getaffinity(0)),
-            "flags": sorted(cpu_flags() & {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "amx_tile"}),
-        },
+        "machine": machine.as_dict(),
         "model": args.model,
         "prompts": len(requests),
         "runs": runs,
