@@ -40,6 +40,12 @@ def test_a_bloc_larger_on_one_topic_only_gets_checks_there_and_the_pages_name_th
     science = [labelled[q.pk] for q in queries["science"] if q.pk in labelled]
     assert science and all(topics == [] for topics in science)  # the overall verdict's checks
 
+    # The API serves the stored verdicts: the capitals topic with its checks, by id.
+    served = analyst_client.get(f"/api/estimation-runs/{run.pk}/").json()["identification"]
+    by_key = {t["key"]: t for t in served["topics"]}
+    assert set(by_key["capitals"]["checks"]) == set(_capitals(run, queries)) and by_key["capitals"]["outnumbered"]
+    assert served["checks"] == run.identification["checks"]
+
     page = analyst_client.get(f"/runs/{run.pk}/result/").content.decode()
     section = page[page.index('id="run-topic-identification"') :]
     section = section[: section.index("</section>")]

@@ -173,13 +173,21 @@ def topic_verdicts(run: EstimationRun) -> list[TopicVerdict]:
     overall verdict says it already."""
     stored: JSONObject = run.identification or {}
     names = dict(topic_choices(run))
-    overall = (set(_ids(stored, "estimate_side")), set(_ids(stored, "dissent_bloc")), stored.get("identified", True))
+
+    def settled(verdict: JSONObject) -> tuple[set[int], set[int], bool, bool]:
+        return (
+            set(_ids(verdict, "estimate_side")),
+            set(_ids(verdict, "dissent_bloc")),
+            bool(verdict.get("identified", True)),
+            bool(verdict.get("outnumbered", False)),
+        )
+
+    overall = settled(stored)
     out: list[TopicVerdict] = []
     for item in as_list(stored.get("topics")):
         verdict = as_object(item)
         key = str(verdict.get("key", ""))
-        groups = (set(_ids(verdict, "estimate_side")), set(_ids(verdict, "dissent_bloc")), verdict.get("identified"))
-        if groups == overall:
+        if settled(verdict) == overall:
             continue
         out.append(
             {

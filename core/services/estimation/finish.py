@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from itertools import combinations
 from typing import TypedDict
 
@@ -115,8 +116,10 @@ def stored_identification(
     of them, in the order identify.proposed_checks gives (every open verdict, the overall one
     and each topic's, in turn; the gold queries left out), and under ``topics`` each topic
     whose verdict is open (unsettled, or settled only by its larger side outnumbering a bloc)
-    with its own groups and checks: a colluding bloc can be the larger side on one topic only,
-    where the overall verdict does not see it. {} without an identification."""
+    and has a check left to propose, with its own groups and checks: a colluding bloc can be
+    the larger side on one topic only, where the overall verdict does not see it. {} without an
+    identification. (Claim runs store theirs in claim_runs; runs finished before 2026-11-29
+    have neither "topics" nor "outnumbered".)"""
     found = result.identification
     if found is None:
         return {}
@@ -127,16 +130,14 @@ def stored_identification(
     stored = verdict(found)
     stored["checks"] = [query_ids[q] for q in proposed_checks(result, len(query_ids), exclude=gold)]
     topical = result.topical
-    open_topics = (
-        [
-            (key, v)
-            for key, v in zip(topical.keys, topical.identification, strict=True)
-            if v is not None and v.checks and (not v.identified or v.outnumbered)
-        ]
-        if topical is not None
-        else []
-    )
-    stored["topics"] = [{"key": key, **verdict(v)} for key, v in open_topics]
+    skip = set(gold)
+    stored["topics"] = [
+        # A topic's checks leave out the gold queries as the overall list does (a reference
+        # that matches no answer still leaves its query disputed inside the topic).
+        {"key": key, **verdict(replace(v, checks=checks))}
+        for key, v in (zip(topical.keys, topical.identification, strict=True) if topical is not None else [])
+        if v is not None and (not v.identified or v.outnumbered) and (checks := [q for q in v.checks if q not in skip])
+    ]
     return stored
 
 
