@@ -98,7 +98,7 @@ def main() -> int:
     parser.add_argument("--bulk-processes", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    cores = os.cpu_count() or 1
+    cores = machine.cores()
     tokenizer, model = load(threads=cores)
     generate(tokenizer, model, 4)  # warm
     settings: dict[str, list[float]] = {"idle": timed(tokenizer, model, args.asks)}
@@ -135,6 +135,7 @@ def main() -> int:
             json.dumps(
                 {
                     "cores": cores,
+                    "machine": machine.as_dict(),
                     "asks": args.asks,
                     "bulk_processes": args.bulk_processes,
                     "settings": rows,

@@ -33,7 +33,8 @@ def vector_flags(cpuinfo: Path = CPUINFO) -> list[str]:
 
 
 def cores() -> int:
-    """The cores this process may run on (a container's share, not the host's count)."""
+    """The cores this process may run on (its CPU affinity: a container pinned to some CPUs
+    counts those; a CPU-time quota such as docker's --cpus is not seen here)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -43,7 +44,8 @@ def cores() -> int:
 def describe() -> str:
     """One line for a figure: "2 cores of AMD EPYC (avx2, avx512f)"."""
     flags = vector_flags()
-    return f"{cores()} cores of {cpu_model()}" + (f" ({', '.join(flags)})" if flags else "")
+    n = cores()
+    return f"{n} core{'s' if n != 1 else ''} of {cpu_model()}" + (f" ({', '.join(flags)})" if flags else "")
 
 
 def as_dict() -> dict[str, object]:
