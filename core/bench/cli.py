@@ -69,6 +69,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "their reference answers; the estimate is redone with them",
     )
     parser.add_argument(
+        "--checks-one-at-a-time",
+        action="store_true",
+        help="with --active-gold N: choose one check, answer it, estimate again and choose the next, N times "
+        "(as a curator answers them in the product); default: all N chosen from the unsupervised estimate",
+    )
+    parser.add_argument(
         "--no-calibrate",
         action="store_true",
         help="QA datasets with gold: keep the answers' raw probability instead of calibrating it on the "
@@ -203,6 +209,7 @@ def run(options: dict[str, Any], stdout: TextIO = sys.stdout, stderr: TextIO = s
         estimator=options.get("estimator") or DEFAULT_ESTIMATOR,
         gold_queries=int(options.get("gold_queries") or 0),
         active_gold=int(options.get("active_gold") or 0),
+        checks_one_at_a_time=bool(options.get("checks_one_at_a_time")),
         calibrate=not options.get("no_calibrate"),
         collude=bool(options.get("collude")),
         max_questions=options.get("max_questions"),

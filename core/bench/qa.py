@@ -61,6 +61,10 @@ class QAConfig:
     # chooses this many estimation queries after an unsupervised estimate, and only those get
     # their reference answers; the estimate is then redone with them (no new generation).
     active_gold: int = 0
+    # One check at a time, as a curator answers them in the product (record_check re-estimates
+    # the run, which proposes again): the estimate is redone after each and the next check is
+    # chosen from it. False: all ``active_gold`` checks chosen from the unsupervised estimate.
+    checks_one_at_a_time: bool = False
     # With gold: fit the answer calibration on the checked estimation queries, as the product
     # does after a run with checks (core.engine.steps.calibration); False keeps the raw probability.
     calibrate: bool = True
@@ -357,8 +361,11 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     tags = [corpus.question(q).topic for q in corpus.estimation_ids] if tagged else None
     topic_input = TopicInput(list(embedder.encode(estimation_texts)), tags) if config.topics else None
     estimation = estimate(estimation_texts, ctx, estimator=config.estimator, gold=gold or None, topics=topic_input)
-    if config.active_gold > 0:
-        checks = proposed_checks(estimation.reliability, config.active_gold, exclude=gold)
+    rounds, per_round = (config.active_gold, 1) if config.checks_one_at_a_time else (1, config.active_gold)
+    for _ in range(rounds if config.active_gold > 0 else 0):
+        checks = proposed_checks(estimation.reliability, per_round, exclude=gold)
+        if not checks:
+            break
         gold = {**gold, **{i: list(corpus.question(corpus.estimation_ids[i]).gold) for i in checks}}
         anchored, records = estimate_from_records(
             estimation_texts,

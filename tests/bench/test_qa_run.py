@@ -111,6 +111,10 @@ def test_a_colluding_majority_without_checks_shows_no_pair_as_copying_and_checks
     shown = set(checked.shown_pairs)
     assert set(checked.colluding_pairs) <= shown
     assert len(shown & set(checked.colluding_pairs)) >= 0.7 * len(shown)
+    # One check at a time, as a curator answers them (estimated again after each): as many
+    # checks, each chosen from the estimate the previous one made, and the run is settled too.
+    stepwise = run_seed(replace(base, active_gold=5, checks_one_at_a_time=True), poisonedrag, HashingEmbedder(), seed=1)
+    assert stepwise.gold_used == checked.gold_used == 5 and stepwise.identified
 
 
 def test_a_colluding_minority_without_checks_is_identified_and_only_colluders_are_shown_copying(
