@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -74,7 +73,7 @@ def main() -> int:
     from core.engine.backends.generation import CTranslate2Generator, OpenAIChatGenerator, TransformersGenerator
     from core.engine.backends.generation.gguf_files import MODELS, assemble
 
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
+    torch.set_num_threads(machine.cores())
     requests = prompts(args.data, args.prompts)
     runs: dict[str, dict[str, Any]] = {}
 

@@ -167,17 +167,6 @@ class TopicalReliability:
         """Topics settled only by the estimate's side outnumbering a bloc (no reference answer)."""
         return [t for t, found in enumerate(self.identification) if found is not None and found.outnumbered]
 
-    def checks(self) -> list[int]:
-        """The proposed checks of the unsettled topics, then of the topics settled only by
-        outnumbering, interleaved (a few on each): a bloc can be the larger side on one topic
-        only, and there agreement cannot tell it from the honest sources."""
-        return interleave(
-            [
-                list(self.identification[t].checks)  # type: ignore[union-attr]  # both lists keep topics with a verdict
-                for t in [*self.unsettled(), *self.outnumbered()]
-            ]
-        )
-
 
 def interleave(lists: list[list[int]]) -> list[int]:
     """The first of each list, then the second of each, ..., without repeats."""
