@@ -15,6 +15,12 @@ gold as right; ``product_no_tolerance`` is the same resolution with every value 
 exactly (the code before the tolerance). Majority vote and the oracle compare values exactly.
 
     .venv/bin/python scripts/bench_claim_slices.py [--out docs/plots/results/claims-identification.json]
+
+Slices nobody chose (2026-11-29): ``--random N [--seed S]`` draws N slices of 12 Flights sites
+instead, each with a bloc of 3-5 sites taken from one group of 3+ sites that mirror one listing
+in full Flights (``mirror_pairs``: found without the gold) and the rest drawn from the other
+sites, and prints the means. Every row also has ``estimate_alone``: AccuCopy's resolution with
+no identification check (what the product would resolve if it trusted every estimate).
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import shutil
+import statistics
 import sys
 import tempfile
 from collections import defaultdict
@@ -30,11 +38,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
+
 from core.bench.metrics import correlations
 from core.bench.paths import default_data_dir
 from core.bench.truth import ClaimSet, load_claims
 from core.bench.truth_methods import majority_vote
-from core.engine.claims.resolve import resolve_claims
+from core.engine.claims.resolve import Item, resolve_claims, value_codes
+from core.engine.reliability import get_estimator
+from core.engine.reliability.base import MISSING
+from core.engine.reliability.identify import mirror_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICES = {
@@ -90,6 +103,43 @@ def accuracy_within(claims: ClaimSet, truths: dict[tuple[str, str], str]) -> flo
     return round(sum(claims.close(t, truths.get(t), claims.gold[t]) for t in labelled) / len(labelled), 4)
 
 
+def label_matrix(claims: ClaimSet) -> tuple[np.ndarray, list[Item], dict[Item, list[str]], list[str]]:
+    """The claims as resolve_claims codes them: items x sources, each cell a value's code."""
+    rows = [(c.source, c.task, c.value) for c in claims.claims]
+    items, values, sources = value_codes(rows)
+    row = {item: i for i, item in enumerate(items)}
+    col = {source: j for j, source in enumerate(sources)}
+    code = {item: {v: k for k, v in enumerate(values[item])} for item in items}
+    matrix = np.full((len(items), len(sources)), MISSING, dtype=np.int64)
+    for source, item, value in rows:
+        if matrix[row[item], col[source]] == MISSING:
+            matrix[row[item], col[source]] = code[item][value]
+    return matrix, items, values, sources
+
+
+def estimate_alone(claims: ClaimSet) -> float:
+    """AccuCopy's resolution with no identification check (exact values)."""
+    matrix, items, values, _sources = label_matrix(claims)
+    answers = get_estimator("accucopy").estimate(matrix).answers
+    return accuracy(claims, {items[i]: values[items[i]][a] for i, a in enumerate(answers) if a is not None})
+
+
+def random_slices(full: ClaimSet, n: int, seed: int, size: int = 12) -> dict[str, list[str]]:
+    """``n`` slices of ``size`` sites: a bloc of 3-5 sites from one mirror group of 3+ in
+    ``full`` (which group and which of its sites drawn by ``seed``), the rest from the sites
+    outside that group."""
+    matrix, _items, _values, sources = label_matrix(full)
+    feeds = [[sources[j] for j in group] for group in mirror_groups(matrix) if len(group) >= 3]
+    rng = random.Random(seed)
+    out = {}
+    for k in range(n):
+        feed = rng.choice(feeds)
+        bloc = rng.sample(feed, rng.randint(3, min(5, len(feed))))
+        others = [s for s in sources if s not in feed]
+        out[f"random-{seed}-{k}"] = bloc + rng.sample(others, size - len(bloc))
+    return out
+
+
 def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
     rows = [(c.source, c.task, c.value) for c in claims.claims]
     product = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
@@ -104,6 +154,7 @@ def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
         "product_within_tolerance": accuracy_within(claims, product.truths()),
         "product_no_tolerance": accuracy(claims, exact.truths()),
         "identified": product.identified,
+        "estimate_alone": estimate_alone(claims),
         "oracle_wmv": accuracy(claims, oracle(claims)),
         "spearman": round(
             correlations([product.sources[s].accuracy for s in names], [true[s] for s in names])["spearman"], 3
@@ -120,13 +171,36 @@ def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
     return out
 
 
+MEANS = ("mv", "product", "estimate_alone", "product_1_checks", "product_3_checks", "oracle_wmv")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--random", type=int, default=0, help="N slices drawn at random instead (see above)")
+    parser.add_argument("--seed", type=int, default=0, help="the draw of --random")
     args = parser.parse_args()
     data = default_data_dir()
     full = load_claims("flights", data)
     results = []
+    if args.random:
+        for name, sites in random_slices(full, args.random, args.seed).items():
+            results.append(
+                {
+                    **evaluate(
+                        name, ClaimSet(name, [c for c in full.claims if c.source in sites], full.gold, full.tolerances)
+                    ),
+                    "sites_listed": sorted(sites),
+                }
+            )
+        means = {k: round(statistics.mean(float(r[k]) for r in results), 4) for k in MEANS}  # type: ignore[arg-type]  # the keys hold numbers
+        print(json.dumps({"slices": len(results), "identified": sum(bool(r["identified"]) for r in results), **means}))
+        if args.out:
+            args.out.write_text(
+                json.dumps({"random": args.random, "seed": args.seed, "means": means, "results": results}, indent=1)
+                + "\n"
+            )
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "flights"
         folder.mkdir()

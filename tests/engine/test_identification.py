@@ -9,7 +9,7 @@ import pytest
 
 from core.engine.reliability import get_estimator
 from core.engine.reliability.base import GOLD_NONE
-from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE, equalise, identify
+from core.engine.reliability.identify import NOT_IDENTIFIED_MESSAGE, equalise, identify, mirror_groups
 
 TRUE, BLOC = 0, 1  # label 0: the true answer; label 1: the answer a bloc repeats; 2+: scattered errors
 
@@ -166,3 +166,21 @@ def test_checks_that_side_with_the_smaller_group_on_every_disputed_query_identif
     result = get_estimator("accucopy").estimate(labels, gold=gold)
     found = identify(labels, result, gold=gold)
     assert found.identified and found.settled_by_gold == 12 and found.estimate_side == [4, 5, 6]
+
+
+def test_mirror_groups_are_the_sources_identical_on_fifty_items_whatever_their_answers() -> None:
+    """Three sources that publish one listing (wrong on a third of it) and two that copy one
+    another up to one item are groups; independent sources right 90% of the time are not,
+    nor a pair identical on too few items to tell."""
+    rng = np.random.default_rng(0)
+    items = 80
+    feed = np.where(rng.random(items) < 0.66, 0, rng.integers(1, 5, items))
+    pair = np.where(rng.random(items) < 0.8, 0, rng.integers(1, 5, items))
+    columns = [feed, feed, feed, pair, pair.copy()]
+    columns[4][0] = 9  # differs on 1 of 80 items: still one listing
+    columns += [np.where(rng.random(items) < 0.9, 0, rng.integers(1, 5, items)) for _ in range(3)]
+    few = np.full(items, -1)
+    few[:20] = 0
+    columns += [few, few.copy()]  # identical, but on 20 items only
+    labels = np.stack(columns, axis=1).astype(np.int64)
+    assert mirror_groups(labels) == [[0, 1, 2], [3, 4]]

@@ -48,7 +48,7 @@ from core.engine.reliability import (
     get_estimator,
 )
 from core.engine.reliability.base import Identification
-from core.engine.reliability.identify import equalise, identify, mirror_pairs
+from core.engine.reliability.identify import equalise, identify
 
 S = TypeVar("S", bound=Hashable)
 Item = tuple[str, str]  # (subject, attribute)
@@ -94,8 +94,7 @@ class ClaimResolution(Generic[S]):
     converged: bool
     dependence: list[tuple[S, S, Dependence]] = field(default_factory=list)
     # Whether agreement identifies the estimate (core.engine.reliability.identify); when it
-    # does not, every value was resolved by an equal vote of the sources (sites that mirror one
-    # listing share one vote).
+    # does not, every value was resolved by an equal vote of the sources (a majority vote).
     identification: Identification | None = None
     checks: list[Item] = field(default_factory=list)  # the items whose true value settles it, best first
     contested: list[Item] = field(default_factory=list)  # the items where the two groups disagree
@@ -171,12 +170,11 @@ def resolve_claims(
     # As text runs do: an estimate that rests on which group of sources is right (a bloc of
     # copiers as large as the sources it outvotes) amplifies neither group; every item is
     # resolved by an equal vote until checked values settle it.
-    # Sites that mirror one listing share one vote there (a copied value counts once).
     found = identify(matrix, result, gold=gold_rows)
-    result = equalise(result, found, scheme=chosen.weight_scheme, mirrors=mirror_pairs(matrix))
-    weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
+    result = equalise(result, found, scheme=chosen.weight_scheme)
     if not found.identified:
-        result = replace(result, answers=_plurality(matrix, gold_rows, weights), confidence=[])
+        result = replace(result, answers=_plurality(matrix, gold_rows), confidence=[])
+    weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
     resolved: list[Resolution[S]] = []
     checked = {row[item]: value for item, value in (gold or {}).items() if item in row}
     for i, item in enumerate(items):
@@ -278,18 +276,10 @@ def _grouped(supports: tuple[ValueSupport[S], ...], resolved: str, tolerance: To
     return (*first, *rest)
 
 
-def _plurality(matrix: np.ndarray, gold_rows: Mapping[int, int], weights: np.ndarray) -> list[int | None]:
-    """Each item's value with the most voting weight (``equalise``'s equal votes, mirrors of
-    one listing sharing one), ties to the most claimed (values are coded by descending
-    popularity, ties by value); a checked item keeps its checked value (None: none of the values)."""
-    out: list[int | None] = []
-    for row in matrix:
-        given = row >= 0
-        if not given.any():
-            out.append(None)
-            continue
-        mass = np.bincount(row[given], weights=weights[given])
-        out.append(int(np.flatnonzero(mass >= mass.max() - 1e-12)[0]))
+def _plurality(matrix: np.ndarray, gold_rows: Mapping[int, int]) -> list[int | None]:
+    """Each item's most claimed value (code 0: values are coded by descending popularity,
+    ties by value); a checked item keeps its checked value (None: none of the values)."""
+    out: list[int | None] = [0 if (row >= 0).any() else None for row in matrix]
     for q, label in gold_rows.items():
         out[q] = int(label) if label >= 0 else None
     return out

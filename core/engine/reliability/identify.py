@@ -134,6 +134,11 @@ def mirror_pairs(labels: LabelMatrix) -> npt.NDArray[np.bool_]:
     return edges
 
 
+def mirror_groups(labels: LabelMatrix) -> list[list[int]]:
+    """The groups of two or more sources that mirror one listing (``mirror_pairs``, connected)."""
+    return _components(mirror_pairs(labels))
+
+
 def independent_units(group: Collection[int], mirrors: npt.NDArray[np.bool_]) -> int:
     """How many independent voices ``group`` has: its sources, mirrors of one another counted once."""
     members = sorted(group)
@@ -567,13 +572,7 @@ def _gold_verdicts(
     return for_side, for_bloc
 
 
-def equalise(
-    result: ReliabilityResult,
-    identification: Identification,
-    *,
-    scheme: str,
-    mirrors: npt.NDArray[np.bool_] | None = None,
-) -> ReliabilityResult:
+def equalise(result: ReliabilityResult, identification: Identification, *, scheme: str) -> ReliabilityResult:
     """The estimate as the product uses it: when agreement does not identify it, every source
     with answers on record gets the same reliability (their mean accuracy) and so one equal
     vote under ``scheme``: a majority vote (with kappa selection keeping ties at the cut
@@ -581,15 +580,6 @@ def equalise(
     two groups: the others' accuracies were measured against answers the larger group chose,
     so they are as unsettled. Sources without answers keep the prior. The result carries
     ``identification``.
-
-    ``mirrors`` (``mirror_pairs`` of the run's answers): sources that mirror one listing share
-    one vote, each member's weight divided by its group's size, so that a listing copied by
-    five sites counts once (AccuCopy's discount for an exact copy; it needs no truth estimate).
-    Claim runs pass it: on seven Flights slices with blocs of sites publishing one feed, the
-    unsettled runs' vote went from majority vote's 0.658 to 0.716 on the mean (six gained, one
-    lost 1.5 points where the accurate pair mirrors one listing too; docs/benchmarks.md,
-    2026-11-29). Text runs leave it out: their vote re-derives each weight from the accuracy
-    per question, and no text setting measured has mirrors.
 
     (Measured before settling on this, PoisonedRAG and RAMDocs, 3 seeds: equal votes for the
     two groups only fell below majority vote on RAMDocs (0.246 against 0.251 at 3 colluders
@@ -603,15 +593,9 @@ def equalise(
     mean = float(np.mean([result.sources[j].accuracy for j in members]))
     weight = voting_weight(mean, len(result.sources), scheme=scheme)
     sources = list(result.sources)
-    share = np.ones(len(sources))
-    if mirrors is not None:
-        for group in _components(mirrors):
-            share[group] = 1.0 / len(group)
     for j in members:
         source = sources[j]
-        sources[j] = replace(
-            source, accuracy=mean, weight=weight * float(share[j]), interval=interval_holding(source.interval, mean)
-        )
+        sources[j] = replace(source, accuracy=mean, weight=weight, interval=interval_holding(source.interval, mean))
     return replace(result, sources=sources, identification=identification)
 
 

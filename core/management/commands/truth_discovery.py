@@ -106,7 +106,7 @@ def _close(value: str | None, truth: str, tolerance: Tolerance | None) -> bool:
 def verdict(run: EstimationRun) -> JSONObject:
     """What the run concluded about the sources: ``reliability`` (site name -> estimated
     accuracy), ``identified`` (false when agreement does not settle the estimate: every value
-    was then resolved by an equal vote, the sites that mirror one listing sharing one) and ``copying`` (the groups of sites found to copy
+    was then resolved by a majority vote) and ``copying`` (the groups of sites found to copy
     one another, each a sorted list of names; empty while the run is unsettled, whose
     dependent groups are not called copiers), as the run's pages show them."""
     reliability = dict(
@@ -225,7 +225,7 @@ class Command(BaseCommand):
         self.stdout.write(f"  load {load_seconds:.1f} s, estimate {estimate_seconds:.1f} s")
         if not report["identified"]:
             self.stdout.write(
-                f"  not identified by agreement: every item resolved by an equal vote (sites mirroring one listing share one); run {run.pk}'s checks page "
+                f"  not identified by agreement: every item resolved by a majority vote; run {run.pk}'s checks page "
                 "lists the items whose true values would settle it"
             )
 
