@@ -38,15 +38,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np
 
 from core.bench.metrics import correlations
 from core.bench.paths import default_data_dir
 from core.bench.truth import ClaimSet, load_claims
 from core.bench.truth_methods import majority_vote
-from core.engine.claims.resolve import Item, resolve_claims, value_codes
+from core.engine.claims.resolve import claim_matrix, resolve_claims
 from core.engine.reliability import get_estimator
-from core.engine.reliability.base import MISSING
 from core.engine.reliability.identify import mirror_groups
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,23 +101,9 @@ def accuracy_within(claims: ClaimSet, truths: dict[tuple[str, str], str]) -> flo
     return round(sum(claims.close(t, truths.get(t), claims.gold[t]) for t in labelled) / len(labelled), 4)
 
 
-def label_matrix(claims: ClaimSet) -> tuple[np.ndarray, list[Item], dict[Item, list[str]], list[str]]:
-    """The claims as resolve_claims codes them: items x sources, each cell a value's code."""
-    rows = [(c.source, c.task, c.value) for c in claims.claims]
-    items, values, sources = value_codes(rows)
-    row = {item: i for i, item in enumerate(items)}
-    col = {source: j for j, source in enumerate(sources)}
-    code = {item: {v: k for k, v in enumerate(values[item])} for item in items}
-    matrix = np.full((len(items), len(sources)), MISSING, dtype=np.int64)
-    for source, item, value in rows:
-        if matrix[row[item], col[source]] == MISSING:
-            matrix[row[item], col[source]] = code[item][value]
-    return matrix, items, values, sources
-
-
 def estimate_alone(claims: ClaimSet) -> float:
     """AccuCopy's resolution with no identification check (exact values)."""
-    matrix, items, values, _sources = label_matrix(claims)
+    matrix, items, values, _sources = claim_matrix([(c.source, c.task, c.value) for c in claims.claims])
     answers = get_estimator("accucopy").estimate(matrix).answers
     return accuracy(claims, {items[i]: values[items[i]][a] for i, a in enumerate(answers) if a is not None})
 
@@ -128,7 +112,7 @@ def random_slices(full: ClaimSet, n: int, seed: int, size: int = 12) -> dict[str
     """``n`` slices of ``size`` sites: a bloc of 3-5 sites from one mirror group of 3+ in
     ``full`` (which group and which of its sites drawn by ``seed``), the rest from the sites
     outside that group."""
-    matrix, _items, _values, sources = label_matrix(full)
+    matrix, _items, _values, sources = claim_matrix([(c.source, c.task, c.value) for c in full.claims])
     feeds = [[sources[j] for j in group] for group in mirror_groups(matrix) if len(group) >= 3]
     rng = random.Random(seed)
     out = {}

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from core.engine.claims.tolerance import Tolerance, value_groups
 from core.engine.reliability import (
@@ -120,6 +121,24 @@ def value_codes(claims: Iterable[tuple[S, Item, str]]) -> tuple[list[Item], dict
     return items, values, sorted(sources, key=str)
 
 
+def claim_matrix(
+    claims: Sequence[tuple[S, Item, str]],
+) -> tuple[npt.NDArray[np.int64], list[Item], dict[Item, list[str]], list[S]]:
+    """The claims as the estimators read them: an items x sources matrix whose cell is the code
+    of the value the source claims for the item (its first claim; ``value_codes``' order),
+    MISSING where it claims none; with the items, their values and the sources of ``value_codes``."""
+    items, values, sources = value_codes(claims)
+    row = {item: i for i, item in enumerate(items)}
+    col = {s: j for j, s in enumerate(sources)}
+    code = {item: {v: k for k, v in enumerate(values[item])} for item in items}
+    matrix = np.full((len(items), len(sources)), MISSING, dtype=np.int64)
+    for source, item, value in claims:
+        i, j = row[item], col[source]
+        if matrix[i, j] == MISSING:
+            matrix[i, j] = code[item][value]
+    return matrix, items, values, sources
+
+
 TolerancesOf = Mapping[str, Tolerance] | Callable[[Item], Tolerance | None]
 
 
@@ -153,15 +172,10 @@ def resolve_claims(
     tolerance_of = _tolerance_of(tolerances)
     if authorities:
         gold = {**authority_values(claims, authorities), **(gold or {})}
-    items, values, sources = value_codes(claims)
+    matrix, items, values, sources = claim_matrix(claims)
     row = {item: i for i, item in enumerate(items)}
     col = {s: j for j, s in enumerate(sources)}
     code = {item: {v: k for k, v in enumerate(values[item])} for item in items}
-    matrix = np.full((len(items), len(sources)), MISSING, dtype=np.int64)
-    for source, item, value in claims:
-        i, j = row[item], col[source]
-        if matrix[i, j] == MISSING:
-            matrix[i, j] = code[item][value]
     gold_rows = {row[item]: code[item].get(value, GOLD_NONE) for item, value in (gold or {}).items() if item in row}
     if progress:
         progress(f"estimating {len(sources)} sources over {len(items)} items with {estimator}")
