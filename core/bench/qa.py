@@ -316,7 +316,7 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
     from core.engine.estimation import EstimationResult, TopicInput, estimate, estimate_from_records
     from core.engine.params import parse_params
     from core.engine.reliability.identify import proposed_checks
-    from core.engine.steps.dependence import groups_from_dependence
+    from core.engine.steps.dependence import groups_from_dependence, topic_copy_groups
     from core.engine.strategies import EngineContext, EstimationParams, ensure_runnable, get_strategy
 
     methods = config.resolved_methods()
@@ -405,6 +405,14 @@ def run_seed(config: QAConfig, questions: Sequence[BenchQuestion], embedder: Emb
         estimation.source_ids,
         identified=identification.identified if identification is not None else True,
     )
+    # And per topic: the groups found on each topic's queries where its verdict is settled.
+    if topical is not None:
+        ctx.topic_copy_groups = topic_copy_groups(
+            topical.dependence,
+            [t not in topical.unsettled() for t in range(len(topical.dependence))],
+            estimation.source_ids,
+            ctx.copy_groups,
+        )
     if config.calibrate and gold:
         ctx.calibration = calibration_from_records(
             estimation.records,

@@ -33,7 +33,7 @@ from core.engine.strategies.base import EngineContext, EstimationParams, Require
 from core.engine.strategies.pipeline import FEW_CHECKED_ANSWERS
 from core.engine.types import Embedder, JSONObject, SourceInfo
 from core.models import EstimationRun
-from core.services.topics import latest_topic_run, run_topics, topic_accuracies
+from core.services.topics import latest_topic_run, run_topics, stored_copy_groups, topic_accuracies
 from runtime.backends import configured_embedder, configured_generator, configured_nli
 from sources.claim_store import PgClaimStore
 from sources.models import Claim, Source
@@ -177,6 +177,9 @@ def build_context(
     # Imported here: the copying pages read the estimation services, which build contexts.
     from core.services.pages.copying import latest_copy_groups
 
+    overall_groups = latest_copy_groups()
+    by_topic = stored_copy_groups(run) if topics is not None else {}
+
     return EngineContext(
         retriever=PgRetriever(
             pooled_among=None if among is None else sorted(among), vector_sink=stored_vector_sink(nli, embedder)
@@ -192,7 +195,13 @@ def build_context(
         calibration=latest_calibration(),
         weight_scheme=weight_scheme(),
         topics=topics,
-        copy_groups=latest_copy_groups(),
+        copy_groups=overall_groups,
+        # Per topic: its own groups where the run found them on a settled topic, else the
+        # overall ones (core.engine.steps.dependence.topic_copy_groups); none without overall
+        # groups.
+        topic_copy_groups=tuple(by_topic.get(t.key, overall_groups) for t in topics.topics)
+        if topics is not None and overall_groups and by_topic
+        else (),
     )
 
 

@@ -131,6 +131,20 @@ def topic_accuracies(run: EstimationRun | None) -> dict[int, tuple[float, ...]]:
     return {int(sid): tuple(float(c["accuracy"]) for c in cells) for sid, cells in stored_cells(run.topics).items()}
 
 
+def stored_copy_groups(run: EstimationRun | None) -> dict[str, tuple[frozenset[int], ...]]:
+    """Per topic key of ``run``, the copy groups found on that topic's queries (source ids),
+    for the topics whose verdict was settled; {} for a run stored before they were (those
+    count the overall groups once on every topic)."""
+    listed = run.topics.get("copy_groups") if run is not None else None
+    if not isinstance(listed, dict):
+        return {}
+    return {
+        str(key): tuple(frozenset(int(s) for s in g if isinstance(s, int)) for g in groups if isinstance(g, list))
+        for key, groups in listed.items()
+        if isinstance(groups, list)
+    }
+
+
 def widest_spreads(run: EstimationRun, names: dict[int, str], limit: int = 5) -> list[TopicSpread]:
     """The sources whose reliability differs most between topics in ``run``, largest first."""
     out: list[TopicSpread] = []
@@ -212,4 +226,9 @@ def merge_topics(run: EstimationRun, keep: str, into_it: str) -> None:
             )
             locked.topics["cells"][sid] = [c for c in cells if c["key"] != into_it]
         locked.topics["unsettled"] = [k for k in locked.topics.get("unsettled", []) if k != into_it]
+        # The merged topic's copy groups were found on half its queries: the overall ones
+        # count on it instead.
+        groups = locked.topics.get("copy_groups")
+        if isinstance(groups, dict):
+            locked.topics["copy_groups"] = {k: v for k, v in groups.items() if k not in (keep, into_it)}
         locked.save(update_fields=["topics"])

@@ -65,3 +65,45 @@ def test_a_finished_accucopy_runs_colluders_reach_the_answering_context(db: None
     colluders = frozenset(sources[name].pk for name in COLLUDERS)
     assert latest_copy_groups() == (colluders,)
     assert build_context().copy_groups == (colluders,)
+
+
+def test_a_bloc_colluding_on_one_topic_reaches_the_context_as_that_topics_group(db: None) -> None:
+    from dataclasses import replace
+
+    import numpy as np
+
+    from core.engine.reliability import get_estimator
+    from core.engine.reliability.topical import topical_reliability
+    from core.engine.topics import Topic, TopicModel
+    from core.services.estimation.finish import stored_topics
+    from core.services.topics import merge_topics
+    from tests.engine.test_topic_copy_groups import N, _colluding_on_a
+
+    sources = [SourceFactory(name=f"source {j}", chunk_count=1) for j in range(8)]
+    labels = _colluding_on_a()
+    result = get_estimator("accucopy").estimate(labels)
+    membership = np.zeros((2 * N, 3))
+    membership[:N, 0] = 1.0
+    membership[N : N + N // 2, 1] = 1.0
+    membership[N + N // 2 :, 2] = 1.0
+    # No verdict per topic here (identify_topics=False): every topic counts as settled.
+    topical = topical_reliability(
+        labels, result, membership, ["a", "b", "c"], scheme="log-odds", identify_topics=False
+    )
+    model = TopicModel([Topic(k, k, tuple(float(i == t) for i in range(3)), 10) for t, k in enumerate("abc")])
+    stored = stored_topics(replace(topical, model=model), [s.pk for s in sources])
+    bloc = frozenset(s.pk for s in sources[:3])
+    assert stored["copy_groups"] == {"a": [sorted(bloc)], "b": [], "c": []}
+    run = finished_run(sources)
+    run.topics = stored
+    run.save(update_fields=["topics"])
+    # The overall groups: the bloc, with an honest source wrongly joined to it.
+    for a, b in ((0, 1), (1, 2), (2, 3)):
+        SourceDependenceFactory(run=run, source_a=sources[a], source_b=sources[b], probability=1.0, same_false=9.0)
+    overall = (frozenset(s.pk for s in sources[:4]),)
+    ctx = build_context()
+    assert ctx.copy_groups == overall
+    assert ctx.topic_copy_groups == ((bloc,), (), ())
+    # A merged topic's groups were found on part of its queries: the overall ones count there.
+    merge_topics(run, "b", "c")
+    assert build_context().topic_copy_groups == ((bloc,), overall)

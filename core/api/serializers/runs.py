@@ -137,7 +137,9 @@ class RunSerializer(serializers.ModelSerializer[EstimationRun]):
             # (slope, intercept, queries, examples, ece_before, ece_after, diagram); {} without checks.
             "calibration",
             # Reliability per topic: {"model": {topics: [{key, name, size, ...}]}, "cells":
-            # {source id: [{key, accuracy, low, high, answers}]}, "unsettled": [keys]}; {} without topics.
+            # {source id: [{key, accuracy, low, high, answers}]}, "unsettled": [keys], "copy_groups":
+            # {key: [[source ids]]}, per settled topic the groups found copying on its queries}; {}
+            # without topics.
             "topics",
         ]
         read_only_fields = fields

@@ -237,6 +237,15 @@ def _pair_counts(cells: AnswerCells, post: FloatArray) -> tuple[FloatArray, Floa
 def _dependence(cells: AnswerCells, post: FloatArray, accuracy: FloatArray, copy: CopyModel) -> FloatArray:
     """Posterior probability that each pair of sources is dependent (symmetric, zero diagonal)."""
     _, same_true, same_false, different = _pair_counts(cells, post)
+    return dependence_probability(same_true, same_false, different, accuracy, copy)
+
+
+def dependence_probability(
+    same_true: FloatArray, same_false: FloatArray, different: FloatArray, accuracy: FloatArray, copy: CopyModel
+) -> FloatArray:
+    """sources x sources: the posterior probability that each pair is dependent, from the
+    answers it shares (expected true and false) and those where it differs, under the
+    sources' ``accuracy`` (AccuCopy's likelihood ratio; zero diagonal)."""
     ai, aj = accuracy[:, None], accuracy[None, :]
     c, n = copy.rate, max(copy.false_values, 1.0)
     true_ind = ai * aj

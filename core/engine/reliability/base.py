@@ -155,6 +155,10 @@ class TopicalReliability:
     rounds: int = 0
     model: TopicModel | None = None  # the topics (names, how a question is assigned)
     query_topics: list[int] = field(default_factory=list)  # per query of the run, its topic
+    # Per topic, the pairs of sources (column indices) found dependent on its queries alone
+    # (topical.topic_dependence): a bloc can collude on one subject and answer independently,
+    # and rightly, on the others.
+    dependence: list[list[Dependence]] = field(default_factory=list)
 
     def accuracy(self, topic: int, source: int) -> float:
         return self.cells[topic][source].accuracy

@@ -44,9 +44,11 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
+from core.engine.reliability.accucopy import REPORTED_DEPENDENCE, CopyModel, dependence_probability
 from core.engine.reliability.base import (
     GOLD_WEIGHT,
     MISSING,
+    Dependence,
     Identification,
     LabelMatrix,
     ReliabilityResult,
@@ -164,6 +166,40 @@ def answer_posterior(
     return out
 
 
+def topic_dependence(
+    labels: LabelMatrix, truth: npt.NDArray[np.int64], rows: npt.NDArray[np.int64], accuracy: FloatMatrix
+) -> list[Dependence]:
+    """The pairs of sources dependent on these queries (``rows`` of ``labels``, the answers
+    ``truth``), at AccuCopy's likelihood ratio with the topic's ``accuracy`` per source: the
+    answers a pair shares that are false are the evidence; shared true answers are what two
+    good sources give anyway. Only pairs with a shared answer and some dependence are listed
+    (as AccuCopy reports them)."""
+    sub, right_answer = labels[rows], truth[rows]
+    answered = sub >= 0
+    both = answered[:, :, None] & answered[:, None, :]
+    same = both & (sub[:, :, None] == sub[:, None, :])
+    right = answered & (sub == right_answer[:, None]) & (right_answer[:, None] != MISSING)
+    shared = both.sum(axis=0).astype(np.float64)
+    same_true = (same & right[:, :, None]).sum(axis=0).astype(np.float64)
+    same_false = same.sum(axis=0) - same_true
+    different = shared - same.sum(axis=0)
+    clipped = np.clip(accuracy, POSTERIOR_FLOOR, 1.0 - POSTERIOR_FLOOR)  # a cell at 0 or 1 decides nothing alone
+    probability = dependence_probability(same_true, same_false, different, clipped, CopyModel())
+    a_idx, b_idx = np.nonzero(np.triu((shared > 0) & (probability >= REPORTED_DEPENDENCE), k=1))
+    return [
+        Dependence(
+            a=int(a),
+            b=int(b),
+            probability=float(probability[a, b]),
+            shared=int(shared[a, b]),
+            same_true=float(same_true[a, b]),
+            same_false=float(same_false[a, b]),
+            different=int(different[a, b]),
+        )
+        for a, b in zip(a_idx, b_idx, strict=True)
+    ]
+
+
 def _weights(accuracy: FloatMatrix, n_sources: int, scheme: str, candidates: Sequence[int | None]) -> FloatMatrix:
     """queries x sources voting weights from per-query accuracies."""
     out = np.zeros_like(accuracy)
@@ -259,6 +295,10 @@ def topical_reliability(
         for t in range(n_topics)
     ]
     return TopicalReliability(
+        dependence=[
+            topic_dependence(labels, truth, np.flatnonzero(membership.argmax(axis=1) == t), accuracy[t])
+            for t in range(n_topics)
+        ],
         keys=list(keys),
         cells=cells,
         answers=[None if a == MISSING else int(a) for a in truth],

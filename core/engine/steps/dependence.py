@@ -64,6 +64,27 @@ def groups_from_dependence(
     )
 
 
+def topic_copy_groups(
+    dependence: Sequence[Sequence[Dependence]],
+    settled: Sequence[bool],
+    source_ids: Sequence[int],
+    overall: CopyGroups,
+) -> tuple[CopyGroups, ...]:
+    """Per topic, the groups counted once on its questions: those found on the topic's
+    queries alone (``dependence``, per topic) where its verdict is ``settled``, the
+    ``overall`` groups where it is not; none at all when there are no overall groups (per
+    topic they refine what the estimate found, they do not add to an estimate that found
+    none). A bloc that colludes on one subject answers independently on the others: counted
+    once there, its honest answers would weigh as one (measured on PoisonedRAG's topic-hammer
+    prior, docs/benchmarks.md)."""
+    if not overall:
+        return ()
+    return tuple(
+        groups_from_dependence(pairs, source_ids) if ok else overall
+        for pairs, ok in zip(dependence, settled, strict=True)
+    )
+
+
 def group_index(groups: CopyGroups) -> dict[int, int]:
     """Source id -> the index of its copy group (a source in none is absent)."""
     return {sid: g for g, members in enumerate(groups) for sid in members}

@@ -116,3 +116,12 @@ def weigh_by_share(ctx: EngineContext, share: Sequence[float]) -> tuple[list[Sou
         "moved": moved,
     }
     return weighed, record
+
+
+def copy_groups_on(ctx: EngineContext, share: Sequence[float]) -> tuple[frozenset[int], ...]:
+    """The copy groups counted once on a question with topic membership ``share``: those
+    found on its main topic's queries where the run found them per topic, else the run's
+    overall groups."""
+    if len(ctx.topic_copy_groups) != len(share) or not share:
+        return ctx.copy_groups
+    return ctx.topic_copy_groups[max(range(len(share)), key=lambda t: share[t])]

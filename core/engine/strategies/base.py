@@ -125,6 +125,10 @@ class EngineContext:
     # or colluding with each other, each group counted once when it gives one answer. Empty:
     # every source is independent.
     copy_groups: tuple[frozenset[int], ...] = ()
+    # Per topic of ``topics`` (in its order), the copy groups found on that topic's queries
+    # alone: a bloc that colludes on one subject answers independently on the others, where
+    # counting it once would silence honest answers. Empty: ``copy_groups`` on every question.
+    topic_copy_groups: tuple[tuple[frozenset[int], ...], ...] = ()
 
     def report(self, events: Sequence[SourceEvent]) -> None:
         """Pass per-source progress to the listener, if any (one call per batch)."""

@@ -11,7 +11,13 @@ from core.engine.steps.clustering import reweighed
 from core.engine.steps.dependence import copied_note
 from core.engine.steps.relevance import MIN_SIMILARITY
 from core.engine.steps.selection import by_reliability, kappa_rrss, kappa_rss
-from core.engine.steps.topic_weights import answer_share, topic_share, topics_apply, weigh_by_share
+from core.engine.steps.topic_weights import (
+    answer_share,
+    copy_groups_on,
+    topic_share,
+    topics_apply,
+    weigh_by_share,
+)
 from core.engine.steps.voting import candidate_count
 from core.engine.strategies.base import (
     Answering,
@@ -130,7 +136,7 @@ class _Voting(AnswerStrategy[SourceVotingParams]):
                 overall, text_share, [(v.source_id, c) for v, c in zip(votes, clustering.labels, strict=True)]
             )
             sources, topic = weigh_by_share(overall, share)
-            ctx = replace(overall, sources=sources)
+            ctx = replace(overall, sources=sources, copy_groups=copy_groups_on(overall, share))
             weight = {s.id: s.weight for s in sources}
             for vote in votes:
                 if vote.source_id in weight:

@@ -28,6 +28,7 @@ from core.engine.reliability import ReliabilityResult, get_estimator
 from core.engine.reliability.base import Identification
 from core.engine.reliability.identify import proposed_checks
 from core.engine.reliability.topical import TopicalReliability
+from core.engine.steps.dependence import groups_from_dependence
 from core.engine.strategies import get_strategy
 from core.engine.strategies.codec import jsonable
 from core.engine.types import JSONObject, JSONValue
@@ -105,6 +106,15 @@ def stored_topics(
             for j, sid in enumerate(source_ids)
         },
         "unsettled": [topical.keys[t] for t in topical.unsettled()],
+        # Per settled topic, the copy groups found on its queries alone (source ids): what an
+        # answer on that topic counts once (core.engine.steps.dependence.topic_copy_groups).
+        "copy_groups": jsonable(
+            {
+                topical.keys[t]: [sorted(g) for g in groups_from_dependence(pairs, source_ids)]
+                for t, pairs in enumerate(topical.dependence)
+                if t not in topical.unsettled()
+            }
+        ),
     }
 
 
