@@ -424,7 +424,8 @@ def find_topics(
         labels = np.array(
             [index[t] if t else int((matrix[i] @ centroids.T).argmax()) for i, t in enumerate(tagged)], dtype=np.int64
         )
-        return _fit(texts, matrix, labels, source="tags", names=distinct, seed=seed)
+        fit = _fit(texts, matrix, labels, source="tags", names=distinct, seed=seed)
+        return fit if agreement is None else _tags_view(fit, texts, matrix, agreement)
     floor = max(MIN_TOPIC_QUERIES, int(np.ceil(MIN_TOPIC_SHARE * n)))
     if agreement is not None:
         return _find_by_answers(texts, matrix, agreement, max_topics=max_topics, floor=floor, seed=seed)
@@ -489,20 +490,49 @@ def _find_by_answers(
     fit = _fit(texts, matrix, labels, source="clusters", seed=seed)
     fit.tried = tried
     if name == "lexical":
-        space = views["lexical"]
-        ordered = np.array(fit.labels, dtype=np.int64)
-        centroids = _unit(np.eye(len(fit.model.topics))[ordered].T @ space)
-        topics = [
-            replace(t, lexical=tuple(float(x) for x in c)) for t, c in zip(fit.model.topics, centroids, strict=True)
-        ]
-        fit.model = TopicModel(
-            topics,
-            fit.model.temperature,
-            fit.model.source,
-            view="lexical",
-            idf=tuple(float(x) for x in idf),
-            lexical_temperature=_temperature(space @ centroids.T, ordered),
-        )
+        _to_lexical(fit, idf, views["lexical"])
+    return fit
+
+
+def _to_lexical(fit: TopicFit, idf: FloatMatrix, space: FloatMatrix) -> None:
+    """``fit``'s model made to assign a question in the lexical view (``space``: the discovery
+    queries' lexical vectors under ``idf``): each topic's lexical centroid, the view's own
+    temperature."""
+    ordered = np.array(fit.labels, dtype=np.int64)
+    centroids = _unit(np.eye(len(fit.model.topics))[ordered].T @ space)
+    topics = [replace(t, lexical=tuple(float(x) for x in c)) for t, c in zip(fit.model.topics, centroids, strict=True)]
+    fit.model = TopicModel(
+        topics,
+        fit.model.temperature,
+        fit.model.source,
+        view="lexical",
+        idf=tuple(float(x) for x in idf),
+        lexical_temperature=_temperature(space @ centroids.T, ordered),
+    )
+
+
+def _tags_view(
+    fit: TopicFit, texts: Sequence[str], matrix: FloatMatrix, agreement: tuple[FloatMatrix, FloatMatrix]
+) -> TopicFit:
+    """A curator's tags, assigned to new questions in the view (embedding or lexical) in which
+    they best predict, on held-out queries placed by their text, which sources agree with the
+    estimated answers (`held_out_fit`); the embedding's unless the lexical view does better.
+    The tags are the topics either way; the view decides how a new question finds its tag
+    (measured on PoisonedRAG's topic-hammer with its subsets as tags, where the embedding
+    places a question in its own subset two times in three: docs/benchmarks.md)."""
+    if len(fit.model.topics) < 2:
+        return fit
+    agree, answered = (np.asarray(a, dtype=np.float64) for a in agreement)
+    labels = np.array(fit.labels, dtype=np.int64)
+    idf = lexical_idf(texts)
+    lexical = lexical_vectors(texts, idf)
+    onehot = np.eye(len(fit.model.topics))[labels]
+    scores = []
+    for space in (matrix, lexical):
+        centroids = _unit(onehot.T @ space)
+        scores.append(held_out_fit(space, labels, _temperature(space @ centroids.T, labels), agree, answered))
+    if scores[1] > scores[0]:
+        _to_lexical(fit, idf, lexical)
     return fit
 
 

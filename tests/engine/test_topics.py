@@ -286,3 +286,23 @@ def test_checks_reach_a_topic_whose_bloc_outnumbers_the_honest_sources_there() -
     assert after.topical is not None
     assert after.topical.accuracy(3, 6) > after.topical.accuracy(3, 0) + 0.5
     assert sum(after.topical.answers[q] == 0 for q in range(3 * n, 4 * n)) == n
+
+
+def test_tags_reach_new_questions_through_the_view_that_explains_the_answers() -> None:
+    texts = SPORT + MUSIC
+    tags = ["sport"] * 20 + ["music"] * 20
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=(40, 16))  # an embedding that knows nothing of the tags
+    answers = _agreement(0.95, 0.05)
+    # The texts' letters tell sport from music, the vectors do not: the lexical view assigns.
+    fit = find_topics(texts, noise, tags, agreement=answers)
+    assert fit.model.source == "tags" and fit.model.view == "lexical"
+    question = "which team won the 2021 football cup final match"
+    share = fit.model.membership(rng.normal(size=(1, 16)), [question])[0]
+    assert share[fit.model.keys.index("sport")] > 0.7
+    # Without answers to judge by, the tags are assigned by the embedding, as before.
+    assert find_topics(texts, noise, tags).model.view == "embedding"
+    # Vectors that tell the tags apart, texts whose letters do not: the embedding stays.
+    codes = [f"item {rng.integers(10**6)} {rng.integers(10**6)}" for _ in range(40)]
+    vectors = np.vstack([rng.normal(loc=3.0, size=(20, 16)), rng.normal(loc=-3.0, size=(20, 16))])
+    assert find_topics(codes, vectors, tags, agreement=answers).model.view == "embedding"

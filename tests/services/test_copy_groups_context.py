@@ -87,9 +87,7 @@ def test_a_bloc_colluding_on_one_topic_reaches_the_context_as_that_topics_group(
     membership[N : N + N // 2, 1] = 1.0
     membership[N + N // 2 :, 2] = 1.0
     # No verdict per topic here (identify_topics=False): every topic counts as settled.
-    topical = topical_reliability(
-        labels, result, membership, ["a", "b", "c"], scheme="log-odds", identify_topics=False
-    )
+    topical = topical_reliability(labels, result, membership, ["a", "b", "c"], scheme="log-odds", identify_topics=False)
     model = TopicModel([Topic(k, k, tuple(float(i == t) for i in range(3)), 10) for t, k in enumerate("abc")])
     stored = stored_topics(replace(topical, model=model), [s.pk for s in sources])
     bloc = frozenset(s.pk for s in sources[:3])
