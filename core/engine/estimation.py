@@ -229,10 +229,12 @@ def estimate_topics(
     happened to disagree are then "found" to differ in that source's reliability, by
     construction (measured: clustering on the answers as well gave sources whose reliability
     does not vary by topic differences of 0.4 between topics, and cost 2.6 points against one
-    reliability per source on PoisonedRAG's beta prior). The answers only choose among the
+    reliability per source on PoisonedRAG's beta prior). The answers choose among the
     text's splits: the one whose per-topic accuracies best predict, on held-out queries
     placed by their text, which sources agree with the estimated answers
-    (core.engine.topics.held_out_fit), and none unless it beats one accuracy per source."""
+    (core.engine.topics.held_out_fit), and none unless it beats one accuracy per source;
+    then they move queries between the chosen split's topics where text and agreement
+    together say so (core.engine.topics.refine_by_answers), when that predicts better."""
     if len(topics.vectors) != len(questions):
         raise ValueError("one vector per query")
     truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)

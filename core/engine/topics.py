@@ -10,7 +10,9 @@ the questions grouped into a handful of topics a person can read. This module:
   question a sentence embedding maps together). With the run's answers at hand, the split
   kept is the one (view and number of topics) whose per-topic accuracies best predict, on
   held-out queries placed by their text, which sources agree with the estimated answers
-  (`held_out_fit`), and none unless it beats one accuracy per source; without them, the
+  (`held_out_fit`), and none unless it beats one accuracy per source; the kept split's
+  queries then move to the topic their text and their sources' agreement together make most
+  likely (`refine_by_answers`), when that predicts held-out answers better; without them, the
   embedding's split with the best silhouette (one topic when no split is clearly better);
 - **names** each from its queries: the words most particular to it (`topic_name`);
 - **assigns** a question softly (`TopicModel.membership`): a softmax of its cosine to each
@@ -464,9 +466,11 @@ def _find_by_answers(
 ) -> TopicFit:
     """Topics chosen by the answers they explain: k-means in the embedding and in the lexical
     view, k from 2 to ``max_topics``, each split scored by `held_out_fit`; the best kept when
-    it beats one topic by CV_MARGIN, else one topic. The clusters come from the text alone;
-    the answers only choose among them (cutting topics where sources happened to disagree
-    would find them different by construction)."""
+    it beats one topic by CV_MARGIN, else one topic. The clusters are cut from the text; the
+    answers choose among them, and then move queries between the chosen split's topics
+    (`refine_by_answers`), kept only when that explains held-out answers better. Topics are
+    never cut from the answers alone (cutting where sources happened to disagree would find
+    them different by construction): a split must first beat one topic from the text."""
     n = matrix.shape[0]
     agree, answered = (np.asarray(a, dtype=np.float64) for a in agreement)
     idf = lexical_idf(texts)
@@ -487,11 +491,63 @@ def _find_by_answers(
     if best is None or best[0] < CV_MARGIN:
         return _single(matrix, tried)
     score, name, labels = best
+    # The split refined by the answers (`refine_by_answers`), kept when it explains held-out
+    # answers better still.
+    space = views[name]
+    refined = refine_by_answers(space, labels, agree, answered, floor)
+    if not np.array_equal(refined, labels):
+        k = int(refined.max()) + 1
+        centroids = _unit(np.eye(k)[refined].T @ space)
+        temperature = _temperature(space @ centroids.T, refined)
+        if held_out_fit(space, refined, temperature, agree, answered) - baseline - TOPIC_COST * (k - 1) > score:
+            labels = refined
     fit = _fit(texts, matrix, labels, source="clusters", seed=seed)
     fit.tried = tried
     if name == "lexical":
         _to_lexical(fit, idf, views["lexical"])
     return fit
+
+
+REFINE_ROUNDS = 5
+
+
+def refine_by_answers(
+    space: FloatMatrix,
+    labels: npt.NDArray[np.int64],
+    agree: FloatMatrix,
+    answered: FloatMatrix,
+    floor: int,
+    rounds: int = REFINE_ROUNDS,
+) -> npt.NDArray[np.int64]:
+    """A split of the queries moved by their answers (in the manner of FaitCrowd, Ma et al.,
+    KDD 2015, where a question's topic is drawn from its words and its answers together):
+    each query goes to the topic that maximises its text's membership (the softmax of its
+    cosine in ``space`` to the topics' centroids, at the fitted temperature) times the
+    likelihood of which sources agreed with the estimate on it under the topic's agreement
+    rates (``agree`` on ``answered`` cells, each rate smoothed toward the source's pooled
+    rate by CV_STRENGTH answers); repeated until no query moves, at most ``rounds`` times,
+    and stopped before a topic falls under ``floor`` queries. A query whose text sits
+    between two subjects, or a subject split by the text along the wrong line (NQ's and MS
+    MARCO's short questions read alike), goes where its sources' agreement says."""
+    k = int(labels.max()) + 1
+    hits = agree * answered
+    misses = (1.0 - agree) * answered
+    seen = answered.sum(axis=0)
+    pooled = np.divide(hits.sum(axis=0), seen, out=np.full(agree.shape[1], 0.5), where=seen > 0)
+    for _ in range(rounds):
+        onehot = np.eye(k)[labels]
+        cells = np.clip((onehot.T @ hits + CV_STRENGTH * pooled) / (onehot.T @ answered + CV_STRENGTH), 0.02, 0.98)
+        centroids = _unit(onehot.T @ space)
+        temperature = _temperature(space @ centroids.T, labels)
+        scores = space @ centroids.T / max(temperature, 1e-6)
+        log_prior = scores - scores.max(axis=1, keepdims=True)
+        log_prior = log_prior - np.log(np.exp(log_prior).sum(axis=1, keepdims=True))
+        loglik = hits @ np.log(cells).T + misses @ np.log(1.0 - cells).T
+        new = np.asarray((log_prior + loglik).argmax(axis=1), dtype=np.int64)
+        if np.bincount(new, minlength=k).min() < floor or np.array_equal(new, labels):
+            break
+        labels = new
+    return labels
 
 
 def _to_lexical(fit: TopicFit, idf: FloatMatrix, space: FloatMatrix) -> None:

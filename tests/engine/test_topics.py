@@ -306,3 +306,30 @@ def test_tags_reach_new_questions_through_the_view_that_explains_the_answers() -
     codes = [f"item {rng.integers(10**6)} {rng.integers(10**6)}" for _ in range(40)]
     vectors = np.vstack([rng.normal(loc=3.0, size=(20, 16)), rng.normal(loc=-3.0, size=(20, 16))])
     assert find_topics(codes, vectors, tags, agreement=answers).model.view == "embedding"
+
+
+def test_answers_move_a_query_to_the_topic_its_sources_agreement_points_to() -> None:
+    from core.engine.topics import refine_by_answers
+
+    rng = np.random.default_rng(1)
+    truth = np.array([0] * 30 + [1] * 30)
+    # Texts that barely tell the two subjects apart: a faint shift in one direction.
+    space = rng.normal(size=(60, 8))
+    space[:, 0] += np.where(truth == 0, 0.6, -0.6)
+    space /= np.linalg.norm(space, axis=1, keepdims=True)
+    start = truth.copy()
+    start[:8] = 1  # the text's split put eight of the first subject's queries with the second
+    start[30:36] = 0
+    # Sources 0-2 are right on the first subject and wrong on the second; 3-8 right on both.
+    rates = np.where(truth[:, None] == 0, 0.95, 0.05) * np.ones((1, 3))
+    agree = (rng.random((60, 9)) < np.hstack([rates, np.full((60, 6), 0.9)])).astype(np.float64)
+    answered = np.ones((60, 9))
+    refined = refine_by_answers(space, start, agree, answered, floor=8)
+    assert (refined == truth).sum() >= 58 > (start == truth).sum()
+    # Texts that tell the subjects apart, and no source whose agreement differs between them:
+    # chance agreement does not pull queries out of their text's topic.
+    clear = rng.normal(size=(60, 8))
+    clear[:, 0] += np.where(truth == 0, 3.0, -3.0)
+    clear /= np.linalg.norm(clear, axis=1, keepdims=True)
+    flat = (rng.random((60, 9)) < 0.9).astype(np.float64)
+    assert (refine_by_answers(clear, truth, flat, answered, floor=8) != truth).sum() <= 2
