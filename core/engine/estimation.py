@@ -224,17 +224,20 @@ def estimate_topics(
     """Find the queries' topics (their text, or a curator's tags) and estimate every source
     on each; None when the queries form one topic.
 
-    The topics are cut from the text alone (the queries' embeddings, or their character
-    n-grams), not from where the sources' answers differ: topics cut where some source
-    happened to disagree are then "found" to differ in that source's reliability, by
-    construction (measured: clustering on the answers as well gave sources whose reliability
-    does not vary by topic differences of 0.4 between topics, and cost 2.6 points against one
-    reliability per source on PoisonedRAG's beta prior). The answers choose among the
-    text's splits: the one whose per-topic accuracies best predict, on held-out queries
-    placed by their text, which sources agree with the estimated answers
-    (core.engine.topics.held_out_fit), and none unless it beats one accuracy per source;
-    then they move queries between the chosen split's topics where text and agreement
-    together say so (core.engine.topics.refine_by_answers), when that predicts better."""
+    The topics are cut from the text (the queries' embeddings, or their character n-grams),
+    never from where the sources' answers differ alone: topics cut where some source happened
+    to disagree are then "found" to differ in that source's reliability, by construction
+    (measured: clustering on the answers as well gave sources whose reliability does not vary
+    by topic differences of 0.4 between topics, and cost 2.6 points against one reliability
+    per source on PoisonedRAG's beta prior). The answers choose among the text's splits: the
+    one whose per-topic accuracies best predict, on held-out queries placed by their text,
+    which sources agree with the estimated answers (core.engine.topics.held_out_fit), and
+    none unless it beats one accuracy per source. Only then do they move queries between the
+    chosen split's topics, where text and agreement together say so
+    (core.engine.topics.refine_by_answers), kept when held-out answers are predicted better;
+    the cells below are fit on those labels, so a refined split's cells differ a little more
+    than its text alone would make them (where nothing varies by topic, no split is chosen
+    and nothing is refined: the beta and adversary-hammer controls were unchanged)."""
     if len(topics.vectors) != len(questions):
         raise ValueError("one vector per query")
     truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)

@@ -16,7 +16,8 @@ the questions grouped into a handful of topics a person can read. This module:
   embedding's split with the best silhouette (one topic when no split is clearly better);
 - **names** each from its queries: the words most particular to it (`topic_name`);
 - **assigns** a question softly (`TopicModel.membership`): a softmax of its cosine to each
-  topic's centroid (in the view the topics were found in), with a temperature fitted so the
+  topic's centroid (in the view the topics were found in; a curator's tags, in the view whose
+  placement best predicts held-out answers, `_tags_view`), with a temperature fitted so the
   discovery queries sit about TARGET_CONFIDENCE in their own topic (a question between two
   topics is weighed by both);
 - keeps them **stable across runs** (`match_topics`): a new run's topic takes the key and
@@ -410,10 +411,11 @@ def find_topics(
     agreement: tuple[FloatMatrix, FloatMatrix] | None = None,
 ) -> TopicFit:
     """Topics of ``texts`` (encoded as ``vectors``): the tags when at least MIN_TAGGED_SHARE
-    of them carry one (and there are two or more), else clusters: chosen by the answers they
-    explain where ``agreement`` is given (queries x sources: whether each source agreed with
-    the estimated answer, and whether it answered; `_find_by_answers`), else by silhouette; a
-    single topic when neither splits them."""
+    of them carry one (and there are two or more; placed in the view that explains the
+    answers where ``agreement`` is given, `_tags_view`), else clusters: chosen, and refined,
+    by the answers they explain where ``agreement`` is given (queries x sources: whether each
+    source agreed with the estimated answer, and whether it answered; `_find_by_answers`),
+    else by silhouette; a single topic when neither splits them."""
     matrix = _unit(np.asarray(vectors, dtype=np.float64).reshape(len(texts), -1))
     n = len(texts)
     if n == 0:
@@ -587,7 +589,7 @@ def _tags_view(
     for space in (matrix, lexical):
         centroids = _unit(onehot.T @ space)
         scores.append(held_out_fit(space, labels, _temperature(space @ centroids.T, labels), agree, answered))
-    if scores[1] > scores[0]:
+    if scores[1] > scores[0] + CV_MARGIN:  # a clear gain, not chance between two placements
         _to_lexical(fit, idf, lexical)
     return fit
 

@@ -175,10 +175,14 @@ def build_context(
         ]
     has_claims = claims_exist()
     # Imported here: the copying pages read the estimation services, which build contexts.
-    from core.services.pages.copying import latest_copy_groups
+    from core.services.pages.copying import latest_copy_groups, latest_copy_run
 
-    overall_groups = latest_copy_groups()
-    by_topic = stored_copy_groups(run) if topics is not None else {}
+    copy_run = latest_copy_run()
+    overall_groups = latest_copy_groups(copy_run)
+    # Per-topic groups refine the overall ones only when both come from one run (the topics'
+    # run, or the full run it updates).
+    same_run = run is not None and copy_run is not None and copy_run.pk in (run.pk, run.parent_id)
+    by_topic = stored_copy_groups(run) if topics is not None and same_run else {}
 
     return EngineContext(
         retriever=PgRetriever(

@@ -105,3 +105,43 @@ def test_a_bloc_colluding_on_one_topic_reaches_the_context_as_that_topics_group(
     # A merged topic's groups were found on part of its queries: the overall ones count there.
     merge_topics(run, "b", "c")
     assert build_context().topic_copy_groups == ((bloc,), overall)
+
+
+def test_an_unsettled_topic_and_another_runs_topics_count_the_overall_groups(db: None) -> None:
+    from dataclasses import replace
+
+    import numpy as np
+
+    from core.engine.reliability import get_estimator
+    from core.engine.reliability.topical import topical_reliability
+    from core.engine.topics import Topic, TopicModel
+    from core.services.estimation.finish import stored_topics
+    from tests.engine.test_topic_copy_groups import N, _colluding_on_a
+
+    sources = [SourceFactory(name=f"source {j}", chunk_count=1) for j in range(8)]
+    labels = _colluding_on_a()
+    result = get_estimator("accucopy").estimate(labels)
+    membership = np.zeros((2 * N, 2))
+    membership[:N, 0] = 1.0
+    membership[N:, 1] = 1.0
+    # With its verdict checked: three sources of eight repeating one answer on topic a is a
+    # bloc agreement alone cannot place, so a is unsettled and stores no groups of its own.
+    topical = topical_reliability(labels, result, membership, ["a", "b"], scheme="log-odds")
+    assert topical.unsettled() == [0]
+    model = TopicModel([Topic(k, k, tuple(float(i == t) for i in range(2)), 10) for t, k in enumerate("ab")])
+    stored = stored_topics(replace(topical, model=model), [s.pk for s in sources])
+    assert stored["copy_groups"] == {"b": []}
+    run = finished_run(sources)
+    run.topics = stored
+    run.save(update_fields=["topics"])
+    SourceDependenceFactory(run=run, source_a=sources[0], source_b=sources[1], probability=1.0, same_false=9.0)
+    overall = (frozenset({sources[0].pk, sources[1].pk}),)
+    assert build_context().topic_copy_groups == (overall, ())
+    # A later run with topics but without copy detection: its topics are the current ones,
+    # the copy groups still the earlier run's, and the two are not mixed.
+    later = EstimationRunFactory(
+        succeeded=True, sources=sources, params={"estimator": "iwmv"}, finished_at=timezone.now(), topics=stored
+    )
+    assert later.pk != run.pk
+    ctx = build_context()
+    assert ctx.copy_groups == overall and ctx.topic_copy_groups == ()

@@ -43,6 +43,7 @@ from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
+from scipy import sparse
 
 from core.engine.reliability.accucopy import REPORTED_DEPENDENCE, CopyModel, dependence_probability
 from core.engine.reliability.base import (
@@ -176,13 +177,21 @@ def topic_dependence(
     (as AccuCopy reports them)."""
     sub, right_answer = labels[rows], truth[rows]
     answered = sub >= 0
-    both = answered[:, :, None] & answered[:, None, :]
-    same = both & (sub[:, :, None] == sub[:, None, :])
-    right = answered & (sub == right_answer[:, None]) & (right_answer[:, None] != MISSING)
-    shared = both.sum(axis=0).astype(np.float64)
-    same_true = (same & right[:, :, None]).sum(axis=0).astype(np.float64)
-    same_false = same.sum(axis=0) - same_true
-    different = shared - same.sum(axis=0)
+    right = answered & (sub == right_answer[:, None])  # an answer is never MISSING
+    # Pair counts as products of (query, answer) x source indicator matrices, so memory grows
+    # with the answers given, not with queries x sources x sources.
+    q_idx, s_idx = np.nonzero(answered)
+    width = int(sub.max()) + 1 if q_idx.size else 1
+    given = sparse.csr_matrix(
+        (np.ones(q_idx.size), (q_idx * width + sub[q_idx, s_idx], s_idx)), shape=(len(rows) * width, sub.shape[1])
+    )
+    same = np.asarray((given.T @ given).todense(), dtype=np.float64)
+    as_float = answered.astype(np.float64)
+    shared = as_float.T @ as_float
+    correct = right.astype(np.float64)
+    same_true = correct.T @ correct  # two sources with the right answer gave the same one
+    same_false = same - same_true
+    different = shared - same
     clipped = np.clip(accuracy, POSTERIOR_FLOOR, 1.0 - POSTERIOR_FLOOR)  # a cell at 0 or 1 decides nothing alone
     probability = dependence_probability(same_true, same_false, different, clipped, CopyModel())
     a_idx, b_idx = np.nonzero(np.triu((shared > 0) & (probability >= REPORTED_DEPENDENCE), k=1))

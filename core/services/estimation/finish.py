@@ -89,6 +89,7 @@ def stored_topics(
     each query's topic (what an online update moves)."""
     if topical is None or topical.model is None:
         return {}
+    unsettled = set(topical.unsettled())
     return {
         "queries": {str(qid): topical.keys[t] for qid, t in zip(query_ids or [], topical.query_topics, strict=False)},
         "model": jsonable(topical.model.as_dict()),
@@ -112,7 +113,7 @@ def stored_topics(
             {
                 topical.keys[t]: [sorted(g) for g in groups_from_dependence(pairs, source_ids)]
                 for t, pairs in enumerate(topical.dependence)
-                if t not in topical.unsettled()
+                if t not in unsettled
             }
         ),
     }

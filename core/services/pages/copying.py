@@ -99,12 +99,18 @@ def latest_collusion() -> dict[int, dict[str, Any]]:
     return badges
 
 
-def latest_copy_groups() -> tuple[frozenset[int], ...]:
-    """The source ids of each copier pair or bloc of the latest finished run with copy
-    detection, as the sources list badges them (latest_collusion), leaving out an unsettled
-    run's groups (they may be the honest group a larger bloc outvotes): the groups an answer
-    counts once (core.engine.steps.dependence). Empty when no such run found any."""
-    run = next((r for r in finished_full_runs()[:10] if has_copy_detection(r)), None)
+def latest_copy_run() -> EstimationRun | None:
+    """The latest finished full run whose estimator detects copying (what latest_copy_groups
+    reads)."""
+    return next((r for r in finished_full_runs()[:10] if has_copy_detection(r)), None)
+
+
+def latest_copy_groups(run: EstimationRun | None = None) -> tuple[frozenset[int], ...]:
+    """The source ids of each copier pair or bloc of ``run`` (default: latest_copy_run), as
+    the sources list badges them (latest_collusion), leaving out an unsettled run's groups
+    (they may be the honest group a larger bloc outvotes): the groups an answer counts once
+    (core.engine.steps.dependence). Empty when no such run found any."""
+    run = run or latest_copy_run()
     if run is None:
         return ()
     return copy_groups(
