@@ -17,26 +17,11 @@ from core.engine.topics import find_topics
 from core.engine.types import SourceInfo
 from tests.engine.test_topics import MUSIC, SPORT
 from tests.fakes import HashEmbedder
-
-N = 30  # queries per topic
-
-
-def _colluding_on_a(seed: int = 0) -> np.ndarray:
-    """Queries 0..N-1 on topic A, N..2N-1 on topic B; the truth is label 0. Sources 0-2 give
-    the one planted answer (label 1) on A and are right 90% of the time on B; sources 3-7 are
-    right 90% of the time everywhere, their errors their own."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for q in range(2 * N):
-        on_a = q < N
-        bloc = [1 if on_a else (0 if rng.random() < 0.9 else 10 + j) for j in range(3)]
-        honest = [0 if rng.random() < 0.9 else 20 + j for j in range(5)]
-        rows.append(bloc + honest)
-    return np.array(rows, dtype=np.int64)
+from tests.topic_colluding import N, colluding_on_a
 
 
 def test_a_bloc_is_found_copying_on_the_topic_it_colludes_on_and_not_on_the_other() -> None:
-    labels = _colluding_on_a()
+    labels = colluding_on_a()
     result = get_estimator("accucopy").estimate(labels)
     membership = np.zeros((2 * N, 2))
     membership[:N, 0] = 1.0
@@ -54,7 +39,7 @@ def test_a_bloc_is_found_copying_on_the_topic_it_colludes_on_and_not_on_the_othe
 
 
 def test_an_unsettled_topic_counts_the_overall_groups_and_none_count_without_them() -> None:
-    labels = _colluding_on_a()
+    labels = colluding_on_a()
     result = get_estimator("accucopy").estimate(labels)
     membership = np.zeros((2 * N, 2))
     membership[:N, 0] = 1.0

@@ -22,6 +22,7 @@ from tests.factories import (
     SourceFactory,
 )
 from tests.services.collusion import COLLUDERS, collusion_run
+from tests.topic_colluding import N, colluding_on_a
 
 
 def finished_run(sources: list[Source], *, identified: bool = True) -> EstimationRun:
@@ -77,10 +78,9 @@ def test_a_bloc_colluding_on_one_topic_reaches_the_context_as_that_topics_group(
     from core.engine.topics import Topic, TopicModel
     from core.services.estimation.finish import stored_topics
     from core.services.topics import merge_topics
-    from tests.engine.test_topic_copy_groups import N, _colluding_on_a
 
     sources = [SourceFactory(name=f"source {j}", chunk_count=1) for j in range(8)]
-    labels = _colluding_on_a()
+    labels = colluding_on_a()
     result = get_estimator("accucopy").estimate(labels)
     membership = np.zeros((2 * N, 3))
     membership[:N, 0] = 1.0
@@ -116,10 +116,9 @@ def test_an_unsettled_topic_and_another_runs_topics_count_the_overall_groups(db:
     from core.engine.reliability.topical import topical_reliability
     from core.engine.topics import Topic, TopicModel
     from core.services.estimation.finish import stored_topics
-    from tests.engine.test_topic_copy_groups import N, _colluding_on_a
 
     sources = [SourceFactory(name=f"source {j}", chunk_count=1) for j in range(8)]
-    labels = _colluding_on_a()
+    labels = colluding_on_a()
     result = get_estimator("accucopy").estimate(labels)
     membership = np.zeros((2 * N, 2))
     membership[:N, 0] = 1.0
