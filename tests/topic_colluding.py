@@ -3,7 +3,13 @@ per-topic copy-group tests share (tests/engine, tests/services)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+
+from core.engine.reliability import get_estimator
+from core.engine.reliability.base import ReliabilityResult, TopicalReliability
+from core.engine.reliability.topical import topical_reliability
 
 N = 30  # queries per topic
 
@@ -20,3 +26,19 @@ def colluding_on_a(seed: int = 0) -> np.ndarray:
         honest = [0 if rng.random() < 0.9 else 20 + j for j in range(5)]
         rows.append(bloc + honest)
     return np.array(rows, dtype=np.int64)
+
+
+def colluding_topical(
+    bounds: tuple[int, ...] = (N,), *, identify_topics: bool = True
+) -> tuple[ReliabilityResult, TopicalReliability]:
+    """AccuCopy's estimate of `colluding_on_a` and its per-topic estimate, the queries cut into
+    topics "a", "b", ... at ``bounds`` (default: A and B as the matrix has them)."""
+    labels = colluding_on_a()
+    result = get_estimator("accucopy").estimate(labels)
+    edges = [0, *bounds, len(labels)]
+    membership = np.zeros((len(labels), len(edges) - 1))
+    for t, (low, high) in enumerate(itertools.pairwise(edges)):
+        membership[low:high, t] = 1.0
+    keys = list("abcdefgh"[: len(edges) - 1])
+    topical = topical_reliability(labels, result, membership, keys, scheme="log-odds", identify_topics=identify_topics)
+    return result, topical

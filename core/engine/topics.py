@@ -499,9 +499,7 @@ def _find_by_answers(
     refined = refine_by_answers(space, labels, agree, answered, floor)
     if not np.array_equal(refined, labels):
         k = int(refined.max()) + 1
-        centroids = _unit(np.eye(k)[refined].T @ space)
-        temperature = _temperature(space @ centroids.T, refined)
-        if held_out_fit(space, refined, temperature, agree, answered) - baseline - TOPIC_COST * (k - 1) > score:
+        if _labelled_fit(space, refined, agree, answered) - baseline - TOPIC_COST * (k - 1) > score:
             labels = refined
     fit = _fit(texts, matrix, labels, source="clusters", seed=seed)
     fit.tried = tried
@@ -552,6 +550,15 @@ def refine_by_answers(
     return labels
 
 
+def _labelled_fit(
+    space: FloatMatrix, labels: npt.NDArray[np.int64], agree: FloatMatrix, answered: FloatMatrix
+) -> float:
+    """`held_out_fit` of a labelling placed in ``space`` by its topics' centroids there, at
+    the temperature fitted to it."""
+    centroids = _unit(np.eye(int(labels.max()) + 1)[labels].T @ space)
+    return held_out_fit(space, labels, _temperature(space @ centroids.T, labels), agree, answered)
+
+
 def _to_lexical(fit: TopicFit, idf: FloatMatrix, space: FloatMatrix) -> None:
     """``fit``'s model made to assign a question in the lexical view (``space``: the discovery
     queries' lexical vectors under ``idf``): each topic's lexical centroid, the view's own
@@ -584,11 +591,7 @@ def _tags_view(
     labels = np.array(fit.labels, dtype=np.int64)
     idf = lexical_idf(texts)
     lexical = lexical_vectors(texts, idf)
-    onehot = np.eye(len(fit.model.topics))[labels]
-    scores = []
-    for space in (matrix, lexical):
-        centroids = _unit(onehot.T @ space)
-        scores.append(held_out_fit(space, labels, _temperature(space @ centroids.T, labels), agree, answered))
+    scores = [_labelled_fit(space, labels, agree, answered) for space in (matrix, lexical)]
     if scores[1] > scores[0] + CV_MARGIN:  # a clear gain, not chance between two placements
         _to_lexical(fit, idf, lexical)
     return fit

@@ -3,13 +3,9 @@ its members answer independently, and rightly, and their votes count one by one.
 
 from __future__ import annotations
 
-import numpy as np
-
 from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.params import parse_params
-from core.engine.reliability import get_estimator
-from core.engine.reliability.topical import topical_reliability
 from core.engine.steps.dependence import groups_from_dependence, topic_copy_groups
 from core.engine.steps.memory_retriever import InMemoryRetriever
 from core.engine.strategies import EngineContext, StrategyResult, get_strategy
@@ -17,16 +13,11 @@ from core.engine.topics import find_topics
 from core.engine.types import SourceInfo
 from tests.engine.test_topics import MUSIC, SPORT
 from tests.fakes import HashEmbedder
-from tests.topic_colluding import N, colluding_on_a
+from tests.topic_colluding import colluding_topical
 
 
 def test_a_bloc_is_found_copying_on_the_topic_it_colludes_on_and_not_on_the_other() -> None:
-    labels = colluding_on_a()
-    result = get_estimator("accucopy").estimate(labels)
-    membership = np.zeros((2 * N, 2))
-    membership[:N, 0] = 1.0
-    membership[N:, 1] = 1.0
-    topical = topical_reliability(labels, result, membership, ["a", "b"], scheme="log-odds")
+    result, topical = colluding_topical()
     ids = [100 + j for j in range(8)]
     on_a, on_b = (groups_from_dependence(pairs, ids) for pairs in topical.dependence)
     assert on_a == (frozenset({100, 101, 102}),)
@@ -39,12 +30,7 @@ def test_a_bloc_is_found_copying_on_the_topic_it_colludes_on_and_not_on_the_othe
 
 
 def test_an_unsettled_topic_counts_the_overall_groups_and_none_count_without_them() -> None:
-    labels = colluding_on_a()
-    result = get_estimator("accucopy").estimate(labels)
-    membership = np.zeros((2 * N, 2))
-    membership[:N, 0] = 1.0
-    membership[N:, 1] = 1.0
-    topical = topical_reliability(labels, result, membership, ["a", "b"], scheme="log-odds")
+    result, topical = colluding_topical()
     ids = list(range(8))
     overall = (frozenset({0, 1, 2}),)
     assert topic_copy_groups(topical.dependence, [True, True], ids, overall) == (overall, ())

@@ -22,7 +22,7 @@ from tests.factories import (
     SourceFactory,
 )
 from tests.services.collusion import COLLUDERS, collusion_run
-from tests.topic_colluding import N, colluding_on_a
+from tests.topic_colluding import N, colluding_topical
 
 
 def finished_run(sources: list[Source], *, identified: bool = True) -> EstimationRun:
@@ -71,23 +71,13 @@ def test_a_finished_accucopy_runs_colluders_reach_the_answering_context(db: None
 def test_a_bloc_colluding_on_one_topic_reaches_the_context_as_that_topics_group(db: None) -> None:
     from dataclasses import replace
 
-    import numpy as np
-
-    from core.engine.reliability import get_estimator
-    from core.engine.reliability.topical import topical_reliability
     from core.engine.topics import Topic, TopicModel
     from core.services.estimation.finish import stored_topics
     from core.services.topics import merge_topics
 
     sources = [SourceFactory(name=f"source {j}", chunk_count=1) for j in range(8)]
-    labels = colluding_on_a()
-    result = get_estimator("accucopy").estimate(labels)
-    membership = np.zeros((2 * N, 3))
-    membership[:N, 0] = 1.0
-    membership[N : N + N // 2, 1] = 1.0
-    membership[N + N // 2 :, 2] = 1.0
     # No verdict per topic here (identify_topics=False): every topic counts as settled.
-    topical = topical_reliability(labels, result, membership, ["a", "b", "c"], scheme="log-odds", identify_topics=False)
+    _, topical = colluding_topical((N, N + N // 2), identify_topics=False)
     model = TopicModel([Topic(k, k, tuple(float(i == t) for i in range(3)), 10) for t, k in enumerate("abc")])
     stored = stored_topics(replace(topical, model=model), [s.pk for s in sources])
     bloc = frozenset(s.pk for s in sources[:3])
@@ -110,22 +100,13 @@ def test_a_bloc_colluding_on_one_topic_reaches_the_context_as_that_topics_group(
 def test_an_unsettled_topic_and_another_runs_topics_count_the_overall_groups(db: None) -> None:
     from dataclasses import replace
 
-    import numpy as np
-
-    from core.engine.reliability import get_estimator
-    from core.engine.reliability.topical import topical_reliability
     from core.engine.topics import Topic, TopicModel
     from core.services.estimation.finish import stored_topics
 
     sources = [SourceFactory(name=f"source {j}", chunk_count=1) for j in range(8)]
-    labels = colluding_on_a()
-    result = get_estimator("accucopy").estimate(labels)
-    membership = np.zeros((2 * N, 2))
-    membership[:N, 0] = 1.0
-    membership[N:, 1] = 1.0
     # With its verdict checked: three sources of eight repeating one answer on topic a is a
     # bloc agreement alone cannot place, so a is unsettled and stores no groups of its own.
-    topical = topical_reliability(labels, result, membership, ["a", "b"], scheme="log-odds")
+    _, topical = colluding_topical()
     assert topical.unsettled() == [0]
     model = TopicModel([Topic(k, k, tuple(float(i == t) for i in range(2)), 10) for t, k in enumerate("ab")])
     stored = stored_topics(replace(topical, model=model), [s.pk for s in sources])
