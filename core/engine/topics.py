@@ -297,6 +297,75 @@ def fit_temperature(vectors: FloatMatrix, topics: Sequence[Topic], labels: npt.N
     return _temperature(_closest(vectors, topics), labels)
 
 
+# The temperature a new question is placed at is calibrated on held-out queries: each
+# discovery query scored against topics built without its fold, the temperature the one that
+# gives their own topics the highest likelihood (each topic counting equally). The in-sample
+# rule above (`fit_temperature`), fitted on queries the centroids were made of, placed new
+# questions too softly where a view separates the topics well (measured on PoisonedRAG's
+# subsets, 100 queries, the lexical view: mean membership of a new question in its own
+# subset 0.66 in-sample, 0.76 calibrated; docs/benchmarks.md). No sharper than
+# MIN_TEMPERATURE: a hundred queries separated perfectly do not make a new one certain.
+MIN_TEMPERATURE = 0.01
+
+
+def held_out_scores(
+    space: FloatMatrix, labels: npt.NDArray[np.int64], *, prototypes: bool = False, seed: int = 0
+) -> FloatMatrix:
+    """queries x topics: each query's cosine to each topic's closest point (its centroid, or
+    with ``prototypes`` its prototypes as `_fit` cuts them) built from the other folds'
+    queries; -1 where a fold left a topic without queries."""
+    n, k = space.shape[0], int(labels.max()) + 1
+    out = np.full((n, k), -1.0)
+    for fold in range(CV_FOLDS):
+        test = np.arange(fold, n, CV_FOLDS)
+        train = np.setdiff1d(np.arange(n), test)
+        for t in range(k):
+            members = space[train][labels[train] == t]
+            if not len(members):
+                continue
+            n_proto = min(MAX_PROTOTYPES, max(1, len(members) // PROTOTYPE_QUERIES)) if prototypes else 1
+            points = spherical_kmeans(members, n_proto, seed)[1] if n_proto > 1 else _unit(members.sum(axis=0)[None, :])
+            out[test, t] = (space[test] @ points.T).max(axis=1)
+    return out
+
+
+def calibrated_temperature(scores: FloatMatrix, labels: npt.NDArray[np.int64]) -> float:
+    """The temperature in [MIN_TEMPERATURE, 1] maximising the likelihood of ``labels`` under
+    the softmax of held-out ``scores`` (queries x topics), each topic's queries counting
+    equally (the log-likelihood is concave in the inverse temperature: ternary search on a
+    log scale)."""
+    sizes = np.bincount(labels, minlength=scores.shape[1]).astype(np.float64)
+    weight = 1.0 / np.maximum(sizes[labels], 1.0)
+    rows = np.arange(len(labels))
+
+    def loglik(log_t: float) -> float:
+        z = scores / np.exp(log_t)
+        z = z - z.max(axis=1, keepdims=True)
+        log_p = z[rows, labels] - np.log(np.exp(z).sum(axis=1))
+        return float((weight * log_p).sum())
+
+    low, high = float(np.log(MIN_TEMPERATURE)), 0.0
+    for _ in range(60):
+        a, b = low + (high - low) / 3, high - (high - low) / 3
+        if loglik(a) < loglik(b):
+            low = a
+        else:
+            high = b
+    return float(np.exp((low + high) / 2))
+
+
+def placement_temperature(
+    space: FloatMatrix, labels: npt.NDArray[np.int64], in_sample: FloatMatrix, *, prototypes: bool, seed: int = 0
+) -> float:
+    """The temperature a model places new questions at (`calibrated_temperature` on
+    `held_out_scores`); the in-sample rule (`_temperature` on ``in_sample``, queries x topics
+    cosines) where there are too few queries, or a topic too small, to hold folds out."""
+    k = int(labels.max()) + 1 if len(labels) else 0
+    if k < 2 or len(labels) < 2 * CV_FOLDS or np.bincount(labels, minlength=k).min() < 2:
+        return _temperature(in_sample, labels)
+    return calibrated_temperature(held_out_scores(space, labels, prototypes=prototypes, seed=seed), labels)
+
+
 def _temperature(scores: FloatMatrix, labels: npt.NDArray[np.int64]) -> float:
     """fit_temperature on queries x topics cosines."""
     groups = [labels == t for t in range(scores.shape[1]) if (labels == t).any()]
@@ -572,7 +641,7 @@ def _to_lexical(fit: TopicFit, idf: FloatMatrix, space: FloatMatrix) -> None:
         fit.model.source,
         view="lexical",
         idf=tuple(float(x) for x in idf),
-        lexical_temperature=_temperature(space @ centroids.T, ordered),
+        lexical_temperature=placement_temperature(space, ordered, space @ centroids.T, prototypes=False),
     )
 
 
@@ -627,7 +696,7 @@ def _fit(
                 prototypes=tuple(tuple(float(x) for x in p) for p in prototypes),
             )
         )
-    temperature = fit_temperature(matrix, topics, labels)
+    temperature = placement_temperature(matrix, labels, _closest(matrix, topics), prototypes=True, seed=seed)
     return TopicFit(TopicModel(topics, temperature, source), [int(x) for x in labels])
 
 

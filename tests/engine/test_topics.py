@@ -333,3 +333,54 @@ def test_answers_move_a_query_to_the_topic_its_sources_agreement_points_to() -> 
     clear /= np.linalg.norm(clear, axis=1, keepdims=True)
     flat = (rng.random((60, 9)) < 0.9).astype(np.float64)
     assert (refine_by_answers(clear, truth, flat, answered, floor=8) != truth).sum() <= 2
+
+
+def _two_topic_scores(n: int, flipped: float, gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """Held-out cosines of 2n queries to two topics: each query ``gap`` closer to its own
+    topic, except a share ``flipped`` of each topic's queries that sit ``gap`` closer to the
+    other."""
+    labels = np.array([0] * n + [1] * n, dtype=np.int64)
+    scores = np.full((2 * n, 2), 0.5)
+    for i, label in enumerate(labels):
+        toward = label if (i % n) >= flipped * n else 1 - label
+        scores[i, toward] += gap
+    return scores, labels
+
+
+def test_the_placement_temperature_is_calibrated_on_held_out_queries() -> None:
+    from core.engine.topics import MIN_TEMPERATURE, calibrated_temperature
+
+    # A quarter of each topic's held-out queries closer to the other topic: the calibrated
+    # membership of a query in the topic it is closer to is 3/4, so exp(gap / T) = 3.
+    scores, labels = _two_topic_scores(40, 0.25, 0.1)
+    temperature = calibrated_temperature(scores, labels)
+    assert abs(temperature - 0.1 / np.log(3.0)) < 1e-3
+    share = np.exp(scores / temperature)
+    share /= share.sum(axis=1, keepdims=True)
+    assert abs(float(share[labels == 0, 0].mean()) - 0.625) < 1e-3  # 3/4 * 3/4 + 1/4 * 1/4
+    # Where more of the held-out queries are misplaced the temperature is softer.
+    assert calibrated_temperature(*_two_topic_scores(40, 0.4, 0.1)) > temperature * 2
+    # Perfectly separated: as sharp as allowed, never sharper.
+    assert abs(calibrated_temperature(*_two_topic_scores(40, 0.0, 0.1)) - MIN_TEMPERATURE) < 1e-4
+
+
+def test_topics_place_new_questions_at_the_temperature_their_held_out_queries_support() -> None:
+    from core.engine.topics import _temperature, held_out_scores, placement_temperature
+
+    embedder = HashEmbedder()
+    texts = SPORT + MUSIC
+    matrix = np.asarray(embedder.encode(texts), dtype=np.float64)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    labels = np.array([0] * 20 + [1] * 20, dtype=np.int64)
+    held_out = held_out_scores(matrix, labels)
+    # Every query is scored against centroids its own fold did not build.
+    for fold in range(5):
+        test = np.arange(fold, 40, 5)
+        rest = np.setdiff1d(np.arange(40), test)
+        centroid = matrix[rest][labels[rest] == 0].sum(axis=0)
+        assert np.allclose(held_out[test, 0], matrix[test] @ (centroid / np.linalg.norm(centroid)))
+    in_sample = matrix @ np.stack([matrix[labels == t].sum(axis=0) for t in (0, 1)]).T
+    assert placement_temperature(matrix, labels, in_sample, prototypes=False) != _temperature(in_sample, labels)
+    # Too few queries to hold folds out: the in-sample rule.
+    few = np.array([0, 0, 0, 1, 1, 1], dtype=np.int64)
+    assert placement_temperature(matrix[:6], few, in_sample[:6], prototypes=False) == _temperature(in_sample[:6], few)
