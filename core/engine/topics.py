@@ -17,9 +17,9 @@ the questions grouped into a handful of topics a person can read. This module:
 - **names** each from its queries: the words most particular to it (`topic_name`);
 - **assigns** a question softly (`TopicModel.membership`): a softmax of its cosine to each
   topic's centroid (in the view the topics were found in; a curator's tags, in the view whose
-  placement best predicts held-out answers, `_tags_view`), with a temperature fitted so the
-  discovery queries sit about TARGET_CONFIDENCE in their own topic (a question between two
-  topics is weighed by both);
+  placement best predicts held-out answers, `_tags_view`), at a temperature calibrated on
+  held-out discovery queries (`placement_temperature`: a question between two topics is
+  weighed by both, as sure of its topic as queries like it turned out to be);
 - keeps them **stable across runs** (`match_topics`): a new run's topic takes the key and
   name of the earlier topic whose centroid it is closest to (cosine at least MATCH_COSINE),
   so a curator's rename survives re-estimation.
@@ -50,7 +50,7 @@ MIN_TOPIC_SHARE = 0.08  # ... and this share of them
 # reaches this; below it the queries form no groups worth weighing apart, and one topic
 # (today's one reliability per source) is the honest answer.
 MIN_SILHOUETTE = 0.04
-TARGET_CONFIDENCE = 0.8  # mean membership of a discovery query in its own topic
+TARGET_CONFIDENCE = 0.8  # mean membership of a query in its own topic while splits are scored (`_temperature`)
 MATCH_COSINE = 0.8  # a new topic keeps an earlier topic's key and name at this centroid cosine
 KMEANS_RESTARTS = 4
 # Choosing by the answers (`_find_by_answers`) compares a dozen splits, each the best of this
@@ -290,17 +290,10 @@ def topic_name(texts: Sequence[str], others: Sequence[str], n_words: int = 3) ->
     return " · ".join(chosen) if chosen else "general"
 
 
-def fit_temperature(vectors: FloatMatrix, topics: Sequence[Topic], labels: npt.NDArray[np.int64]) -> float:
-    """The softmax temperature at which the discovery queries' membership in their own topic
-    is TARGET_CONFIDENCE on average, each topic counting equally (a small topic's queries are
-    not drowned by a large one's; bisection on a log scale)."""
-    return _temperature(_closest(vectors, topics), labels)
-
-
 # The temperature a new question is placed at is calibrated on held-out queries: each
 # discovery query scored against topics built without its fold, the temperature the one that
 # gives their own topics the highest likelihood (each topic counting equally). The in-sample
-# rule above (`fit_temperature`), fitted on queries the centroids were made of, placed new
+# rule (`_temperature`, TARGET_CONFIDENCE), fitted on queries the centroids were made of, placed new
 # questions too softly where a view separates the topics well (measured on PoisonedRAG's
 # subsets, 100 queries, the lexical view: mean membership of a new question in its own
 # subset 0.66 in-sample, 0.76 calibrated; docs/benchmarks.md). No sharper than
@@ -367,7 +360,11 @@ def placement_temperature(
 
 
 def _temperature(scores: FloatMatrix, labels: npt.NDArray[np.int64]) -> float:
-    """fit_temperature on queries x topics cosines."""
+    """The softmax temperature at which queries' membership in their own topic (``scores``:
+    queries x topics cosines) is TARGET_CONFIDENCE on average, each topic counting equally (a
+    small topic's queries are not drowned by a large one's; bisection on a log scale): how a
+    split's placements are scored while topics are chosen, and the placement where too few
+    queries are held out to calibrate it."""
     groups = [labels == t for t in range(scores.shape[1]) if (labels == t).any()]
     low, high = 1e-3, 1.0
     for _ in range(40):
