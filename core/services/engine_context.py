@@ -29,6 +29,7 @@ from core.engine.backends.nli import NLI
 from core.engine.reliability import get_estimator
 from core.engine.reliability.weights import voting_weight
 from core.engine.steps.calibration import Calibration
+from core.engine.steps.dependence import groups_per_topic
 from core.engine.strategies.base import EngineContext, EstimationParams, Requirement, SourceListener, offers_of
 from core.engine.strategies.pipeline import FEW_CHECKED_ANSWERS
 from core.engine.types import Embedder, JSONObject, SourceInfo
@@ -201,10 +202,9 @@ def build_context(
         topics=topics,
         copy_groups=overall_groups,
         # Per topic: its own groups where the run found them on a settled topic, else the
-        # overall ones (core.engine.steps.dependence.topic_copy_groups); none without overall
-        # groups.
-        topic_copy_groups=tuple(by_topic.get(t.key, overall_groups) for t in topics.topics)
-        if topics is not None and overall_groups and by_topic
+        # overall ones; none without overall groups (the rule the benchmark applies too).
+        topic_copy_groups=groups_per_topic([by_topic.get(t.key) for t in topics.topics], overall_groups)
+        if topics is not None
         else (),
     )
 

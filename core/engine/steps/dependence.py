@@ -72,17 +72,28 @@ def topic_copy_groups(
 ) -> tuple[CopyGroups, ...]:
     """Per topic, the groups counted once on its questions: those found on the topic's
     queries alone (``dependence``, per topic) where its verdict is ``settled``, the
-    ``overall`` groups where it is not; none at all when there are no overall groups (per
-    topic they refine what the estimate found, they do not add to an estimate that found
-    none). A bloc that colludes on one subject answers independently on the others: counted
-    once there, its honest answers would weigh as one (measured on PoisonedRAG's topic-hammer
-    prior, docs/benchmarks.md)."""
-    if not overall:
-        return ()
-    return tuple(
-        groups_from_dependence(pairs, source_ids) if ok else overall
-        for pairs, ok in zip(dependence, settled, strict=True)
+    ``overall`` groups where it is not (`groups_per_topic`). A bloc that colludes on one
+    subject answers independently on the others: counted once there, its honest answers
+    would weigh as one (measured on PoisonedRAG's topic-hammer prior, docs/benchmarks.md)."""
+    return groups_per_topic(
+        [
+            groups_from_dependence(pairs, source_ids) if ok else None
+            for pairs, ok in zip(dependence, settled, strict=True)
+        ],
+        overall,
     )
+
+
+def groups_per_topic(found: Sequence[CopyGroups | None], overall: CopyGroups) -> tuple[CopyGroups, ...]:
+    """The rule both the benchmark and the product's answering context apply: per topic, the
+    groups ``found`` on its queries (None: not found there, its verdict unsettled, or not
+    stored) else the ``overall`` ones; none at all when there are no overall groups (per
+    topic they refine what the estimate found, they do not add to an estimate that found
+    none). Empty, too, when no topic has its own (`copy_groups_on` then counts the overall
+    groups on every question)."""
+    if not overall or all(groups is None for groups in found):
+        return ()
+    return tuple(overall if groups is None else groups for groups in found)
 
 
 def group_index(groups: CopyGroups) -> dict[int, int]:

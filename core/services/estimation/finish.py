@@ -89,7 +89,7 @@ def stored_topics(
     each query's topic (what an online update moves)."""
     if topical is None or topical.model is None:
         return {}
-    unsettled = set(topical.unsettled())
+    unsettled = topical.unsettled()
     return {
         "queries": {str(qid): topical.keys[t] for qid, t in zip(query_ids or [], topical.query_topics, strict=False)},
         "model": jsonable(topical.model.as_dict()),
@@ -106,7 +106,7 @@ def stored_topics(
             ]
             for j, sid in enumerate(source_ids)
         },
-        "unsettled": [topical.keys[t] for t in topical.unsettled()],
+        "unsettled": [topical.keys[t] for t in unsettled],
         # Per settled topic, the copy groups found on its queries alone (source ids): what an
         # answer on that topic counts once (core.engine.steps.dependence.topic_copy_groups).
         "copy_groups": jsonable(
