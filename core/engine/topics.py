@@ -433,6 +433,20 @@ CV_MARGIN = 2.0
 TOPIC_COST = 2.0
 
 
+def _pooled(hits: FloatMatrix, seen: FloatMatrix) -> FloatMatrix:
+    """Each source's agreement rate over all the queries (0.5 where it answered none)."""
+    total = seen.sum(axis=0)
+    out: FloatMatrix = np.divide(hits.sum(axis=0), total, out=np.full(hits.shape[1], 0.5), where=total > 0)
+    return out
+
+
+def _topic_rates(onehot: FloatMatrix, hits: FloatMatrix, seen: FloatMatrix, pooled: FloatMatrix) -> FloatMatrix:
+    """topics x sources agreement rates of a labelling (``onehot``: queries x topics), each
+    smoothed toward the source's ``pooled`` rate by CV_STRENGTH answers."""
+    out: FloatMatrix = (onehot.T @ hits + CV_STRENGTH * pooled) / (onehot.T @ seen + CV_STRENGTH)
+    return out
+
+
 def held_out_fit(
     space: FloatMatrix, labels: npt.NDArray[np.int64], temperature: float, agree: FloatMatrix, answered: FloatMatrix
 ) -> float:
@@ -447,14 +461,12 @@ def held_out_fit(
         test = np.arange(fold, n, CV_FOLDS)
         train = np.setdiff1d(np.arange(n), test)
         hits, seen = agree[train] * answered[train], answered[train]
-        pooled = np.divide(
-            hits.sum(axis=0), seen.sum(axis=0), out=np.full(agree.shape[1], 0.5), where=seen.sum(axis=0) > 0
-        )
+        pooled = _pooled(hits, seen)
         if k == 1:
             p = np.tile(pooled, (len(test), 1))
         else:
             onehot = np.eye(k)[labels[train]]
-            cells = (onehot.T @ hits + CV_STRENGTH * pooled) / (onehot.T @ seen + CV_STRENGTH)
+            cells = _topic_rates(onehot, hits, seen, pooled)
             centroids = _unit(onehot.T @ space[train])
             p = _softmax(space[test] @ centroids.T / max(temperature, 1e-6)) @ cells
         p = np.clip(p, 0.02, 0.98)
@@ -598,11 +610,10 @@ def refine_by_answers(
     k = int(labels.max()) + 1
     hits = agree * answered
     misses = (1.0 - agree) * answered
-    seen = answered.sum(axis=0)
-    pooled = np.divide(hits.sum(axis=0), seen, out=np.full(agree.shape[1], 0.5), where=seen > 0)
+    pooled = _pooled(hits, answered)
     for _ in range(rounds):
         onehot = np.eye(k)[labels]
-        cells = np.clip((onehot.T @ hits + CV_STRENGTH * pooled) / (onehot.T @ answered + CV_STRENGTH), 0.02, 0.98)
+        cells = np.clip(_topic_rates(onehot, hits, answered, pooled), 0.02, 0.98)
         centroids = _unit(onehot.T @ space)
         temperature = _temperature(space @ centroids.T, labels)
         scores = space @ centroids.T / max(temperature, 1e-6)
