@@ -293,10 +293,11 @@ def topic_name(texts: Sequence[str], others: Sequence[str], n_words: int = 3) ->
 # The temperature a new question is placed at is calibrated on held-out queries: each
 # discovery query scored against topics built without its fold, the temperature the one that
 # gives their own topics the highest likelihood (each topic counting equally). The in-sample
-# rule (`_temperature`, TARGET_CONFIDENCE), fitted on queries the centroids were made of, placed new
-# questions too softly where a view separates the topics well (measured on PoisonedRAG's
-# subsets, 100 queries, the lexical view: mean membership of a new question in its own
-# subset 0.66 in-sample, 0.76 calibrated; docs/benchmarks.md). No sharper than
+# rule (`_temperature`, TARGET_CONFIDENCE), fitted on queries the centroids were made of, is
+# too soft where a view separates the topics well and too sure where it does not (measured
+# on PoisonedRAG's subsets, 100 queries, scripts/bench_topic_placement.py: a new question's
+# mean membership in its own subset, lexical view 0.65 in-sample against 0.74 calibrated;
+# embedding 0.57 against 0.52, where it is placed right 62 times in 100). No sharper than
 # MIN_TEMPERATURE: a hundred queries separated perfectly do not make a new one certain.
 MIN_TEMPERATURE = 0.01
 
