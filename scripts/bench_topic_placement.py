@@ -1,7 +1,8 @@
 """How surely a new question is placed in its topic (issue 39): PoisonedRAG's three subsets
 (NQ, HotpotQA, MS MARCO) as topics, ``--train`` questions drawn at random as the discovery
 queries, the rest placed by the product's topic model (core.engine.topics) in each view (the
-sentence embedding, the lexical view), at the in-sample temperature rule (`_temperature`: the
+sentence embedding by each topic's closest prototype, the lexical view by its centroid, as the
+product places), at the in-sample temperature rule (`_temperature`: the
 discovery queries sit TARGET_CONFIDENCE in their own topic) and at the held-out calibrated one
 (`placement_temperature`). Reported per view and rule, over ``--repeats`` draws: how often the
 topic a question is placed in most is its own (accuracy), its mean membership in its own
@@ -30,6 +31,17 @@ from core.bench.paths import default_cache_dir, default_data_dir
 from core.engine import topics as T
 
 
+def _points(members: np.ndarray, prototypes: bool) -> np.ndarray:
+    """A topic's points: its prototypes as `_fit` cuts them, or its centroid."""
+    n_proto = min(T.MAX_PROTOTYPES, max(1, len(members) // T.PROTOTYPE_QUERIES)) if prototypes else 1
+    return T.spherical_kmeans(members, n_proto, 0)[1] if n_proto > 1 else T._unit(members.sum(axis=0)[None, :])
+
+
+def _closest(space: np.ndarray, points: list[np.ndarray]) -> np.ndarray:
+    """queries x topics: the cosine to each topic's closest point."""
+    return np.stack([(space @ p.T).max(axis=1) for p in points], axis=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", type=int, default=100)
@@ -52,13 +64,16 @@ def main() -> None:
         idf = T.lexical_idf([texts[i] for i in train])
         for view, space in (("embedding", embedding), ("lexical", T.lexical_vectors(texts, idf))):
             labels = truth[train]
-            centroids = T._unit(np.eye(len(subsets))[labels].T @ space[train])
-            in_sample = space[train] @ centroids.T
+            # As the product places: the embedding by each topic's closest prototype (`_fit`),
+            # the lexical view by its centroid (`_to_lexical`).
+            prototypes = view == "embedding"
+            points = [_points(space[train][labels == t], prototypes) for t in range(len(subsets))]
+            in_sample = _closest(space[train], points)
             for rule, temperature in (
                 ("in-sample", T._temperature(in_sample, labels)),
-                ("calibrated", T.placement_temperature(space[train], labels, in_sample, prototypes=False)),
+                ("calibrated", T.placement_temperature(space[train], labels, in_sample, prototypes=prototypes)),
             ):
-                share = T._softmax(space[test] @ centroids.T / temperature)
+                share = T._softmax(_closest(space[test], points) / temperature)
                 own = share[np.arange(len(test)), truth[test]]
                 placed = float((share.argmax(axis=1) == truth[test]).mean())
                 rows.setdefault(f"{view} {rule}", []).append((placed, float(own.mean()), float(np.log(own).mean())))

@@ -50,7 +50,9 @@ MIN_TOPIC_SHARE = 0.08  # ... and this share of them
 # reaches this; below it the queries form no groups worth weighing apart, and one topic
 # (today's one reliability per source) is the honest answer.
 MIN_SILHOUETTE = 0.04
-TARGET_CONFIDENCE = 0.8  # mean membership of a query in its own topic while splits are scored (`_temperature`)
+TARGET_CONFIDENCE = (
+    0.8  # mean membership of a query in its own topic while splits are scored and refined (`_temperature`)
+)
 MATCH_COSINE = 0.8  # a new topic keeps an earlier topic's key and name at this centroid cosine
 KMEANS_RESTARTS = 4
 # Choosing by the answers (`_find_by_answers`) compares a dozen splits, each the best of this
@@ -293,11 +295,11 @@ def topic_name(texts: Sequence[str], others: Sequence[str], n_words: int = 3) ->
 # The temperature a new question is placed at is calibrated on held-out queries: each
 # discovery query scored against topics built without its fold, the temperature the one that
 # gives their own topics the highest likelihood (each topic counting equally). The in-sample
-# rule (`_temperature`, TARGET_CONFIDENCE), fitted on queries the centroids were made of, is
-# too soft where a view separates the topics well and too sure where it does not (measured
-# on PoisonedRAG's subsets, 100 queries, scripts/bench_topic_placement.py: a new question's
-# mean membership in its own subset, lexical view 0.65 in-sample against 0.74 calibrated;
-# embedding 0.57 against 0.52, where it is placed right 62 times in 100). No sharper than
+# rule (`_temperature`, TARGET_CONFIDENCE), fitted on queries the centroids were made of,
+# placed new questions more softly than they turn out to be placed (measured on PoisonedRAG's
+# subsets, 100 queries, scripts/bench_topic_placement.py: a new question's mean membership in
+# its own subset, lexical view 0.65 in-sample against 0.74 calibrated; embedding prototypes
+# 0.46 against 0.51, where it is placed right 62 times in 100). No sharper than
 # MIN_TEMPERATURE: a hundred queries separated perfectly do not make a new one certain.
 MIN_TEMPERATURE = 0.01
 
@@ -307,9 +309,10 @@ def held_out_scores(
 ) -> FloatMatrix:
     """queries x topics: each query's cosine to each topic's closest point (its centroid, or
     with ``prototypes`` its prototypes as `_fit` cuts them) built from the other folds'
-    queries; -1 where a fold left a topic without queries."""
+    queries; -inf where a fold left a topic without queries (no softmax places a query there,
+    and a query whose own topic it is says nothing of the temperature)."""
     n, k = space.shape[0], int(labels.max()) + 1
-    out = np.full((n, k), -1.0)
+    out = np.full((n, k), -np.inf)
     for fold in range(CV_FOLDS):
         test = np.arange(fold, n, CV_FOLDS)
         train = np.setdiff1d(np.arange(n), test)
@@ -357,15 +360,22 @@ def placement_temperature(
     k = int(labels.max()) + 1 if len(labels) else 0
     if k < 2 or len(labels) < 2 * CV_FOLDS or np.bincount(labels, minlength=k).min() < 2:
         return _temperature(in_sample, labels)
-    return calibrated_temperature(held_out_scores(space, labels, prototypes=prototypes, seed=seed), labels)
+    held_out = held_out_scores(space, labels, prototypes=prototypes, seed=seed)
+    # A query whose own topic its fold left empty (a topic of a few queries, all in one fold)
+    # is not scored.
+    scored = np.isfinite(held_out[np.arange(len(labels)), labels])
+    if len(np.unique(labels[scored])) < 2:
+        return _temperature(in_sample, labels)
+    return calibrated_temperature(held_out[scored], labels[scored])
 
 
 def _temperature(scores: FloatMatrix, labels: npt.NDArray[np.int64]) -> float:
     """The softmax temperature at which queries' membership in their own topic (``scores``:
     queries x topics cosines) is TARGET_CONFIDENCE on average, each topic counting equally (a
     small topic's queries are not drowned by a large one's; bisection on a log scale): how a
-    split's placements are scored while topics are chosen, and the placement where too few
-    queries are held out to calibrate it."""
+    split's placements are scored while topics are chosen, the text's prior when the answers
+    refine a split (`refine_by_answers`), and the placement where too few queries are held out
+    to calibrate it."""
     groups = [labels == t for t in range(scores.shape[1]) if (labels == t).any()]
     low, high = 1e-3, 1.0
     for _ in range(40):

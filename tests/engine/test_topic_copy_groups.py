@@ -3,11 +3,15 @@ its members answer independently, and rightly, and their votes count one by one.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import cast
+
 from core.engine.backends.generation import ExtractiveReader
 from core.engine.backends.nli import EmbeddingLexicalNLI
 from core.engine.params import parse_params
 from core.engine.steps.dependence import groups_from_dependence, topic_copy_groups
 from core.engine.steps.memory_retriever import InMemoryRetriever
+from core.engine.steps.topic_weights import copy_groups_on
 from core.engine.strategies import EngineContext, StrategyResult, get_strategy
 from core.engine.topics import find_topics
 from core.engine.types import SourceInfo
@@ -38,6 +42,10 @@ def test_an_unsettled_topic_counts_the_overall_groups_and_none_count_without_the
     assert topic_copy_groups(topical.dependence, [True, False], ids, overall) == (overall, overall)
     # An estimate that found no group overall gets none per topic either.
     assert topic_copy_groups(topical.dependence, [True, True], ids, ()) == ()
+    # Every topic unsettled: nothing per topic, and a question on either counts the overall groups.
+    assert topic_copy_groups(topical.dependence, [False, False], ids, overall) == ()
+    ctx = cast(EngineContext, SimpleNamespace(copy_groups=overall, topic_copy_groups=()))
+    assert copy_groups_on(ctx, [0.9, 0.1]) == overall and copy_groups_on(ctx, [0.2, 0.8]) == overall
 
 
 def _ask(question: str, per_topic: bool) -> StrategyResult:

@@ -365,7 +365,7 @@ def test_the_placement_temperature_is_calibrated_on_held_out_queries() -> None:
 
 
 def test_topics_place_new_questions_at_the_temperature_their_held_out_queries_support() -> None:
-    from core.engine.topics import _temperature, held_out_scores, placement_temperature
+    from core.engine.topics import _temperature, calibrated_temperature, held_out_scores, placement_temperature
 
     embedder = HashEmbedder()
     texts = SPORT + MUSIC
@@ -380,7 +380,22 @@ def test_topics_place_new_questions_at_the_temperature_their_held_out_queries_su
         centroid = matrix[rest][labels[rest] == 0].sum(axis=0)
         assert np.allclose(held_out[test, 0], matrix[test] @ (centroid / np.linalg.norm(centroid)))
     in_sample = matrix @ np.stack([matrix[labels == t].sum(axis=0) for t in (0, 1)]).T
-    assert placement_temperature(matrix, labels, in_sample, prototypes=False) != _temperature(in_sample, labels)
+    assert placement_temperature(matrix, labels, in_sample, prototypes=False) == calibrated_temperature(
+        held_out, labels
+    )
+    # A topic of two queries that fall in one fold: its fold holds no query of it, so those two
+    # are not scored (no -1 or 0 standing in for a centroid that was never built), and the
+    # temperature is the one the other queries support.
+    small = labels.copy()
+    small[[3, 8]] = 2
+    held_small = held_out_scores(matrix, small)
+    same_fold = np.arange(3, 40, 5)  # queries 3 and 8, and the rest of their fold
+    assert np.isneginf(held_small[same_fold, 2]).all()
+    assert np.isfinite(np.delete(held_small, same_fold, axis=0)).all() and np.isfinite(held_small[:, :2]).all()
+    scored = np.setdiff1d(np.arange(40), [3, 8])
+    assert placement_temperature(matrix, small, in_sample, prototypes=False) == calibrated_temperature(
+        held_small[scored], small[scored]
+    )
     # Too few queries to hold folds out: the in-sample rule.
     few = np.array([0, 0, 0, 1, 1, 1], dtype=np.int64)
     assert placement_temperature(matrix[:6], few, in_sample[:6], prototypes=False) == _temperature(in_sample[:6], few)
