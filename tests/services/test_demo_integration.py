@@ -60,7 +60,14 @@ def test_the_demo_run_ranks_unreliable_sources_below_reliable_ones_and_answers(w
     assert question.answer and question.backend == "extractive"
     assert question.votes.exists()
     ranks = list(question.votes.order_by("rank").values_list("source__name", flat=True))
-    assert ranks[0] in {n for n, p in truth.items() if p >= 0.8}  # kappa-RRSS visits the most reliable first
+    # kappa-RRSS visits first a source reliable on the question's topic (the demo's first query
+    # is on entertainment, where Forum Chatter is as reliable as the best: it may come first).
+    topic = next(t.split(":", 1)[1] for t in query.tags if t.startswith("topic:"))
+    on_topic = {
+        s["name"]: s.get("topic_reliability", {}).get(topic, s["simulated_reliability"]) for s in manifest["sources"]
+    }
+    assert ranks[0] in {n for n, p in on_topic.items() if p >= 0.8}, (topic, ranks)
+    assert ranks[0] not in {n for n, p in on_topic.items() if p <= 0.2}
 
     # The structured demo: ten flight sites' listings of 25 flights, loaded as claims with their
     # keys embedded; a claim-level run resolves them and multirag answers from them.
