@@ -33,8 +33,7 @@ from core.engine import topics as T
 
 def _points(members: np.ndarray, prototypes: bool) -> np.ndarray:
     """A topic's points: its prototypes as `_fit` cuts them, or its centroid."""
-    n_proto = min(T.MAX_PROTOTYPES, max(1, len(members) // T.PROTOTYPE_QUERIES)) if prototypes else 1
-    return T.spherical_kmeans(members, n_proto, 0)[1] if n_proto > 1 else T._unit(members.sum(axis=0)[None, :])
+    return T.topic_points(members) if prototypes else T._unit(members.sum(axis=0)[None, :])
 
 
 def _closest(space: np.ndarray, points: list[np.ndarray]) -> np.ndarray:

@@ -50,9 +50,8 @@ MIN_TOPIC_SHARE = 0.08  # ... and this share of them
 # reaches this; below it the queries form no groups worth weighing apart, and one topic
 # (today's one reliability per source) is the honest answer.
 MIN_SILHOUETTE = 0.04
-TARGET_CONFIDENCE = (
-    0.8  # mean membership of a query in its own topic while splits are scored and refined (`_temperature`)
-)
+# Mean membership of a query in its own topic while splits are scored and refined (`_temperature`).
+TARGET_CONFIDENCE = 0.8
 MATCH_COSINE = 0.8  # a new topic keeps an earlier topic's key and name at this centroid cosine
 KMEANS_RESTARTS = 4
 # Choosing by the answers (`_find_by_answers`) compares a dozen splits, each the best of this
@@ -320,8 +319,7 @@ def held_out_scores(
             members = space[train][labels[train] == t]
             if not len(members):
                 continue
-            n_proto = min(MAX_PROTOTYPES, max(1, len(members) // PROTOTYPE_QUERIES)) if prototypes else 1
-            points = spherical_kmeans(members, n_proto, seed)[1] if n_proto > 1 else _unit(members.sum(axis=0)[None, :])
+            points = topic_points(members, seed) if prototypes else _unit(members.sum(axis=0)[None, :])
             out[test, t] = (space[test] @ points.T).max(axis=1)
     return out
 
@@ -488,6 +486,14 @@ def held_out_fit(
 
 PROTOTYPE_QUERIES = 6  # a topic gets one prototype per this many of its queries ...
 MAX_PROTOTYPES = 6  # ... up to this many
+
+
+def topic_points(members: FloatMatrix, seed: int = 0) -> FloatMatrix:
+    """A topic's prototypes from its queries' unit vectors ``members``: one per
+    PROTOTYPE_QUERIES queries (k-means on the sphere), at most MAX_PROTOTYPES; its centroid
+    alone below 2 * PROTOTYPE_QUERIES queries."""
+    n_proto = min(MAX_PROTOTYPES, max(1, len(members) // PROTOTYPE_QUERIES))
+    return spherical_kmeans(members, n_proto, seed)[1] if n_proto > 1 else _unit(members.sum(axis=0)[None, :])
 
 
 def find_topics(
@@ -704,8 +710,7 @@ def _fit(
         members = matrix[labels == c]
         inside = [texts[i] for i in range(len(texts)) if labels[i] == c]
         outside = [texts[i] for i in range(len(texts)) if labels[i] != c]
-        n_proto = min(MAX_PROTOTYPES, max(1, len(inside) // PROTOTYPE_QUERIES))
-        prototypes = spherical_kmeans(members, n_proto, seed)[1] if n_proto > 1 else _unit(members.sum(axis=0)[None, :])
+        prototypes = topic_points(members, seed)
         topics.append(
             Topic(
                 key=f"t{c + 1}" if names is None else names[old],
