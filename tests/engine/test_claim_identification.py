@@ -85,3 +85,47 @@ def test_a_checked_value_that_no_site_lists_resolves_its_item_at_full_confidence
     assert {v.value for v in item.values} == {"10:00", "10:05"}
     listed = resolve_claims(rows, "accucopy", gold={("F1", "dep"): "10:00"}).items[0]
     assert (listed.value, listed.confidence) == ("10:00", 1.0)
+
+
+# A slice of full Flights (12 sites, drawn by `bench_claim_slices.py --random 20 --seed 1`, its
+# slice 2): identified without checks, and its first proposed check confirms the estimate.
+CONFIRMED_SLICE = (
+    *("dfw", "flightaware", "flightwise", "flytecomm", "mia", "myrateplan"),
+    *("orbitz", "quicktrip", "travelocity", "ua", "usatoday", "wunderground"),
+)
+
+
+def test_a_check_that_confirms_an_identified_estimate_does_not_move_it() -> None:
+    full = load_claims("flights", default_data_dir())
+    claims = ClaimSet("slice", [c for c in full.claims if c.source in CONFIRMED_SLICE], full.gold, full.tolerances)
+    rows = [(c.source, c.task, c.value) for c in claims.claims]
+    alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
+    assert alone.identified
+    first = alone.checks[0]
+    assert alone.truths()[first] == claims.gold[first]  # the check confirms the estimate
+    checked = resolve_claims(rows, "accucopy", gold={first: claims.gold[first]}, tolerances=claims.tolerances)
+    assert checked.identified
+    assert checked.truths() == alone.truths()
+    assert accuracy(claims, checked.truths()) >= accuracy(claims, alone.truths()) >= 0.9
+    assert {s: r.accuracy for s, r in checked.sources.items()} == {s: r.accuracy for s, r in alone.sources.items()}
+    confirmed = next(r for r in checked.items if (r.subject, r.attribute) == first)
+    assert confirmed.confidence == 1.0
+    listing = {c.source for c in claims.claims if c.task == first and c.value == claims.gold[first]}
+    assert all(checked.sources[s].gold_answers == 1 for s in listing)
+    assert all(checked.sources[s].gold_agreements == 1 for s in listing)
+
+
+def test_a_check_that_contradicts_the_estimate_is_estimated_from_the_checks() -> None:
+    # Three sites copy one feed; two accurate ones disagree with it on every item. Without checks
+    # the feed wins; a check on the accurate side must move the estimate (not keep the old one).
+    rows = []
+    for k in range(30):
+        item = (f"F{k}", "dep")
+        for s in ("copy1", "copy2", "copy3"):
+            rows.append((s, item, f"{k}:00"))
+        rows.append(("good1", item, f"{k}:05"))
+        rows.append(("good2", item, f"{k}:05" if k % 7 else f"{k}:06"))
+    alone = resolve_claims(rows, "accucopy")
+    gold = {("F0", "dep"): "0:05", ("F1", "dep"): "1:05"}
+    checked = resolve_claims(rows, "accucopy", gold=gold)
+    assert alone.truths()[("F2", "dep")] != checked.truths()[("F2", "dep")] == "2:05"
