@@ -6,6 +6,8 @@ For each: majority vote, the product's claim resolution (``resolve_claims`` with
 estimate where agreement identifies it, an equal vote where it does not), whether the run is
 identified, the product after the first 1, 3 and 5 of the checks it proposes are answered
 from the gold, and weighted voting with the sites' true accuracies (log-odds weights; the ceiling).
+``product_adaptive_N``: the checks answered as the checks page offers them (the current run's
+first proposed check answered, the run resolved again, N times).
 In memory, no database; seconds on 2 cores.
 
 Tolerance (2026-11-28): the data sets' mappings declare one (Flights: times a minute apart are
@@ -152,10 +154,33 @@ def evaluate(name: str, claims: ClaimSet) -> dict[str, object]:
         out[f"spearman_{n}_checks"] = round(
             correlations([checked.sources[s].accuracy for s in names], [true[s] for s in names])["spearman"], 3
         )
+    # As a curator answers them on the checks page: the current run's first proposed check, the
+    # run resolved again, the next one from the new run's proposals.
+    adaptive: dict[tuple[str, str], str] = {}
+    run = product
+    for n in range(1, 6):
+        todo = [item for item in run.checks if item not in adaptive and item in claims.gold]
+        if todo:
+            adaptive[todo[0]] = claims.gold[todo[0]]
+            run = resolve_claims(rows, "accucopy", gold=adaptive, tolerances=claims.tolerances)
+        if n in (1, 3, 5):
+            out[f"product_adaptive_{n}"] = accuracy(claims, run.truths())
+            out[f"identified_adaptive_{n}"] = run.identified
     return out
 
 
-MEANS = ("mv", "product", "estimate_alone", "product_1_checks", "product_3_checks", "oracle_wmv")
+MEANS = (
+    "mv",
+    "product",
+    "estimate_alone",
+    "product_1_checks",
+    "product_3_checks",
+    "product_5_checks",
+    "product_adaptive_1",
+    "product_adaptive_3",
+    "product_adaptive_5",
+    "oracle_wmv",
+)
 
 
 def main() -> int:
