@@ -129,3 +129,36 @@ def test_a_check_that_contradicts_the_estimate_is_estimated_from_the_checks() ->
     gold = {("F0", "dep"): "0:05", ("F1", "dep"): "1:05"}
     checked = resolve_claims(rows, "accucopy", gold=gold)
     assert alone.truths()[("F2", "dep")] != checked.truths()[("F2", "dep")] == "2:05"
+
+
+# A hand-picked slice (`bench_claim_slices.py`'s "slice-feed5-feed3"): a copied feed of five, a
+# poor feed of three, four accurate or fair sites. Its first check leaves it unsettled.
+FEED5_FEED3 = (
+    *("flightview", "panynj", "foxbusiness", "allegiantair", "gofox", "helloflight", "airtravelcenter"),
+    *("myrateplan", "flightstats", "quicktrip", "orbitz", "mytripandmore"),
+)
+
+
+def test_an_unsettled_run_with_checks_weighs_each_site_by_its_checked_values() -> None:
+    full = load_claims("flights", default_data_dir())
+    claims = ClaimSet("slice", [c for c in full.claims if c.source in FEED5_FEED3], full.gold, full.tolerances)
+    rows = [(c.source, c.task, c.value) for c in claims.claims]
+    first = resolve_claims(rows, "accucopy").checks[0]
+    checked = resolve_claims(rows, "accucopy", gold={first: claims.gold[first]})
+    assert not checked.identified
+    assert checked.identification is not None and "(right + 1) / (checked + 2)" in checked.identification.reason
+    right = {c.source for c in claims.claims if c.task == first and c.value == claims.gold[first]}
+    assert right and len(right) < len(FEED5_FEED3) / 2  # the check sides with the smaller group
+    weight = {s: (2.0 if s in right else 1.0) / 3.0 for s in FEED5_FEED3}
+    for resolution in checked.items:
+        item = (resolution.subject, resolution.attribute)
+        if item == first:
+            assert resolution.value == claims.gold[first]
+            continue
+        mass: dict[str, float] = {}
+        for c in claims.claims:
+            if c.task == item:
+                mass[c.value] = mass.get(c.value, 0.0) + weight[c.source]
+        assert mass[resolution.value] == pytest.approx(max(mass.values()))
+    majority = accuracy(claims, majority_vote(claims).truths)
+    assert accuracy(claims, checked.truths()) >= majority + 0.05

@@ -95,7 +95,8 @@ class ClaimResolution(Generic[S]):
     converged: bool
     dependence: list[tuple[S, S, Dependence]] = field(default_factory=list)
     # Whether agreement identifies the estimate (core.engine.reliability.identify); when it
-    # does not, every value was resolved by an equal vote of the sources (a majority vote).
+    # does not, every value was resolved by an equal vote of the sources (a majority vote), or,
+    # with checked values, by a vote weighed by each source's record on them (checked_vote_weights).
     identification: Identification | None = None
     checks: list[Item] = field(default_factory=list)  # the items whose true value settles it, best first
     contested: list[Item] = field(default_factory=list)  # the items where the two groups disagree
@@ -185,12 +186,19 @@ def resolve_claims(
         result = _confirmed(matrix, chosen.estimate(matrix, prior=prior), gold_rows) or result
     # As text runs do: an estimate that rests on which group of sources is right (a bloc of
     # copiers as large as the sources it outvotes) amplifies neither group; every item is
-    # resolved by an equal vote until checked values settle it.
+    # resolved by an equal vote until checked values settle it (a vote weighed by the checks,
+    # where there are some and they have not settled it yet).
     found = identify(matrix, result, gold=gold_rows)
     result = equalise(result, found, scheme=chosen.weight_scheme)
-    if not found.identified:
-        result = replace(result, answers=_plurality(matrix, gold_rows), confidence=[])
     weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
+    if not found.identified:
+        # Checked values are evidence agreement is not: until they settle the estimate, each
+        # site's vote is its record on them (see checked_vote_weights); without any, an equal vote.
+        if gold_rows:
+            weights = checked_vote_weights(matrix, gold_rows)
+            note = CHECKED_VOTE_NOTE.format(n=len(gold_rows), values="value" if len(gold_rows) == 1 else "values")
+            found = replace(found, reason=found.reason + note)
+        result = replace(result, answers=_weighted_plurality(matrix, gold_rows, weights), confidence=[])
     resolved: list[Resolution[S]] = []
     checked = {row[item]: value for item, value in (gold or {}).items() if item in row}
     for i, item in enumerate(items):
@@ -316,10 +324,42 @@ def _grouped(supports: tuple[ValueSupport[S], ...], resolved: str, tolerance: To
     return (*first, *rest)
 
 
-def _plurality(matrix: np.ndarray, gold_rows: Mapping[int, int]) -> list[int | None]:
-    """Each item's most claimed value (code 0: values are coded by descending popularity,
-    ties by value); a checked item keeps its checked value (None: none of the values)."""
-    out: list[int | None] = [0 if (row >= 0).any() else None for row in matrix]
+CHECKED_VOTE_NOTE = (
+    " Until they do, each item goes to the value with the most support, each site's vote weighed by its"
+    " record on the {n} checked {values}: (right + 1) / (checked + 2), a site never checked 1/2."
+)
+
+
+def checked_vote_weights(matrix: npt.NDArray[np.int64], gold_rows: Mapping[int, int]) -> npt.NDArray[np.float64]:
+    """Per site: its Laplace-smoothed accuracy on the checked items, (right + 1) / (checked + 2),
+    as a vote weight (a site with no checked answer: 1/2, so every site keeps a vote).
+
+    An unsettled run without checks gives every site one equal vote, since agreement could not
+    tell the groups apart. Checked values are a curator's evidence, so they weigh the sites they
+    check even before the estimate is settled: five checks on which the accurate trackers were
+    right and a copied feed of four wrong outvote that feed instead of counting it four times.
+    The vote is linear and smoothed so that one or two checks move it only a little (one
+    checked value: 2/3 against 1/3), unlike the estimate's log-odds weights, which would give a
+    site that listed a single checked value every item."""
+    checked, right = gold_counts(matrix, gold_vector(gold_rows, matrix.shape[0]))
+    out: npt.NDArray[np.float64] = (right + 1.0) / (checked + 2.0)
+    return out
+
+
+def _weighted_plurality(
+    matrix: npt.NDArray[np.int64], gold_rows: Mapping[int, int], weights: npt.NDArray[np.float64]
+) -> list[int | None]:
+    """Each item's value with the most weight behind it (ties: the most claimed, as values are
+    coded by descending popularity, ties by value); equal weights give the most claimed value.
+    A checked item keeps its checked value (None: none of the values)."""
+    out: list[int | None] = []
+    for row in matrix:
+        given = row >= 0
+        if not given.any():
+            out.append(None)
+            continue
+        mass = np.bincount(row[given], weights=weights[given])
+        out.append(int(np.flatnonzero(mass >= mass.max() - 1e-12)[0]))
     for q, label in gold_rows.items():
         out[q] = int(label) if label >= 0 else None
     return out
