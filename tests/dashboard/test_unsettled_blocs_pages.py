@@ -69,3 +69,18 @@ def test_a_claim_runs_pages_name_both_unsettled_pairs(db: None, curator_client: 
         assert 'id="claims-checks-link"' not in page  # analysts read; curators check
     curator_page = curator_client.get(pages[0]).content.decode()
     assert f'href="/runs/{run.pk}/checks/" id="claims-checks-link"' in curator_page
+
+
+def test_the_claims_note_says_how_an_unsettled_run_voted() -> None:
+    from django.template.loader import render_to_string
+
+    from core.engine.claims.resolve import CHECKED_VOTE_NOTE
+
+    def note(reason: str) -> str:
+        unsettled = {"run_id": 7, "reason": reason, "estimate_side": [], "unsettled_blocs": [], "checks": 0}
+        return render_to_string("core/_claim_unsettled.html", {"unsettled": unsettled})
+
+    plain = note("Only the groups' sizes chose between them.")
+    assert "a majority vote (every site one equal vote)" in plain
+    weighed = note("Only the groups' sizes chose." + CHECKED_VOTE_NOTE.format(n=2, values="checked values"))
+    assert "(right + 1) / (checked + 2)" in weighed and "one equal vote" not in weighed

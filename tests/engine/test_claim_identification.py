@@ -149,7 +149,8 @@ def test_an_unsettled_run_with_checks_weighs_each_site_by_its_checked_values() -
     assert checked.identification is not None and "(right + 1) / (checked + 2)" in checked.identification.reason
     right = {c.source for c in claims.claims if c.task == first and c.value == claims.gold[first]}
     assert right and len(right) < len(FEED5_FEED3) / 2  # the check sides with the smaller group
-    weight = {s: (2.0 if s in right else 1.0) / 3.0 for s in FEED5_FEED3}
+    listed = {c.source for c in claims.claims if c.task == first}
+    weight = {s: (2.0 if s in right else 1.0) / 3.0 if s in listed else 0.5 for s in FEED5_FEED3}
     for resolution in checked.items:
         item = (resolution.subject, resolution.attribute)
         if item == first:
@@ -160,5 +161,6 @@ def test_an_unsettled_run_with_checks_weighs_each_site_by_its_checked_values() -
             if c.task == item:
                 mass[c.value] = mass.get(c.value, 0.0) + weight[c.source]
         assert mass[resolution.value] == pytest.approx(max(mass.values()))
+    assert {s: r.weight for s, r in checked.sources.items()} == pytest.approx(weight)  # the weight each vote had
     majority = accuracy(claims, majority_vote(claims).truths)
     assert accuracy(claims, checked.truths()) >= majority + 0.05

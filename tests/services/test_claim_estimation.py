@@ -296,3 +296,7 @@ def test_an_unsettled_claim_run_says_so_and_a_checked_value_on_its_checks_page_s
     assert resolved == {f"flight-{i:02d}": truth(i) for i in range(30)}
     scores = dict(ReliabilityScore.objects.filter(run=run).values_list("source__name", "reliability"))
     assert min(scores["tracker-a"], scores["tracker-b"]) > max(scores[f"feed-{k}"] for k in (1, 2, 3))
+    # The checked value is on record per source: the API's gold accuracy reads it.
+    checked = {s.source.name: (s.gold_answers, s.gold_agreements) for s in ReliabilityScore.objects.filter(run=run)}
+    assert checked["tracker-a"] == checked["tracker-b"] == (1, 1)
+    assert all(checked[f"feed-{k}"] == (1, 0) for k in (1, 2, 3))

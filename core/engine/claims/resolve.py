@@ -196,8 +196,15 @@ def resolve_claims(
         # site's vote is its record on them (see checked_vote_weights); without any, an equal vote.
         if gold_rows:
             weights = checked_vote_weights(matrix, gold_rows)
-            note = CHECKED_VOTE_NOTE.format(n=len(gold_rows), values="value" if len(gold_rows) == 1 else "values")
-            found = replace(found, reason=found.reason + note)
+            values_word = "value" if len(gold_rows) == 1 else "values"
+            kind = f"checked or authority-settled {values_word}" if authorities else f"checked {values_word}"
+            found = replace(found, reason=found.reason + CHECKED_VOTE_NOTE.format(n=len(gold_rows), values=kind))
+            # The weight each source reports is the one its vote had (its accuracy stays the
+            # equal, unsettled one), so a value's share can be rebuilt from the sources' weights.
+            result = replace(
+                result,
+                sources=[replace(s, weight=float(weights[j])) for j, s in enumerate(result.sources)],
+            )
         result = replace(result, answers=_weighted_plurality(matrix, gold_rows, weights), confidence=[])
     resolved: list[Resolution[S]] = []
     checked = {row[item]: value for item, value in (gold or {}).items() if item in row}
@@ -272,7 +279,8 @@ def _confirmed(
     values alone can: a checked value that the estimate already had right lifts the sources
     that listed it, and an accurate source that did not list that item starts at the prior
     mean, so the run can settle in another basin (a random slice of Flights: 0.9375 identified,
-    0.7975 after its first check confirmed it; docs/claims.md "Checks that confirm")."""
+    0.7975 after its first check confirmed it; docs/claims.md "Checks that confirm"). It costs a
+    second estimate and identification check on every run with checked values."""
     if any(alone.answers[q] != label for q, label in gold_rows.items()):
         return None
     if not identify(matrix, alone, gold=gold_rows).identified:  # the checks' verdict on its groups too
@@ -325,8 +333,8 @@ def _grouped(supports: tuple[ValueSupport[S], ...], resolved: str, tolerance: To
 
 
 CHECKED_VOTE_NOTE = (
-    " Until they do, each item goes to the value with the most support, each site's vote weighed by its"
-    " record on the {n} checked {values}: (right + 1) / (checked + 2), a site never checked 1/2."
+    " Until checks settle it, each item goes to the value with the most support, each site's vote weighed"
+    " by its record on the {n} {values}: (right + 1) / (checked + 2), a site never checked 1/2."
 )
 
 

@@ -336,6 +336,8 @@ def _score_rows(
                 high=float(high),
                 answers=answers[sid],
                 agreements=agreements[sid],
+                gold_answers=rel.gold_answers,
+                gold_agreements=rel.gold_agreements,
             )
         )
     return scores
