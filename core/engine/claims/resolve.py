@@ -181,14 +181,16 @@ def resolve_claims(
     if progress:
         progress(f"estimating {len(sources)} sources over {len(items)} items with {estimator}")
     chosen = get_estimator(estimator)
-    result = chosen.estimate(matrix, prior=prior, gold=gold_rows)
-    if gold_rows:
-        result = _confirmed(matrix, chosen.estimate(matrix, prior=prior), gold_rows) or result
+    confirmed = _confirmed(matrix, chosen.estimate(matrix, prior=prior), gold_rows) if gold_rows else None
     # As text runs do: an estimate that rests on which group of sources is right (a bloc of
     # copiers as large as the sources it outvotes) amplifies neither group; every item is
     # resolved by an equal vote until checked values settle it (a vote weighed by the checks,
     # where there are some and they have not settled it yet).
-    found = identify(matrix, result, gold=gold_rows)
+    if confirmed is not None:
+        result, found = confirmed
+    else:
+        result = chosen.estimate(matrix, prior=prior, gold=gold_rows)
+        found = identify(matrix, result, gold=gold_rows)
     result = equalise(result, found, scheme=chosen.weight_scheme)
     weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
     if not found.identified:
@@ -270,27 +272,29 @@ def resolve_claims(
 
 def _confirmed(
     matrix: npt.NDArray[np.int64], alone: ReliabilityResult, gold_rows: Mapping[int, int]
-) -> ReliabilityResult | None:
+) -> tuple[ReliabilityResult, Identification] | None:
     """The estimate made without the checked values, where every checked value confirms it and
-    agreement, with the checks' verdicts on its groups, identifies it (its gold counts added);
-    None otherwise.
+    agreement, with the checks' verdicts on its groups, identifies it (its gold counts added),
+    with that verdict; None otherwise.
 
     Checks that confirm an identified estimate must not move it. A run started from the checked
     values alone can: a checked value that the estimate already had right lifts the sources
     that listed it, and an accurate source that did not list that item starts at the prior
     mean, so the run can settle in another basin (a random slice of Flights: 0.9375 identified,
-    0.7975 after its first check confirmed it; docs/claims.md "Checks that confirm"). It costs a
-    second estimate and identification check on every run with checked values."""
+    0.7975 after its first check confirmed it; docs/claims.md "Checks that confirm"). Kept, it
+    costs what a run without checks does; otherwise the checked run also pays for this estimate,
+    and for a second identification check where every checked value agrees but that is unsettled."""
     if any(alone.answers[q] != label for q, label in gold_rows.items()):
         return None
-    if not identify(matrix, alone, gold=gold_rows).identified:  # the checks' verdict on its groups too
+    found = identify(matrix, alone, gold=gold_rows)  # the checks' verdict on its groups too
+    if not found.identified:
         return None
     checked, right = gold_counts(matrix, gold_vector(gold_rows, matrix.shape[0]))
     sources = [
         replace(source, gold_answers=int(checked[j]), gold_agreements=int(right[j]))
         for j, source in enumerate(alone.sources)
     ]
-    return replace(alone, sources=sources)
+    return replace(alone, sources=sources), found
 
 
 def authority_values(claims: Iterable[tuple[S, Item, str]], authorities: Collection[S]) -> dict[Item, str]:
