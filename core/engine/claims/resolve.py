@@ -49,7 +49,7 @@ from core.engine.reliability import (
     get_estimator,
 )
 from core.engine.reliability.base import Identification, ReliabilityResult, gold_counts, gold_vector
-from core.engine.reliability.identify import equalise, identify
+from core.engine.reliability.identify import equalise, identify, with_agreement_fit
 
 S = TypeVar("S", bound=Hashable)
 Item = tuple[str, str]  # (subject, attribute)
@@ -191,6 +191,10 @@ def resolve_claims(
     else:
         result = chosen.estimate(matrix, prior=prior, gold=gold_rows)
         found = identify(matrix, result, gold=gold_rows)
+        if not gold_rows:
+            # Agreement alone: the accuracies must also fit how often independent sources agree
+            # (an estimate anchored by checked values is not held to it; see _confirmed).
+            found = with_agreement_fit(matrix, result, found)
     result = equalise(result, found, scheme=chosen.weight_scheme)
     weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
     if not found.identified:
@@ -286,7 +290,9 @@ def _confirmed(
     and for a second identification check where every checked value agrees but that is unsettled."""
     if any(alone.answers[q] != label for q, label in gold_rows.items()):
         return None
-    found = identify(matrix, alone, gold=gold_rows)  # the checks' verdict on its groups too
+    # The checks' verdict on its groups too; an estimate whose accuracies do not fit agreement
+    # was not identified without the checks, so checks that agree with it do not keep it.
+    found = with_agreement_fit(matrix, alone, identify(matrix, alone, gold=gold_rows))
     if not found.identified:
         return None
     checked, right = gold_counts(matrix, gold_vector(gold_rows, matrix.shape[0]))

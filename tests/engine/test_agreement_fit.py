@@ -1,0 +1,55 @@
+"""The agreement fit (issue 37): independent sources agree about w_i * w_j of the time, so
+accuracies an estimate has inflated predict more agreement than the sources show."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.engine.reliability.base import Dependence, Identification, ReliabilityResult, SourceReliability
+from core.engine.reliability.identify import FIT_MAX_DEFICIT, agreement_fit, with_agreement_fit
+
+TRUE = (0.95, 0.9, 0.85, 0.6, 0.6, 0.55)
+
+
+def answers(seed: int = 0, n_items: int = 300) -> np.ndarray:
+    """Independent sources with accuracies TRUE; a wrong answer is one of 50 wrong values."""
+    rng = np.random.default_rng(seed)
+    right = rng.random((n_items, len(TRUE))) < np.array(TRUE)
+    return np.where(right, 0, rng.integers(1, 51, size=(n_items, len(TRUE)))).astype(np.int64)
+
+
+def result_with(accuracies: tuple[float, ...], dependence: list[Dependence] | None = None) -> ReliabilityResult:
+    sources = [
+        SourceReliability(accuracy=a, weight=0.0, answers=300, agreements=0, interval=(0.0, 1.0)) for a in accuracies
+    ]
+    return ReliabilityResult(sources, [0] * 300, 1, True, dependence=dependence or [])
+
+
+def test_true_accuracies_fit_and_inflated_ones_do_not() -> None:
+    labels = answers()
+    fit, pairs, overrated = agreement_fit(labels, result_with(TRUE))
+    assert pairs == 15 and fit > FIT_MAX_DEFICIT and overrated == []
+    inflated = (0.95, 0.9, 0.85, 0.99, 0.99, 0.99)  # the three poor sources rated as a decisive listing
+    fit, _, overrated = agreement_fit(labels, result_with(inflated))
+    assert fit < FIT_MAX_DEFICIT
+    assert {3, 4, 5} <= set(overrated)
+
+
+def test_dependent_pairs_are_left_out_of_the_fit() -> None:
+    labels = answers()
+    labels[:, 4] = labels[:, 3]  # a mirror: agrees with 3 on everything
+    _, pairs, _ = agreement_fit(labels, result_with(TRUE))
+    assert pairs == 14
+    found = [Dependence(a=0, b=1, probability=0.9, shared=300, same_true=0.0, same_false=0.0, different=0)]
+    _, pairs, _ = agreement_fit(labels, result_with(TRUE, found))
+    assert pairs == 13
+
+
+def test_an_identified_verdict_becomes_unsettled_only_when_the_fit_fails() -> None:
+    labels = answers()
+    found = Identification(True, "settled")
+    assert with_agreement_fit(labels, result_with(TRUE), found) is found
+    verdict = with_agreement_fit(labels, result_with((0.95, 0.9, 0.85, 0.99, 0.99, 0.99)), found)
+    assert not verdict.identified and verdict.dissent_bloc and verdict.unsettled_blocs == [verdict.dissent_bloc]
+    unsettled = Identification(False, "unsettled")
+    assert with_agreement_fit(labels, result_with((0.95, 0.9, 0.85, 0.99, 0.99, 0.99)), unsettled) is unsettled
