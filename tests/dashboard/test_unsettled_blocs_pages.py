@@ -84,3 +84,42 @@ def test_the_claims_note_says_how_an_unsettled_run_voted() -> None:
     assert "a majority vote (every site one equal vote)" in plain
     weighed = note("Only the groups' sizes chose." + CHECKED_VOTE_NOTE.format(n=2, values="checked values"))
     assert "(right + 1) / (checked + 2)" in weighed and "one equal vote" not in weighed
+
+
+def test_a_run_unsettled_by_the_agreement_fit_names_the_overrated_sites_not_a_side(
+    db: None, curator_client: Any
+) -> None:
+    # The agreement fit (issue 37) leaves no "side" the estimate follows: the group it names is
+    # the sites rated higher than their agreement supports.
+    from core.engine.reliability.identify import OVERRATED_MESSAGE
+
+    a, b, c = (SourceFactory(name=n) for n in ("pair-1", "pair-2", "airline"))
+    run = EstimationRunFactory(
+        succeeded=True,
+        sources=[a, b, c],
+        identification={
+            "identified": False,
+            "reason": OVERRATED_MESSAGE.format(z=-2.4, pairs=31),
+            "estimate_side": [],
+            "dissent_bloc": [a.pk, b.pk],
+            "unsettled_blocs": [[a.pk, b.pk]],
+            "contested": [],
+            "checks": [],
+        },
+    )
+    detail = curator_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "estimate rates higher than their agreement with the others supports" in detail
+    assert "The estimate follows <strong></strong>" not in detail
+    assert listed_blocs(detail) == [["pair-1", "pair-2"]]
+    from django.template.loader import render_to_string
+
+    unsettled = {
+        "run_id": run.pk,
+        "reason": OVERRATED_MESSAGE.format(z=-2.4, pairs=31),
+        "estimate_side": [],
+        "unsettled_blocs": [],
+        "checks": 0,
+    }
+    note = render_to_string("core/_claim_unsettled.html", {"unsettled": unsettled})
+    assert "estimate rates higher than their agreement with the other sites supports" in note
+    assert "The estimate follows" not in note
