@@ -91,7 +91,7 @@ def test_a_run_unsettled_by_the_agreement_fit_names_the_overrated_sites_not_a_si
 ) -> None:
     # The agreement fit (issue 37) leaves no "side" the estimate follows: the group it names is
     # the sites rated higher than their agreement supports.
-    from core.engine.reliability.identify import OVERRATED_MESSAGE
+    from core.engine.reliability.identify import MISFIT_MESSAGE
 
     a, b, c = (SourceFactory(name=n) for n in ("pair-1", "pair-2", "airline"))
     run = EstimationRunFactory(
@@ -99,7 +99,7 @@ def test_a_run_unsettled_by_the_agreement_fit_names_the_overrated_sites_not_a_si
         sources=[a, b, c],
         identification={
             "identified": False,
-            "reason": OVERRATED_MESSAGE.format(z=-2.4, pairs=31),
+            "reason": MISFIT_MESSAGE.format(z=-2.4, pairs=31),
             "estimate_side": [],
             "dissent_bloc": [a.pk, b.pk],
             "unsettled_blocs": [[a.pk, b.pk]],
@@ -108,18 +108,23 @@ def test_a_run_unsettled_by_the_agreement_fit_names_the_overrated_sites_not_a_si
         },
     )
     detail = curator_client.get(reverse("run-detail", args=[run.pk])).content.decode()
-    assert "estimate rates higher than their agreement with the others supports" in detail
+    assert "agreement with the others fits their estimated reliability worst" in detail
     assert "The estimate follows <strong></strong>" not in detail
     assert listed_blocs(detail) == [["pair-1", "pair-2"]]
+    assert "They disagree on" not in detail
+    checks = curator_client.get(reverse("run-checks", args=[run.pk])).content.decode()
+    assert "The checks below test these sources, whose agreement with the others fits" in checks
+    assert "shares answers the estimate rejects" not in checks
+    assert listed_blocs(checks) == [["pair-1", "pair-2"]]
     from django.template.loader import render_to_string
 
     unsettled = {
         "run_id": run.pk,
-        "reason": OVERRATED_MESSAGE.format(z=-2.4, pairs=31),
+        "reason": MISFIT_MESSAGE.format(z=-2.4, pairs=31),
         "estimate_side": [],
         "unsettled_blocs": [],
         "checks": 0,
     }
     note = render_to_string("core/_claim_unsettled.html", {"unsettled": unsettled})
-    assert "estimate rates higher than their agreement with the other sites supports" in note
+    assert "agreement with the other sites fits their estimated reliability worst" in note
     assert "The estimate follows" not in note

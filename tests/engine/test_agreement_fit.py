@@ -53,3 +53,21 @@ def test_an_identified_verdict_becomes_unsettled_only_when_the_fit_fails() -> No
     assert not verdict.identified and verdict.dissent_bloc and verdict.unsettled_blocs == [verdict.dissent_bloc]
     unsettled = Identification(False, "unsettled")
     assert with_agreement_fit(labels, result_with((0.95, 0.9, 0.85, 0.99, 0.99, 0.99)), unsettled) is unsettled
+
+
+def test_the_fit_checks_are_items_where_a_misfit_source_carries_the_value_against_more_voices() -> None:
+    from core.engine.reliability.identify import fit_checks
+
+    # Four sources, three items. Item 0: source 0 (misfit) carries the estimated value 0 against
+    # sources 1 and 2 (value 1): a test. Item 1: the estimated value has more voices: no test.
+    # Item 2: sources 1 and 2 give two other values, one voice each: no value outvotes source 0's.
+    labels = np.array([[0, 1, 1, 1], [0, 0, 0, 1], [0, 1, 2, -1]], dtype=np.int64)
+    result = ReliabilityResult(
+        [SourceReliability(accuracy=0.9, weight=0.0, answers=3, agreements=3, interval=(0.0, 1.0))] * 4,
+        [0, 0, 0],
+        1,
+        True,
+    )
+    assert fit_checks(labels, result, [0], checks=5) == [0]
+    assert fit_checks(labels, result, [3], checks=5) == []  # 3 never gives the estimated value
+    assert fit_checks(labels, result, [0], checks=0) == []
