@@ -71,3 +71,29 @@ def test_the_fit_checks_are_items_where_a_misfit_source_carries_the_value_agains
     assert fit_checks(labels, result, [0], checks=5) == [0]
     assert fit_checks(labels, result, [3], checks=5) == []  # 3 never gives the estimated value
     assert fit_checks(labels, result, [0], checks=0) == []
+
+
+def test_listing_probes_are_the_listings_items_where_the_other_sources_weigh_another_value_more() -> None:
+    from core.engine.reliability.identify import listing_probes
+
+    # Sources 0-2 mirror one listing on 60 items (the estimate follows it); source 3 (rated 0.9)
+    # gives another value on items 0-9, source 4 (rated 0.6) on items 10-19, where source 3 (and
+    # source 5, 0.55) give the listing's value: only items 0-9 are outweighed.
+    n = 60
+    labels = np.zeros((n, 6), dtype=np.int64)
+    labels[:10, 3] = 1
+    labels[10:20, 4] = 1
+    result = ReliabilityResult(
+        [
+            SourceReliability(accuracy=a, weight=0.0, answers=n, agreements=n, interval=(0.0, 1.0))
+            for a in (0.99, 0.99, 0.99, 0.9, 0.6, 0.55)
+        ],
+        [0] * n,
+        1,
+        True,
+    )
+    probes = listing_probes(labels, result, gold=[0, 1], checks=5)
+    assert probes == [2, 3, 4, 5, 6]  # source 3's disagreements outweigh (items 0 and 1 are checked)
+    assert listing_probes(labels, result, checks=20) == list(range(10))
+    elsewhere = ReliabilityResult(result.sources, [1] * n, 1, True)  # an estimate that follows no listing
+    assert listing_probes(labels, elsewhere, checks=5) == []

@@ -196,3 +196,38 @@ def test_an_estimate_whose_accuracies_do_not_fit_agreement_is_unsettled_and_its_
     true = claims.true_source_accuracy(1)
     assert run.sources["aa"].accuracy > run.sources["helloflight"].accuracy
     assert true["aa"] > true["helloflight"]
+
+
+# Another random slice (`--random 20 --seed 2`, slice 15): a feed of four mirrors (true 0.62), a
+# poor bloc, and an accurate site (flylouisville, 0.96) that lists most items.
+PROBED_SLICE = (
+    *("gofox", "foxbusiness", "panynj", "allegiantair", "flightexplorer", "airtravelcenter"),
+    *("flightwise", "flylouisville", "den", "boston", "iad", "ord"),
+)
+PROBED_FEED = ("gofox", "foxbusiness", "panynj", "allegiantair")
+
+
+def test_once_checks_settle_a_run_its_next_checks_ask_whether_the_listing_it_rests_on_is_right() -> None:
+    full = load_claims("flights", default_data_dir())
+    claims = ClaimSet("slice", [c for c in full.claims if c.source in PROBED_SLICE], full.gold, full.tolerances)
+    rows = [(c.source, c.task, c.value) for c in claims.claims]
+    alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
+    assert not alone.identified
+    first = alone.checks[0]
+    gold = {first: claims.gold[first]}
+    settled = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
+    assert settled.identified  # the first check sided with the estimate against the poor bloc
+    assert settled.sources["gofox"].accuracy > 0.95 > 0.7 > settled.sources["flylouisville"].accuracy
+    # Its next check is an item of the feed that the other sites, weighed, give another value.
+    probe = settled.checks[0]
+    listed = {c.source: c.value for c in claims.claims if c.task == probe}
+    feed_value = listed["gofox"]
+    assert all(listed[s] == feed_value for s in PROBED_FEED)
+    assert listed.get("flylouisville", feed_value) != feed_value
+    run = settled
+    for _ in range(2):  # answered one at a time, as the checks page offers them
+        item = next(q for q in run.checks if q not in gold)
+        gold[item] = claims.gold[item]
+        run = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
+    assert accuracy(claims, run.truths()) >= 0.88 > accuracy(claims, settled.truths()) + 0.2
+    assert run.sources["flylouisville"].accuracy > run.sources["gofox"].accuracy

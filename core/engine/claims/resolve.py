@@ -49,7 +49,7 @@ from core.engine.reliability import (
     get_estimator,
 )
 from core.engine.reliability.base import Identification, ReliabilityResult, gold_counts, gold_vector
-from core.engine.reliability.identify import equalise, identify, with_agreement_fit
+from core.engine.reliability.identify import DEFAULT_CHECKS, equalise, identify, listing_probes, with_agreement_fit
 
 S = TypeVar("S", bound=Hashable)
 Item = tuple[str, str]  # (subject, attribute)
@@ -181,7 +181,8 @@ def resolve_claims(
     if progress:
         progress(f"estimating {len(sources)} sources over {len(items)} items with {estimator}")
     chosen = get_estimator(estimator)
-    confirmed = _confirmed(matrix, chosen.estimate(matrix, prior=prior), gold_rows) if gold_rows else None
+    alone = chosen.estimate(matrix, prior=prior) if gold_rows else None
+    confirmed = _confirmed(matrix, alone, gold_rows) if alone is not None else None
     # As text runs do: an estimate that rests on which group of sources is right (a bloc of
     # copiers as large as the sources it outvotes) amplifies neither group; every item is
     # resolved by an equal vote until checked values settle it (a vote weighed by the checks,
@@ -195,6 +196,16 @@ def resolve_claims(
             # Agreement alone: the accuracies must also fit how often independent sources agree
             # (an estimate anchored by checked values is not held to it; see _confirmed).
             found = with_agreement_fit(matrix, result, found)
+    if (
+        alone is not None
+        and found.identified
+        and not with_agreement_fit(matrix, alone, identify(matrix, alone)).identified
+    ):
+        # Settled by checks where agreement alone left it open: the next checks ask whether the
+        # listing the estimate rests on is right (identify.listing_probes), then the verdicts' own.
+        probes = listing_probes(matrix, result, gold_rows)
+        if probes:
+            found = replace(found, checks=(probes + [q for q in found.checks if q not in probes])[:DEFAULT_CHECKS])
     result = equalise(result, found, scheme=chosen.weight_scheme)
     weights = np.maximum(np.array(result.weights, dtype=float), 0.0)
     if not found.identified:

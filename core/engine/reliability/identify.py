@@ -744,3 +744,51 @@ def with_agreement_fit(
         checks=ordered[: max(checks, 0)],
         unsettled_blocs=[misfit],
     )
+
+
+def listing_probes(
+    votes: LabelMatrix, result: ReliabilityResult, gold: Collection[int] = (), *, checks: int = DEFAULT_CHECKS
+) -> list[int]:
+    """Checks that test the listing an estimate rests on (the group of mirrors it follows on every
+    item, the most trusted one where there are several): its items, outside ``gold``, where the
+    other sources' log-odds vote under ``result``'s accuracies gives another value more weight
+    than the listing's, the widest margin first. Empty when the estimate rests on no listing.
+
+    For a run that checks have settled after agreement alone left it open: its checks so far
+    went to the blocs the estimate rejects, and each one answered there confirms the listing
+    against a poor bloc; whether the listing itself is right is what a check on these items
+    asks (a feed of five mirrors, true accuracy 0.62, rated 1.0 over an accurate site rated
+    0.62: docs/claims.md)."""
+    labels = as_label_matrix(votes)
+    truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)
+    if labels.shape[1] < 3 or len(truth) != labels.shape[0]:
+        return []
+    mirrors = mirror_pairs(labels)
+    resting = _resting(labels, truth, mirrors)
+    accuracy = np.array([s.accuracy for s in result.sources], dtype=float)
+    listings = [group for group in _components(mirrors) if resting[group[0]]]
+    if not listings:
+        return []
+    group = max(listings, key=lambda g: (float(accuracy[g].max()), len(g), -g[0]))
+    clipped = np.clip(accuracy, 1e-6, 1.0 - 1e-6)
+    weight = np.maximum(np.log(clipped / (1.0 - clipped)), 0.0)
+    inside = np.zeros(labels.shape[1], dtype=bool)
+    inside[group] = True
+    skip = {int(q) for q in gold}
+    scored: list[tuple[float, int]] = []
+    for q in np.flatnonzero(labels[:, group[0]] != MISSING):
+        if int(q) in skip:
+            continue
+        row = labels[q]
+        mine = int(row[group[0]])
+        score: dict[int, float] = {}
+        for j in np.flatnonzero(~inside & (row != MISSING)):
+            score[int(row[j])] = score.get(int(row[j]), 0.0) + float(weight[j])
+        others = [v for v in score if v != mine]
+        if not others:
+            continue
+        alternative = max(others, key=lambda v: (score[v], -v))
+        margin = score[alternative] - score.get(mine, 0.0)
+        if margin > 0:
+            scored.append((margin, int(q)))
+    return [q for _, q in sorted(scored, key=lambda t: (-t[0], t[1]))][: max(checks, 0)]
