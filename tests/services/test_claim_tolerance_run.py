@@ -116,3 +116,24 @@ def test_without_a_tolerance_a_minute_apart_is_a_conflict(db: None, analyst_clie
     # Loading the same file with the tolerance updates the claims; the next run groups them.
     assert load_claims([("flights.csv", CSV)], mapping(1), format_name="csv").updated == len(TIMES) * 4
     assert not resolution(load_and_run(1), "F-MIN").conflicting
+
+
+def test_the_checks_page_offers_values_within_the_tolerance_apart(db: None, curator_client: Any) -> None:
+    # The run shows 3:20 p.m. and 3:19 p.m. as one value; a check asks for the exact one (the
+    # estimate compares values exactly), so the checks page offers both, each with its sites.
+    run = load_and_run(1)
+    item = resolution(run, "F-MIN")
+    assert [v["value"] for v in item.values] == ["15:20"]
+    run.identification = {
+        "identified": False,
+        "reason": "Only the groups' sizes chose between them.",
+        "estimate_side": [],
+        "dissent_bloc": [],
+        "unsettled_blocs": [],
+        "contested": [item.pk],
+        "checks": [item.pk],
+    }
+    run.save(update_fields=["identification"])
+    page = curator_client.get(reverse("run-checks", args=[run.pk])).content.decode()
+    assert 'name="answer" value="15:20"' in page and 'name="answer" value="15:19"' in page
+    assert "— 3 sources: a, c, d" in page and "— 1 source: b" in page

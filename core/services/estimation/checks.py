@@ -34,7 +34,7 @@ from core.services.estimation.finish import usable_references
 from core.services.estimation.start import SUPERSEDED_MESSAGE, resume_estimation_run, superseded
 from core.services.topics import topic_choices
 from runtime.users import Actor
-from sources.models import Source
+from sources.models import Claim, Source
 
 MAX_ANSWER_CHARS = 2000
 MAX_CHECKED_SHOWN = 50  # checked queries listed on a run's checks page (the count shows them all)
@@ -225,15 +225,28 @@ def _claim_identification_view(run: EstimationRun, stored: JSONObject) -> dict[s
     names = dict(Source.objects.filter(pk__in=source_ids).values_list("id", "name"))
     checked = checked_values(run)
 
+    exact = _exact_values([rows[pk] for pk in checks if pk in rows], source_ids)
+
     def options(row: ClaimResolution) -> list[AnswerOption]:
-        out: list[AnswerOption] = [
-            {
-                "answer": str(v.get("value", "")),
-                "sources": sorted(names.get(int(i), f"source {i}") for i in v.get("sources", [])),
-                "count": len(v.get("sources", [])),
-            }
-            for v in row.values
-        ]
+        # A check asks for the exact value (the estimate compares values exactly), so values the
+        # run shows as one within the mapping's tolerance (07:21 and 07:22) are offered apart.
+        split = exact.get((row.subject, row.attribute), {})
+        out: list[AnswerOption] = []
+        for v in row.values:
+            members = [int(i) for i in v.get("sources", [])]
+            by_value: dict[str, list[int]] = defaultdict(list)
+            for i in members:
+                by_value[split.get(i, str(v.get("value", "")))].append(i)
+            if not v.get("spellings"):
+                by_value = {str(v.get("value", "")): members}
+            out += [
+                {
+                    "answer": value,
+                    "sources": sorted(names.get(i, f"source {i}") for i in ids),
+                    "count": len(ids),
+                }
+                for value, ids in by_value.items()
+            ]
         return sorted(out, key=lambda o: (-o["count"], o["answer"]))[:MAX_OPTIONS]
 
     return {
@@ -257,6 +270,22 @@ def _claim_identification_view(run: EstimationRun, stored: JSONObject) -> dict[s
         ],
         "checked_total": len(checked),
     }
+
+
+def _exact_values(rows: list[ClaimResolution], source_ids: set[int]) -> dict[tuple[str, str], dict[int, str]]:
+    """Per checked item, each source's exact claimed value (its first claim, as the run reads
+    claims), for the sources the run counted on it."""
+    items = {(r.subject, r.attribute) for r in rows}
+    out: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
+    if not items:
+        return out
+    claims = Claim.objects.filter(
+        subject__in={s for s, _ in items}, attribute__in={a for _, a in items}, source_id__in=source_ids
+    ).order_by("pk")
+    for subject, attribute, source_id, value in claims.values_list("subject", "attribute", "source_id", "value"):
+        if (subject, attribute) in items:
+            out[(subject, attribute)].setdefault(int(source_id), str(value))
+    return out
 
 
 NORMALIZERS = ("time", "date", "text", "number")
@@ -325,7 +354,9 @@ def record_claim_check(run: EstimationRun, resolution_id: int, answer: str, *, u
         row = ClaimResolution.objects.filter(run=locked, pk=resolution_id).first()
         if row is None:
             raise ValidationError({"query": "This item was resolved again since: reload the checks page."})
-        value = _as_claimed(text, [str(v.get("value", "")) for v in row.values])
+        claimed = [str(v.get("value", "")) for v in row.values]
+        claimed += [str(s) for v in row.values for s in v.get("spellings") or [] if str(s) not in claimed]
+        value = _as_claimed(text, claimed)
         gold = [g for g in locked.params.get("claim_gold") or [] if (g[0], g[1]) != (row.subject, row.attribute)]
         locked.params = {**locked.params, "claim_gold": [*gold, [row.subject, row.attribute, value]]}
         locked.save(update_fields=["params"])
