@@ -13,7 +13,7 @@ from core.bench.metrics import correlations
 from core.bench.paths import default_data_dir
 from core.bench.truth import ClaimSet, load_claims
 from core.bench.truth_methods import majority_vote
-from core.engine.claims.resolve import resolve_claims
+from core.engine.claims.resolve import ClaimResolution, resolve_claims
 from core.engine.reliability.base import MIN_SHARED_FALSE
 
 DEMO = Path(__file__).resolve().parents[2] / "sources" / "demo_data" / "flights.csv"
@@ -36,6 +36,29 @@ def demo(tmp_path: Path) -> ClaimSet:
 def accuracy(claims: ClaimSet, truths: dict[tuple[str, str], str]) -> float:
     labelled = [t for t in claims.gold if t in set(claims.tasks)]
     return sum(truths.get(t) == claims.gold[t] for t in labelled) / len(labelled)
+
+
+Row = tuple[str, tuple[str, str], str]
+
+
+def flights_slice(sites: tuple[str, ...]) -> tuple[ClaimSet, list[Row]]:
+    """Full Flights' claims of ``sites``, with the gold and the tolerances, and as resolve_claims' rows."""
+    full = load_claims("flights", default_data_dir())
+    claims = ClaimSet("slice", [c for c in full.claims if c.source in sites], full.gold, full.tolerances)
+    return claims, [(c.source, c.task, c.value) for c in claims.claims]
+
+
+def answer_checks(
+    claims: ClaimSet, rows: list[Row], run: ClaimResolution[str], gold: dict[tuple[str, str], str], n: int
+) -> ClaimResolution[str]:
+    """``n`` more checks answered from the gold one at a time, as the checks page offers them: the
+    current run's first proposed check not yet answered, then the run resolved again (``gold``
+    gains them)."""
+    for _ in range(n):
+        item = next(q for q in run.checks if q not in gold)
+        gold[item] = claims.gold[item]
+        run = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
+    return run
 
 
 def test_the_demo_flights_are_unsettled_and_resolved_by_majority_not_upside_down(demo: ClaimSet) -> None:
@@ -96,9 +119,7 @@ CONFIRMED_SLICE = (
 
 
 def test_a_check_that_confirms_an_identified_estimate_does_not_move_it() -> None:
-    full = load_claims("flights", default_data_dir())
-    claims = ClaimSet("slice", [c for c in full.claims if c.source in CONFIRMED_SLICE], full.gold, full.tolerances)
-    rows = [(c.source, c.task, c.value) for c in claims.claims]
+    claims, rows = flights_slice(CONFIRMED_SLICE)
     alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
     assert alone.identified
     first = alone.checks[0]
@@ -140,9 +161,7 @@ FEED5_FEED3 = (
 
 
 def test_an_unsettled_run_with_checks_weighs_each_site_by_its_checked_values() -> None:
-    full = load_claims("flights", default_data_dir())
-    claims = ClaimSet("slice", [c for c in full.claims if c.source in FEED5_FEED3], full.gold, full.tolerances)
-    rows = [(c.source, c.task, c.value) for c in claims.claims]
+    claims, rows = flights_slice(FEED5_FEED3)
     first = resolve_claims(rows, "accucopy").checks[0]
     checked = resolve_claims(rows, "accucopy", gold={first: claims.gold[first]})
     assert not checked.identified
@@ -176,9 +195,7 @@ OVERRATED_SLICE = (
 
 
 def test_an_estimate_whose_accuracies_do_not_fit_agreement_is_unsettled_and_its_checks_settle_it() -> None:
-    full = load_claims("flights", default_data_dir())
-    claims = ClaimSet("slice", [c for c in full.claims if c.source in OVERRATED_SLICE], full.gold, full.tolerances)
-    rows = [(c.source, c.task, c.value) for c in claims.claims]
+    claims, rows = flights_slice(OVERRATED_SLICE)
     alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
     assert not alone.identified
     assert alone.identification is not None and "agree with one another far less often" in alone.identification.reason
@@ -186,12 +203,7 @@ def test_an_estimate_whose_accuracies_do_not_fit_agreement_is_unsettled_and_its_
     assert {"helloflight", "myrateplan", "flightwise"} <= named  # the poor sites it had rated highest
     assert alone.truths() == majority_vote(claims).truths  # no worse than majority vote meanwhile
     assert len(alone.checks) == 5
-    gold: dict[tuple[str, str], str] = {}
-    run = alone
-    for _ in range(3):  # answered one at a time, as the checks page offers them
-        item = next(q for q in run.checks if q not in gold)
-        gold[item] = claims.gold[item]
-        run = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
+    run = answer_checks(claims, rows, alone, {}, 3)
     assert accuracy(claims, run.truths()) >= accuracy(claims, majority_vote(claims).truths) + 0.2
     true = claims.true_source_accuracy(1)
     assert run.sources["aa"].accuracy > run.sources["helloflight"].accuracy
@@ -208,9 +220,7 @@ PROBED_FEED = ("gofox", "foxbusiness", "panynj", "allegiantair")
 
 
 def test_once_checks_settle_a_run_its_next_checks_ask_whether_the_listing_it_rests_on_is_right() -> None:
-    full = load_claims("flights", default_data_dir())
-    claims = ClaimSet("slice", [c for c in full.claims if c.source in PROBED_SLICE], full.gold, full.tolerances)
-    rows = [(c.source, c.task, c.value) for c in claims.claims]
+    claims, rows = flights_slice(PROBED_SLICE)
     alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
     assert not alone.identified
     first = alone.checks[0]
@@ -224,10 +234,6 @@ def test_once_checks_settle_a_run_its_next_checks_ask_whether_the_listing_it_res
     feed_value = listed["gofox"]
     assert all(listed[s] == feed_value for s in PROBED_FEED)
     assert listed.get("flylouisville", feed_value) != feed_value
-    run = settled
-    for _ in range(2):  # answered one at a time, as the checks page offers them
-        item = next(q for q in run.checks if q not in gold)
-        gold[item] = claims.gold[item]
-        run = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
+    run = answer_checks(claims, rows, settled, gold, 2)
     assert accuracy(claims, run.truths()) >= 0.88 > accuracy(claims, settled.truths()) + 0.2
     assert run.sources["flylouisville"].accuracy > run.sources["gofox"].accuracy

@@ -330,13 +330,8 @@ def _examine_resting(
         given = given[given != MISSING]
         if not len(given) or int(np.bincount(given).argmax()) != truth[q]:
             continue
-        counts: dict[int, set[int]] = {}
-        for j in np.flatnonzero(~in_group & (row != MISSING)):
-            counts.setdefault(int(row[j]), set()).add(mirror_unit[int(j)])
-        if not counts:
-            continue
-        best = max(counts, key=lambda a: (len(counts[a]), -a))
-        if best != truth[q] and len(counts[best]) > len(counts.get(int(truth[q]), ())):
+        best = _outvoting(row, ~in_group, mirror_unit, int(truth[q]))
+        if best is not None:
             other[q] = best
     if not other and not checked:
         return Identification(True, "No other answer is given by more sources where the estimate follows one listing.")
@@ -401,6 +396,21 @@ def _examine_resting(
             "make that listing right. A few checked answers would settle it.",
         )
     return replace(found, reason="The listing the estimate follows is not disputed by enough independent sources.")
+
+
+def _outvoting(
+    row: npt.NDArray[np.int64], voters: npt.NDArray[np.bool_], mirror_unit: list[int], answer: int
+) -> int | None:
+    """The value that more independent voices among ``voters`` give on ``row`` than ``answer``
+    (mirrors counted once: ``mirror_unit``): their most given value (ties to the smaller), None
+    when that is ``answer`` or no more of them give it."""
+    units: dict[int, set[int]] = {}
+    for j in np.flatnonzero(voters & (row != MISSING)):
+        units.setdefault(int(row[j]), set()).add(mirror_unit[int(j)])
+    if not units:
+        return None
+    best = max(units, key=lambda a: (len(units[a]), -a))
+    return best if best != answer and len(units[best]) > len(units.get(answer, ())) else None
 
 
 def _unit_of(edges: npt.NDArray[np.bool_]) -> list[int]:
@@ -707,11 +717,7 @@ def fit_checks(votes: LabelMatrix, result: ReliabilityResult, sources: Collectio
         givers = np.flatnonzero(row == answer)
         if not any(int(j) in chosen for j in givers):
             continue
-        units: dict[int, set[int]] = {}
-        for j in np.flatnonzero(row != MISSING):
-            units.setdefault(int(row[j]), set()).add(mirror_unit[int(j)])
-        best = max(units, key=lambda a: (len(units[a]), -a))
-        if best != answer and len(units[best]) > len(units[answer]):
+        if _outvoting(row, np.ones(len(row), dtype=bool), mirror_unit, answer) is not None:
             scored.append((int(np.sum(row != MISSING)), q))
     return [q for _, q in sorted(scored, key=lambda t: (-t[0], t[1]))][: max(checks, 0)]
 

@@ -233,19 +233,19 @@ def _claim_identification_view(run: EstimationRun, stored: JSONObject) -> dict[s
         split = exact.get((row.subject, row.attribute), {})
         out: list[AnswerOption] = []
         for v in row.values:
-            members = [int(i) for i in v.get("sources", [])]
-            by_value: dict[str, list[int]] = defaultdict(list)
-            for i in members:
-                by_value[split.get(i, str(v.get("value", "")))].append(i)
-            if not v.get("spellings"):
-                by_value = {str(v.get("value", "")): members}
+            value, members = str(v.get("value", "")), [int(i) for i in v.get("sources", [])]
+            by_value: dict[str, list[int]] = {value: members}
+            if v.get("spellings"):
+                by_value = defaultdict(list)
+                for i in members:
+                    by_value[split.get(i, value)].append(i)
             out += [
                 {
-                    "answer": value,
+                    "answer": spelling,
                     "sources": sorted(names.get(i, f"source {i}") for i in ids),
                     "count": len(ids),
                 }
-                for value, ids in by_value.items()
+                for spelling, ids in by_value.items()
             ]
         return sorted(out, key=lambda o: (-o["count"], o["answer"]))[:MAX_OPTIONS]
 
