@@ -3,6 +3,8 @@ accuracies an estimate has inflated predict more agreement than the sources show
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from core.engine.reliability.base import Dependence, Identification, ReliabilityResult, SourceReliability
@@ -95,5 +97,12 @@ def test_listing_probes_are_the_listings_items_where_the_other_sources_weigh_ano
     probes = listing_probes(labels, result, gold=[0, 1], checks=5)
     assert probes == [2, 3, 4, 5, 6]  # source 3's disagreements outweigh (items 0 and 1 are checked)
     assert listing_probes(labels, result, checks=20) == list(range(10))
-    elsewhere = ReliabilityResult(result.sources, [1] * n, 1, True)  # an estimate that follows no listing
-    assert listing_probes(labels, elsewhere, checks=5) == []
+    # Values one within a mapping's tolerance are no test of the listing.
+    assert listing_probes(labels, result, checks=20, same=lambda _q, _a, _b: True) == []
+    # An estimate that follows no listing tests its most trusted sources (within PROBE_BAND of the
+    # highest: 0-3) where they give one value and the others weigh another more: items 10-19.
+    elsewhere = ReliabilityResult(result.sources, [1] * n, 1, True)
+    assert listing_probes(labels, elsewhere, checks=5) == [10, 11, 12, 13, 14]
+    # ... where two of them agree on most items they share: a lone trusted source is not tested.
+    lone = [replace(s, accuracy=a) for s, a in zip(result.sources, (0.99, 0.6, 0.6, 0.6, 0.6, 0.55), strict=True)]
+    assert listing_probes(labels, ReliabilityResult(lone, [1] * n, 1, True), checks=5) == []

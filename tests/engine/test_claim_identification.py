@@ -237,3 +237,32 @@ def test_once_checks_settle_a_run_its_next_checks_ask_whether_the_listing_it_res
     run = answer_checks(claims, rows, settled, gold, 2)
     assert accuracy(claims, run.truths()) >= 0.88 > accuracy(claims, settled.truths()) + 0.2
     assert run.sources["flylouisville"].accuracy > run.sources["gofox"].accuracy
+
+
+# Seed 2's slice 13 of bench_claim_slices.py --random 20: three travel sites (true 0.79-0.82)
+# that agree on most items, an airline's site and businesstravellogue (true 1.0 and 0.96).
+TRUSTED_SLICE = (
+    *("travelocity", "mytripandmore", "orbitz", "allegiantair", "flytecomm", "airtravelcenter"),
+    *("flightarrival", "businesstravellogue", "ua", "wunderground", "flightwise", "iad"),
+)
+TRAVEL_SITES = ("travelocity", "mytripandmore", "orbitz")
+
+
+def test_a_run_settled_by_checks_without_a_listing_tests_the_sources_it_trusts_most() -> None:
+    claims, rows = flights_slice(TRUSTED_SLICE)
+    alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
+    assert not alone.identified
+    first = alone.checks[0]
+    gold = {first: claims.gold[first]}
+    settled = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
+    assert settled.identified  # the first check sided with the estimate against the poor bloc
+    assert min(settled.sources[s].accuracy for s in TRAVEL_SITES) > 0.95 > settled.sources["ua"].accuracy
+    # Its next check: an item where the travel sites give one value and the others, weighed, another.
+    probe = settled.checks[0]
+    listed = {c.source: c.value for c in claims.claims if c.task == probe}
+    given = {listed[s] for s in TRAVEL_SITES if s in listed}
+    assert len(given) == 1
+    assert any(value not in given for value in listed.values())
+    run = answer_checks(claims, rows, settled, gold, 2)
+    assert accuracy(claims, run.truths()) >= 0.9 > accuracy(claims, settled.truths()) + 0.1
+    assert run.sources["ua"].accuracy > max(run.sources[s].accuracy for s in TRAVEL_SITES)

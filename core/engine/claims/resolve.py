@@ -203,7 +203,7 @@ def resolve_claims(
     ):
         # Settled by checks where agreement alone left it open: the next checks ask whether the
         # listing the estimate rests on is right (identify.listing_probes), then the verdicts' own.
-        probes = listing_probes(matrix, result, gold_rows)
+        probes = listing_probes(matrix, result, gold_rows, same=_same_value(items, values, tolerance_of))
         if probes:
             found = replace(found, checks=(probes + [q for q in found.checks if q not in probes])[:DEFAULT_CHECKS])
     result = equalise(result, found, scheme=chosen.weight_scheme)
@@ -312,6 +312,18 @@ def _confirmed(
         for j, source in enumerate(alone.sources)
     ]
     return replace(alone, sources=sources), found
+
+
+def _same_value(
+    items: Sequence[Item], values: Mapping[Item, Sequence[str]], tolerance_of: Callable[[Item], Tolerance | None]
+) -> Callable[[int, int, int], bool]:
+    """Whether two coded values of an item are one value within the item's tolerance."""
+
+    def same(q: int, a: int, b: int) -> bool:
+        tolerance = tolerance_of(items[q])
+        return tolerance is not None and tolerance.same(values[items[q]][a], values[items[q]][b])
+
+    return same
 
 
 def authority_values(claims: Iterable[tuple[S, Item, str]], authorities: Collection[S]) -> dict[Item, str]:

@@ -63,7 +63,7 @@ than majority vote, until checks arrive.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -652,6 +652,10 @@ def proposed_checks(result: ReliabilityResult, n: int, *, exclude: Collection[in
 FIT_MIN_SHARED = 30
 FIT_MAX_DEFICIT = -1.0
 FIT_DEPENDENT = 0.5  # pairs at least this likely dependent are not independent pairs
+# listing_probes without a listing: the sources within this of the highest accuracy are what the
+# estimate rests on (0, 0.03 and 0.1 compared on 200 random Flights slices; docs/claims.md).
+PROBE_BAND = 0.1
+PROBE_VOUCH = 0.9  # ... and two of them share items and agree on this share of them (_vouching)
 
 MISFIT_MESSAGE = (
     "These reliabilities do not fit the sources' agreement: sources estimated as accurate agree "
@@ -752,19 +756,44 @@ def with_agreement_fit(
     )
 
 
+def _vouching(labels: LabelMatrix, group: list[int]) -> bool:
+    """Whether two of ``group`` share FIT_MIN_SHARED items or more and give the same value on at
+    least PROBE_VOUCH of them: sources that can lift each other's rating."""
+    both, same = AnswerCells.of(labels).pair_constants()
+    both = np.asarray(both, dtype=float)
+    same = np.asarray(same, dtype=float)
+    return any(
+        both[a, b] >= FIT_MIN_SHARED and same[a, b] >= PROBE_VOUCH * both[a, b]
+        for i, a in enumerate(group)
+        for b in group[i + 1 :]
+    )
+
+
 def listing_probes(
-    votes: LabelMatrix, result: ReliabilityResult, gold: Collection[int] = (), *, checks: int = DEFAULT_CHECKS
+    votes: LabelMatrix,
+    result: ReliabilityResult,
+    gold: Collection[int] = (),
+    *,
+    checks: int = DEFAULT_CHECKS,
+    same: Callable[[int, int, int], bool] | None = None,
 ) -> list[int]:
-    """Checks that test the listing an estimate rests on (the group of mirrors it follows on every
-    item, the most trusted one where there are several): its items, outside ``gold``, where the
-    other sources' log-odds vote under ``result``'s accuracies gives another value more weight
-    than the listing's, the widest margin first. Empty when the estimate rests on no listing.
+    """Checks that test what an estimate rests on: the listing it follows (the group of mirrors
+    it follows on every item, the most trusted one where there are several) or, where it follows
+    none, its most trusted sources (those within PROBE_BAND of the highest accuracy), where two of
+    them agree on most of the items they share (they can lift each other's rating). Their items,
+    outside ``gold``, where they give one value and the other sources' log-odds vote under
+    ``result``'s accuracies gives another value more weight, the widest margin first.
 
     For a run that checks have settled after agreement alone left it open: its checks so far
     went to the blocs the estimate rejects, and each one answered there confirms the listing
     against a poor bloc; whether the listing itself is right is what a check on these items
     asks (a feed of five mirrors, true accuracy 0.62, rated 1.0 over an accurate site rated
-    0.62: docs/claims.md)."""
+    0.62: docs/claims.md). Without a listing, the same holds for the sources the checks lifted:
+    three travel sites (true 0.79-0.82) that listed a checked value rated 0.97-0.99, over an
+    airline's own site (1.0) rated 0.83.
+
+    ``same(q, a, b)``: whether values a and b of item q are one value (a mapping's tolerance);
+    a vote for a value within it of theirs counts for theirs, so 07:21 against 07:22 is no test."""
     labels = as_label_matrix(votes)
     truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)
     if labels.shape[1] < 3 or len(truth) != labels.shape[0]:
@@ -773,23 +802,34 @@ def listing_probes(
     resting = _resting(labels, truth, mirrors)
     accuracy = np.array([s.accuracy for s in result.sources], dtype=float)
     listings = [group for group in _components(mirrors) if resting[group[0]]]
-    if not listings:
-        return []
-    group = max(listings, key=lambda g: (float(accuracy[g].max()), len(g), -g[0]))
+    if listings:
+        group = max(listings, key=lambda g: (float(accuracy[g].max()), len(g), -g[0]))
+        speakers, listed = group[:1], labels[:, group[0]] != MISSING
+    else:
+        group = [int(j) for j in np.flatnonzero(accuracy >= accuracy.max() - PROBE_BAND)]
+        if not _vouching(labels, group):
+            return []
+        speakers, listed = group, (labels[:, group] != MISSING).any(axis=1)
     clipped = np.clip(accuracy, 1e-6, 1.0 - 1e-6)
     weight = np.maximum(np.log(clipped / (1.0 - clipped)), 0.0)
     inside = np.zeros(labels.shape[1], dtype=bool)
     inside[group] = True
     skip = {int(q) for q in gold}
     scored: list[tuple[float, int]] = []
-    for q in np.flatnonzero(labels[:, group[0]] != MISSING):
+    for q in np.flatnonzero(listed):
         if int(q) in skip:
             continue
         row = labels[q]
-        mine = int(row[group[0]])
+        given = {int(row[j]) for j in speakers if row[j] != MISSING}
+        if len(given) != 1:  # the trusted sources disagree among themselves: not a test of them
+            continue
+        mine = given.pop()
         score: dict[int, float] = {}
         for j in np.flatnonzero(~inside & (row != MISSING)):
-            score[int(row[j])] = score.get(int(row[j]), 0.0) + float(weight[j])
+            value = int(row[j])
+            if same is not None and value != mine and same(int(q), value, mine):
+                value = mine
+            score[value] = score.get(value, 0.0) + float(weight[j])
         others = [v for v in score if v != mine]
         if not others:
             continue
