@@ -3,11 +3,9 @@ accuracies an estimate has inflated predict more agreement than the sources show
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
-from core.engine.reliability.base import Dependence, Identification, ReliabilityResult, SourceReliability
+from core.engine.reliability.base import MISSING, Dependence, Identification, ReliabilityResult, SourceReliability
 from core.engine.reliability.identify import FIT_MAX_DEFICIT, agreement_fit, with_agreement_fit
 
 TRUE = (0.95, 0.9, 0.85, 0.6, 0.6, 0.55)
@@ -103,6 +101,37 @@ def test_listing_probes_are_the_listings_items_where_the_other_sources_weigh_ano
     # highest: 0-3) where they give one value and the others weigh another more: items 10-19.
     elsewhere = ReliabilityResult(result.sources, [1] * n, 1, True)
     assert listing_probes(labels, elsewhere, checks=5) == [10, 11, 12, 13, 14]
-    # ... where two of them agree on most items they share: a lone trusted source is not tested.
-    lone = [replace(s, accuracy=a) for s, a in zip(result.sources, (0.99, 0.6, 0.6, 0.6, 0.6, 0.55), strict=True)]
-    assert listing_probes(labels, ReliabilityResult(lone, [1] * n, 1, True), checks=5) == []
+
+
+def test_listing_probes_without_a_listing_need_two_trusted_sources_that_agree() -> None:
+    from core.engine.reliability.identify import listing_probes
+
+    # Sources 0 and 1 (rated 0.99) are the estimate's most trusted; sources 2 and 3 (0.85) give
+    # another value on items 0-9, source 4 (0.55) theirs: items 0-9 test them, if they vouch for
+    # each other (30+ shared items, the same value on 90%+ of them).
+    n = 60
+    result = ReliabilityResult(
+        [
+            SourceReliability(accuracy=a, weight=0.0, answers=n, agreements=n, interval=(0.0, 1.0))
+            for a in (0.99, 0.99, 0.85, 0.85, 0.55)
+        ],
+        [None] * n,
+        1,
+        True,
+    )
+    labels = np.zeros((n, 5), dtype=np.int64)
+    labels[:10, 2:4] = 1
+    assert listing_probes(labels, result, checks=5) == [0, 1, 2, 3, 4]
+    differ = labels.copy()
+    differ[40:50, 1] = 2  # the same value on 50 of 60 shared items: below 0.9
+    assert listing_probes(differ, result, checks=5) == []
+    few = labels.copy()
+    few[:, 1] = MISSING
+    few[:20, 1] = 0  # 20 shared items: too few to vouch
+    assert listing_probes(few, result, checks=5) == []
+    # Where the trusted sources differ the item is no test of them, unless within a tolerance.
+    apart = labels.copy()
+    apart[:5, 1] = 3  # still the same value on 55 of 60
+    assert listing_probes(apart, result, checks=5) == [5, 6, 7, 8, 9]
+    one_value = listing_probes(apart, result, checks=5, same=lambda _q, a, b: {a, b} == {0, 3})
+    assert one_value == [0, 1, 2, 3, 4]

@@ -757,15 +757,13 @@ def with_agreement_fit(
 
 
 def _vouching(labels: LabelMatrix, group: list[int]) -> bool:
-    """Whether two of ``group`` share FIT_MIN_SHARED items or more and give the same value on at
-    least PROBE_VOUCH of them: sources that can lift each other's rating."""
-    both, same = AnswerCells.of(labels).pair_constants()
-    both = np.asarray(both, dtype=float)
-    same = np.asarray(same, dtype=float)
+    """Whether two of ``group`` (columns of ``labels``) share FIT_MIN_SHARED items or more and give
+    the same value on at least PROBE_VOUCH of them: sources that can lift each other's rating."""
+    both, same = AnswerCells.of(labels[:, group]).pair_constants()
     return any(
         both[a, b] >= FIT_MIN_SHARED and same[a, b] >= PROBE_VOUCH * both[a, b]
-        for i, a in enumerate(group)
-        for b in group[i + 1 :]
+        for a in range(len(group))
+        for b in range(a + 1, len(group))
     )
 
 
@@ -780,7 +778,8 @@ def listing_probes(
     """Checks that test what an estimate rests on: the listing it follows (the group of mirrors
     it follows on every item, the most trusted one where there are several) or, where it follows
     none, its most trusted sources (those within PROBE_BAND of the highest accuracy), where two of
-    them agree on most of the items they share (they can lift each other's rating). Their items,
+    them share FIT_MIN_SHARED items or more and give the same value on at least PROBE_VOUCH of them
+    (they can lift each other's rating). Their items,
     outside ``gold``, where they give one value and the other sources' log-odds vote under
     ``result``'s accuracies gives another value more weight, the widest margin first.
 
@@ -796,19 +795,21 @@ def listing_probes(
     a vote for a value within it of theirs counts for theirs, so 07:21 against 07:22 is no test."""
     labels = as_label_matrix(votes)
     truth = np.array([MISSING if a is None else int(a) for a in result.answers], dtype=np.int64)
-    if labels.shape[1] < 3 or len(truth) != labels.shape[0]:
+    accuracy = np.array([s.accuracy for s in result.sources], dtype=float)
+    if labels.shape[1] < 3 or len(truth) != labels.shape[0] or len(accuracy) != labels.shape[1]:
         return []
     mirrors = mirror_pairs(labels)
     resting = _resting(labels, truth, mirrors)
-    accuracy = np.array([s.accuracy for s in result.sources], dtype=float)
     listings = [group for group in _components(mirrors) if resting[group[0]]]
     if listings:
         group = max(listings, key=lambda g: (float(accuracy[g].max()), len(g), -g[0]))
         speakers, listed = group[:1], labels[:, group[0]] != MISSING
     else:
-        group = [int(j) for j in np.flatnonzero(accuracy >= accuracy.max() - PROBE_BAND)]
+        group = [int(j) for j in np.flatnonzero(accuracy >= np.nanmax(accuracy) - PROBE_BAND)]
         if not _vouching(labels, group):
             return []
+        # The most trusted first: where they differ within a tolerance, the item tests its value.
+        group.sort(key=lambda j: (-accuracy[j], j))
         speakers, listed = group, (labels[:, group] != MISSING).any(axis=1)
     clipped = np.clip(accuracy, 1e-6, 1.0 - 1e-6)
     weight = np.maximum(np.log(clipped / (1.0 - clipped)), 0.0)
@@ -820,10 +821,10 @@ def listing_probes(
         if int(q) in skip:
             continue
         row = labels[q]
-        given = {int(row[j]) for j in speakers if row[j] != MISSING}
-        if len(given) != 1:  # the trusted sources disagree among themselves: not a test of them
-            continue
-        mine = given.pop()
+        given = [int(row[j]) for j in speakers if row[j] != MISSING]
+        mine = given[0]
+        if any(v != mine and (same is None or not same(int(q), v, mine)) for v in given):
+            continue  # the trusted sources disagree among themselves: not a test of them
         score: dict[int, float] = {}
         for j in np.flatnonzero(~inside & (row != MISSING)):
             value = int(row[j])
