@@ -61,6 +61,21 @@ def answer_checks(
     return run
 
 
+def settled_by_first_check(
+    claims: ClaimSet, rows: list[Row]
+) -> tuple[dict[tuple[str, str], str], ClaimResolution[str]]:
+    """A run that agreement alone leaves unsettled, after its first proposed check is answered from
+    the gold, which settles it (the check sides with the estimate against a poor bloc): the checks
+    answered so far and the settled run."""
+    alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
+    assert not alone.identified
+    first = alone.checks[0]
+    gold = {first: claims.gold[first]}
+    settled = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
+    assert settled.identified
+    return gold, settled
+
+
 def test_the_demo_flights_are_unsettled_and_resolved_by_majority_not_upside_down(demo: ClaimSet) -> None:
     rows = [(c.source, c.task, c.value) for c in demo.claims]
     resolution = resolve_claims(rows, "accucopy")
@@ -221,12 +236,7 @@ PROBED_FEED = ("gofox", "foxbusiness", "panynj", "allegiantair")
 
 def test_once_checks_settle_a_run_its_next_checks_ask_whether_the_listing_it_rests_on_is_right() -> None:
     claims, rows = flights_slice(PROBED_SLICE)
-    alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
-    assert not alone.identified
-    first = alone.checks[0]
-    gold = {first: claims.gold[first]}
-    settled = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
-    assert settled.identified  # the first check sided with the estimate against the poor bloc
+    gold, settled = settled_by_first_check(claims, rows)
     assert settled.sources["gofox"].accuracy > 0.95 > 0.7 > settled.sources["flylouisville"].accuracy
     # Its next check is an item of the feed that the other sites, weighed, give another value.
     probe = settled.checks[0]
@@ -250,12 +260,7 @@ TRAVEL_SITES = ("travelocity", "mytripandmore", "orbitz")
 
 def test_a_run_settled_by_checks_without_a_listing_tests_the_sources_it_trusts_most() -> None:
     claims, rows = flights_slice(TRUSTED_SLICE)
-    alone = resolve_claims(rows, "accucopy", tolerances=claims.tolerances)
-    assert not alone.identified
-    first = alone.checks[0]
-    gold = {first: claims.gold[first]}
-    settled = resolve_claims(rows, "accucopy", gold=gold, tolerances=claims.tolerances)
-    assert settled.identified  # the first check sided with the estimate against the poor bloc
+    gold, settled = settled_by_first_check(claims, rows)
     assert min(settled.sources[s].accuracy for s in TRAVEL_SITES) > 0.95 > settled.sources["ua"].accuracy
     # Its next check: an item where the travel sites give one value and the others, weighed, another.
     probe = settled.checks[0]

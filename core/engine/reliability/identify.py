@@ -779,9 +779,9 @@ def listing_probes(
     it follows on every item, the most trusted one where there are several) or, where it follows
     none, its most trusted sources (those within PROBE_BAND of the highest accuracy), where two of
     them share FIT_MIN_SHARED items or more and give the same value on at least PROBE_VOUCH of them
-    (they can lift each other's rating). Their items,
-    outside ``gold``, where they give one value and the other sources' log-odds vote under
-    ``result``'s accuracies gives another value more weight, the widest margin first.
+    (they can lift each other's rating). Their items, outside ``gold``, where they give one value
+    and the other sources' log-odds vote under ``result``'s accuracies gives another value more
+    weight, the widest margin first.
 
     For a run that checks have settled after agreement alone left it open: its checks so far
     went to the blocs the estimate rejects, and each one answered there confirms the listing
